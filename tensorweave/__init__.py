@@ -1,0 +1,43 @@
+"""tensorweave: a TensorFlow-style machine-learning system built as a graph compiler.
+
+    import tensorweave as tw
+
+    @tw.compile
+    def f(x, w):
+        return tw.nn.relu(x @ w)
+"""
+
+from . import errors
+from .compiler.dtypes import (
+                              DType,
+                              as_dtype,
+                              bfloat16,
+                              bool_,
+                              float16,
+                              float32,
+                              float64,
+                              int8,
+                              int16,
+                              int32,
+                              int64,
+                              uint8,
+)
+from .frontend.building import constant, convert_to_tensor
+from .frontend.context import control_dependencies, device, name_scope
+from .frontend.function import ConcreteFunction, Function, TensorSpec, compile
+from .frontend.ops import *  # noqa: F403
+from .frontend.ops import __all__ as _ops_all
+from .frontend.tensor import EagerTensor, Tensor
+from .frontend.variables import Variable
+
+bool = bool_  # noqa: A001  (TensorFlow spells it tw.bool)
+half = float16
+double = float64
+
+__version__ = "0.1.0"
+
+__all__ = ["errors", "DType", "as_dtype", "bfloat16", "bool", "bool_", "float16", "float32",
+           "float64", "half", "double", "int8", "int16", "int32", "int64", "uint8", "constant",
+           "convert_to_tensor", "control_dependencies", "device", "name_scope",
+           "ConcreteFunction", "Function", "TensorSpec", "compile", "EagerTensor", "Tensor",
+           "Variable", *_ops_all]

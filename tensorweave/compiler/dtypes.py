@@ -1,0 +1,111 @@
+"""Element types of tensors.
+
+Each `DType` is a singleton with a short IR name (``f32``), the matching NumPy dtype and
+its category. ``bf16`` uses the ``ml_dtypes`` extension type, the same one JAX uses, so
+bfloat16 arrays are ordinary NumPy arrays.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import ml_dtypes
+import numpy as np
+
+from ..errors import DTypeError
+
+
+class DType:
+    """An element type: ``tw.float32`` and friends. Compare with ``is`` or ``==``."""
+
+    __slots__ = ("name", "np", "kind", "bits", "tf_name")
+
+    def __init__(self, name: str, np_dtype: Any, kind: str, bits: int, tf_name: str) -> None:
+        self.name = name
+        self.np = np.dtype(np_dtype)
+        self.kind = kind  # 'float', 'int', 'uint' or 'bool'
+        self.bits = bits
+        self.tf_name = tf_name
+
+    @property
+    def is_floating(self) -> bool:
+        return self.kind == "float"
+
+    @property
+    def is_integer(self) -> bool:
+        return self.kind in ("int", "uint")
+
+    @property
+    def is_bool(self) -> bool:
+        return self.kind == "bool"
+
+    @property
+    def itemsize(self) -> int:
+        return self.np.itemsize
+
+    @property
+    def as_numpy_dtype(self) -> type:
+        """The NumPy scalar type (TensorFlow's spelling)."""
+        return self.np.type
+
+    def __repr__(self) -> str:
+        return f"tw.{self.tf_name}"
+
+    def __str__(self) -> str:
+        return self.name
+
+    def __reduce__(self) -> tuple:
+        return (as_dtype, (self.name,))
+
+
+float16 = DType("f16", np.float16, "float", 16, "float16")
+bfloat16 = DType("bf16", ml_dtypes.bfloat16, "float", 16, "bfloat16")
+float32 = DType("f32", np.float32, "float", 32, "float32")
+float64 = DType("f64", np.float64, "float", 64, "float64")
+int8 = DType("i8", np.int8, "int", 8, "int8")
+int16 = DType("i16", np.int16, "int", 16, "int16")
+int32 = DType("i32", np.int32, "int", 32, "int32")
+int64 = DType("i64", np.int64, "int", 64, "int64")
+uint8 = DType("u8", np.uint8, "uint", 8, "uint8")
+bool_ = DType("i1", np.bool_, "bool", 1, "bool")
+
+ALL_DTYPES: tuple[DType, ...] = (float16, bfloat16, float32, float64, int8, int16, int32,
+                                 int64, uint8, bool_)
+FLOAT_DTYPES = tuple(d for d in ALL_DTYPES if d.is_floating)
+INT_DTYPES = tuple(d for d in ALL_DTYPES if d.is_integer)
+NUMERIC_DTYPES = FLOAT_DTYPES + INT_DTYPES
+
+_BY_NAME: dict[str, DType] = {}
+for _d in ALL_DTYPES:
+    _BY_NAME[_d.name] = _d
+    _BY_NAME[_d.tf_name] = _d
+_BY_NAME.update({"float": float32, "double": float64, "half": float16, "int": int32,
+                 "bool": bool_, "i1": bool_})
+_BY_NUMPY: dict[np.dtype, DType] = {d.np: d for d in ALL_DTYPES}
+
+
+def as_dtype(value: Any) -> DType:
+    """Convert a DType, IR name (``"f32"``), TensorFlow name (``"float32"``, ``"float"``),
+    NumPy dtype or Python type into a `DType`."""
+    if isinstance(value, DType):
+        return value
+    if isinstance(value, str):
+        try:
+            return _BY_NAME[value]
+        except KeyError:
+            raise DTypeError(f"unknown dtype {value!r}; expected one of "
+                             f"{', '.join(d.name for d in ALL_DTYPES)}") from None
+    if value is float:
+        return float32
+    if value is int:
+        return int32
+    if value is bool:
+        return bool_
+    try:
+        npd = np.dtype(value)
+    except TypeError:
+        raise DTypeError(f"cannot interpret {value!r} as a dtype") from None
+    try:
+        return _BY_NUMPY[npd]
+    except KeyError:
+        raise DTypeError(f"NumPy dtype {npd} has no tensorweave equivalent") from None

@@ -1,0 +1,85 @@
+"""Variable ops: a handle to runtime-owned state, reads and in-place updates.
+
+A variable lives in the runtime's `ResourceManager` under its `shared_name`;
+``VarHandle`` looks it up, ``ReadVariable`` copies its value out, and the ``Assign*``
+ops update it in place. The frontend orders the stateful ops on one resource by
+control edges in program order, as TensorFlow 2 does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from ...errors import DTypeError, ShapeError
+from ..registry import OpDef, attr, def_op
+from ..types import ResourceType, TensorType
+from .common import expect_resource, expect_tensor
+
+VarHandle = def_op("VarHandle", [], {"shared_name": attr("str"), "dtype": attr("dtype"),
+                                     "shape": attr("shape")},
+                   doc="The handle of the variable named `shared_name`.")
+
+
+@VarHandle.infer
+def _handle_infer(*, shared_name, dtype, shape):
+    return ResourceType(TensorType(dtype, shape))
+
+
+@VarHandle.kernel("reference", context=True)
+def _handle_kernel(ctx, *, shared_name, dtype, shape):
+    return ctx.resources.variable(shared_name)
+
+
+ReadVariable = def_op("ReadVariable", ["resource"], stateful=True, side_effects=False,
+                      doc="The current value of a variable (a copy).")
+
+
+@ReadVariable.infer
+def _read_infer(r):
+    r = expect_resource(r)
+    if r.value_type is None:
+        raise DTypeError("ReadVariable needs a variable handle, got a non-variable resource")
+    return r.value_type
+
+
+@ReadVariable.kernel("reference", context=True)
+def _read_kernel(ctx, var):
+    return var.read()
+
+
+def _update_infer(r, value):
+    r = expect_resource(r)
+    value = expect_tensor(value, "value")
+    vt = r.value_type
+    if vt is None:
+        raise DTypeError("the first operand must be a variable handle")
+    if value.dtype is not vt.dtype:
+        raise DTypeError(f"variable holds {vt.dtype.name}, value is {value.dtype.name}")
+    if value.rank != vt.rank or any(a is not None and b is not None and a != b
+                                    for a, b in zip(vt.shape, value.shape)):
+        raise ShapeError(f"variable has shape {vt}, value has shape {value}")
+    return []
+
+
+def _declare_update(name: str, doc: str, update: Callable | None) -> OpDef:
+    op = def_op(name, ["resource", "value"], stateful=True, doc=doc)
+    op.infer(_update_infer)
+
+    @op.kernel("reference", context=True)
+    def _kernel(ctx, var, value):
+        if update is None:
+            var.assign(value)
+        else:
+            var.update(update, np.asarray(value))
+        return ()
+
+    return op
+
+
+AssignVariable = _declare_update("AssignVariable", "Store `value` into the variable.", None)
+AssignAddVariable = _declare_update("AssignAddVariable", "Add `value` to the variable.",
+                                    lambda old, new: old + new)
+AssignSubVariable = _declare_update("AssignSubVariable", "Subtract `value` from the variable.",
+                                    lambda old, new: old - new)

@@ -1,0 +1,82 @@
+"""The pipeline driver: named stages of passes between a traced graph and a target.
+
+Each stage is a list of passes applied, in order, to a copy of the previous stage's
+graph; ``tensorweave dump --stage NAME`` prints the graph after that stage. In debug mode
+(`TW_VERIFY=1`, always on in the test suite) the verifier runs after every pass.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import Any
+
+from ..errors import CompileError
+from .ir import Graph
+from .verifier import verify
+
+Pass = Callable[[Graph], Graph | None]
+
+# stage name -> passes run to reach it from the previous stage
+_STAGES: dict[str, list[Pass]] = {"traced": []}
+
+
+def register_stage(name: str, passes: list[Pass], *, after: str | None = None) -> None:
+    """Add a stage (after `after`, default: last) made of `passes`."""
+    if name in _STAGES:
+        raise ValueError(f"stage {name!r} exists")
+    items = list(_STAGES.items())
+    idx = len(items) if after is None else [k for k, _ in items].index(after) + 1
+    items.insert(idx, (name, passes))
+    _STAGES.clear()
+    _STAGES.update(items)
+
+
+def stage_names() -> list[str]:
+    """The pipeline's stages, in order."""
+    _load_passes()
+    return list(_STAGES)
+
+
+def verify_enabled() -> bool:
+    return os.environ.get("TW_VERIFY", "") not in ("", "0")
+
+
+def run_pipeline(graph: Graph, until: str | None = None) -> Graph:
+    """Return a copy of `graph` transformed through every stage up to `until` (default:
+    the last stage)."""
+    names = stage_names()
+    until = until or names[-1]
+    if until not in _STAGES:
+        raise CompileError(f"unknown stage {until!r}; stages are: {', '.join(names)}")
+    g = graph.copy()
+    check = verify_enabled()
+    if check:
+        verify(g)
+    for name in names:
+        for p in _STAGES[name]:
+            result = p(g)
+            if result is not None:
+                g = result
+            if check:
+                verify(g, after=getattr(p, "__name__", str(p)))
+        if name == until:
+            break
+    return g
+
+
+def compile_graph(graph: Graph, target: str = "reference", resources: Any = None) -> Any:
+    """Optimize `graph` through the whole pipeline and compile it for `target`."""
+    from ..targets import compile_for_target
+    return compile_for_target(run_pipeline(graph), target, resources)
+
+
+_passes_loaded = False
+
+
+def _load_passes() -> None:
+    """Import the pass package, whose modules register the stages they belong to."""
+    global _passes_loaded
+    if not _passes_loaded:
+        _passes_loaded = True
+        from .. import passes  # noqa: F401

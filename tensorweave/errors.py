@@ -1,0 +1,117 @@
+"""The exception hierarchy: one root, `TensorWeaveError`, and a class per kind of failure.
+
+Errors raised while building or running a graph carry the op, the node name and the
+user's source line, so that a message reads like
+``MatMul 'matmul_1' (model.py:12): inner dimensions differ: a is f32[?,784], b is f32[10,10]``.
+Runtime error classes mirror TensorFlow's canonical error codes so that code written
+for TensorFlow (``except tf.errors.OutOfRangeError``) keeps working.
+"""
+
+from __future__ import annotations
+
+
+class TensorWeaveError(Exception):
+    """Root of every error tensorweave raises on purpose."""
+
+    def __init__(self, message: str, *, op: str | None = None, node: str | None = None,
+                 location: str | None = None) -> None:
+        self.message = message
+        self.op = op
+        self.node = node
+        self.location = location
+        super().__init__(self._format())
+
+    def _format(self) -> str:
+        prefix = []
+        if self.op:
+            prefix.append(self.op)
+        if self.node:
+            prefix.append(f"'{self.node}'")
+        if self.location:
+            prefix.append(f"({self.location})")
+        return (" ".join(prefix) + ": " + self.message) if prefix else self.message
+
+    def with_context(self, *, op: str | None = None, node: str | None = None,
+                     location: str | None = None) -> TensorWeaveError:
+        """Return a copy of this error that also names the op, node and source line."""
+        err = type(self).__new__(type(self))
+        TensorWeaveError.__init__(err, self.message, op=self.op or op, node=self.node or node,
+                                  location=self.location or location)
+        for key, value in self.__dict__.items():
+            if key not in ("message", "op", "node", "location", "args"):
+                err.__dict__[key] = value
+        return err
+
+
+class ShapeError(TensorWeaveError, ValueError):
+    """Shapes that cannot work together (found at trace time or by shape inference)."""
+
+
+class DTypeError(TensorWeaveError, TypeError):
+    """Element types that do not match what an op accepts."""
+
+
+class TracingError(TensorWeaveError):
+    """A Python construct that cannot be traced into a graph (e.g. ``if tensor:``)."""
+
+
+class ParseError(TensorWeaveError):
+    """Malformed IR text; carries the 1-based line and column."""
+
+    def __init__(self, message: str, line: int, column: int, *, source_name: str = "<text>") -> None:
+        self.line = line
+        self.column = column
+        self.source_name = source_name
+        super().__init__(f"{message}", location=f"{source_name}:{line}:{column}")
+
+
+class VerificationError(TensorWeaveError):
+    """The IR broke one of its invariants (a bug in a pass or a hand-written graph)."""
+
+
+class CompileError(TensorWeaveError):
+    """A target could not compile a graph."""
+
+
+class UnimplementedError(CompileError):
+    """An op, dtype or feature that the chosen target does not support."""
+
+
+class OpError(TensorWeaveError):
+    """Base of errors raised while a graph runs (TensorFlow's ``tf.errors.OpError``)."""
+
+
+class InvalidArgumentError(OpError, ValueError):
+    """An op got an argument it cannot use (bad feed, out-of-range index, ...)."""
+
+
+class NotFoundError(OpError):
+    """A named thing (file, function, checkpoint key) does not exist."""
+
+
+class FailedPreconditionError(OpError):
+    """The system is not in a state to run the op (e.g. an uninitialized variable)."""
+
+
+class OutOfRangeError(OpError):
+    """Iteration ended, e.g. dequeue from a closed, empty queue."""
+
+
+class CancelledError(OpError):
+    """The step was cancelled, usually because another op of it failed."""
+
+
+class DeadlineExceededError(OpError):
+    """A step ran past its timeout."""
+
+
+class InternalError(OpError):
+    """An invariant of the runtime itself broke."""
+
+
+class DataLossError(OpError):
+    """Stored data (checkpoint, cache entry) is truncated or corrupt."""
+
+
+__all__ = [name for name, value in dict(globals()).items()
+           if isinstance(value, type) and issubclass(value, TensorWeaveError)]

@@ -1,0 +1,1 @@
+"""What users call: tracing (`compile`), op functions, variables and scopes."""

@@ -1,0 +1,254 @@
+"""Turning op-function calls into IR nodes (or, outside any graph, into eager results).
+
+Every public op function ends in `apply_op`: it converts the operands to tensors, records
+the user's source line, applies name/device/control scopes and automatic control
+dependencies, runs type inference (so shape errors surface at the line that made them)
+and wraps the outputs as `Tensor`s.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from ..compiler.dtypes import DType, as_dtype
+from ..compiler.ir import Graph, SourceLoc, Value
+from ..compiler.registry import get_op
+from ..compiler.types import ResourceType, TensorType
+from ..errors import DTypeError, TensorWeaveError, TracingError
+from ..runtime.kernel_context import CallCounters
+from ..runtime.resources import default_resource_manager
+from .context import GraphBuilder, current_builder
+from .tensor import EagerTensor, Tensor
+
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def user_location() -> SourceLoc | None:
+    """The innermost stack frame outside the tensorweave package: the user's line."""
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
+        frame = frame.f_back
+    if frame is None:
+        return None
+    return SourceLoc(frame.f_code.co_filename, frame.f_lineno)
+
+
+# ---------------------------------------------------------------- conversion to tensors
+
+def _python_array(value: Any, dtype: DType | None) -> np.ndarray:
+    """A NumPy array for a Python scalar/list, with TensorFlow's default dtypes."""
+    if dtype is not None:
+        arr = np.asarray(value)
+        target = dtype.np
+        if arr.dtype.kind == "f" and dtype.is_integer:
+            if not np.all(np.isfinite(arr)) or np.any(arr != np.floor(arr)):
+                raise DTypeError(f"cannot convert {value!r} to {dtype.name} without losing "
+                                 f"its fractional part")
+        if arr.dtype.kind in "iu" and dtype.is_integer:
+            info = np.iinfo(target)
+            if arr.size and (arr.min() < info.min or arr.max() > info.max):
+                raise DTypeError(f"{value!r} does not fit in {dtype.name}")
+        return np.asarray(value, dtype=target)
+    arr = np.asarray(value)
+    if arr.dtype == np.float64:
+        return arr.astype(np.float32)
+    if arr.dtype.kind in "iu":
+        if arr.size == 0 or (arr.min() >= -2**31 and arr.max() < 2**31):
+            return arr.astype(np.int32)
+        return arr.astype(np.int64)
+    if arr.dtype == object:
+        raise DTypeError(f"cannot convert {value!r} to a tensor")
+    return arr
+
+
+def is_tensor_like(value: Any) -> bool:
+    return isinstance(value, (Tensor, EagerTensor)) or hasattr(value, "_as_tensor")
+
+
+def convert_to_tensor(value: Any, dtype: DType | str | None = None, name: str | None = None,
+                      *, dtype_hint: DType | str | None = None) -> Tensor | EagerTensor:
+    """Convert a tensor, variable, NumPy array or Python value to a tensor of the current
+    graph (or an eager tensor).
+
+    Python scalars and lists take `dtype`, else `dtype_hint`, else TensorFlow's defaults
+    (float32, int32); NumPy arrays keep their dtype, and a `dtype` that differs from it is
+    an error rather than a silent cast.
+    """
+    dtype = as_dtype(dtype) if dtype is not None else None
+    builder = current_builder()
+    if hasattr(value, "_as_tensor"):  # variables and other tensor-convertible objects
+        value = value._as_tensor()
+    if isinstance(value, Tensor):
+        if builder is None or value.value.graph is not builder.graph:
+            _foreign_tensor(value, builder)
+        _check_dtype(value, dtype)
+        return value
+    if isinstance(value, EagerTensor):
+        _check_dtype(value, dtype)
+        if builder is None:
+            return value
+        return constant(value._array, name=name)
+    if isinstance(value, np.ndarray) or isinstance(value, np.generic):
+        arr = np.asarray(value)
+        if dtype is not None and arr.dtype != dtype.np:
+            raise DTypeError(f"expected a {dtype.name} tensor, got a NumPy array of dtype "
+                             f"{arr.dtype}; convert it with .astype() or tw.cast")
+        return constant(arr, name=name)
+    hint = dtype or (as_dtype(dtype_hint) if dtype_hint is not None else None)
+    return constant(_python_array(value, hint), name=name)
+
+
+def _check_dtype(t: Tensor | EagerTensor, dtype: DType | None) -> None:
+    if dtype is not None and t.dtype is not dtype:
+        raise DTypeError(f"expected a {dtype.name} tensor, got {t.dtype.name}; use tw.cast")
+
+
+def _foreign_tensor(t: Tensor, builder: GraphBuilder | None) -> None:
+    where = "outside any graph" if builder is None else f"while building '{builder.graph.name}'"
+    raise TracingError(
+        f"tensor '{t.value.name}' belongs to graph '{t.value.graph.name}' and cannot be used "
+        f"{where}. A tensor from one trace (or from a tw.compat.v1 Graph) can't leak into "
+        f"another: pass it as an argument or return it instead",
+        location=str(user_location()))
+
+
+def constant(value: Any, dtype: DType | str | None = None, shape: Sequence[int] | None = None,
+             name: str | None = None) -> Tensor | EagerTensor:
+    """A constant tensor (``tw.constant``); `shape` broadcasts a scalar or reshapes."""
+    dtype = as_dtype(dtype) if dtype is not None else None
+    if isinstance(value, (Tensor, EagerTensor)):
+        raise TypeError("tw.constant expects a Python or NumPy value, not a tensor")
+    if isinstance(value, (np.ndarray, np.generic)):
+        arr = np.asarray(value)
+        if dtype is not None:
+            arr = arr.astype(dtype.np)
+    else:
+        arr = _python_array(value, dtype)
+    as_dtype(arr.dtype)
+    if shape is not None:
+        shape = tuple(shape)
+        if arr.size == 1:
+            arr = np.broadcast_to(arr.reshape(()), shape)
+        else:
+            arr = arr.reshape(shape)
+    arr = np.array(arr, copy=True)
+    arr.flags.writeable = False
+    if current_builder() is None:
+        return EagerTensor(arr)
+    return apply_op("Const", [], {"value": arr}, name=name)[0]
+
+
+# ------------------------------------------------------------------------ applying ops
+
+def apply_op(op: str, inputs: Sequence[Any] = (), attrs: Mapping[str, Any] | None = None, *,
+             name: str | None = None) -> list[Tensor | EagerTensor]:
+    """Create a node for registered op `op` in the current graph (or run it eagerly) and
+    return its outputs. `inputs` may hold tensors, variables, arrays or Python values
+    (converted with default dtypes) and raw IR values (resources)."""
+    builder = current_builder()
+    if builder is None:
+        return _run_eager(op, inputs, attrs or {})
+    values = [_as_value(x) for x in inputs]
+    opdef = get_op(op)
+    loc = user_location()
+    node_name = builder.scoped_name(name or opdef.default_name)
+    control = builder.control_inputs()
+    if opdef.stateful and builder.auto_control_deps:
+        for key in _resource_keys(values):
+            prev = builder.last_stateful.get(key)
+            if prev is not None and prev not in control:
+                control.append(prev)
+    node = builder.graph.add_node(op, values, attrs, name=node_name, control_inputs=control,
+                                  device=builder.device, loc=loc)
+    if opdef.stateful:
+        for key in _resource_keys(values):
+            builder.last_stateful[key] = node
+    if opdef.side_effects:
+        builder.side_effect_nodes.append(node)
+    return [Tensor(v, builder) if isinstance(v.type, TensorType) else v for v in node.outputs]
+
+
+def apply_op1(op: str, inputs: Sequence[Any] = (), attrs: Mapping[str, Any] | None = None, *,
+              name: str | None = None) -> Tensor | EagerTensor:
+    """`apply_op` for single-output ops."""
+    return apply_op(op, inputs, attrs, name=name)[0]
+
+
+def _as_value(x: Any) -> Value:
+    if isinstance(x, Value):
+        return x
+    t = convert_to_tensor(x)
+    assert isinstance(t, Tensor)
+    return t.value
+
+
+def _resource_keys(values: Sequence[Value]) -> list[Any]:
+    keys = []
+    for v in values:
+        if isinstance(v.type, ResourceType):
+            p = v.producer
+            keys.append(("var", p.attrs["shared_name"]) if p is not None and p.op == "VarHandle"
+                        else ("value", id(v)))
+    return keys
+
+
+_eager_counters = CallCounters()
+
+
+def _run_eager(op: str, inputs: Sequence[Any], attrs: Mapping[str, Any]) -> list[Any]:
+    """Run one op now on the reference kernels (eager execution)."""
+    from ..targets.reference import run_kernel
+    arrays: list[Any] = []
+    for x in inputs:
+        if hasattr(x, "_eager_resource"):
+            arrays.append(x._eager_resource())
+        elif isinstance(x, Value):
+            raise TracingError(f"an IR value was passed to eager op {op}")
+        else:
+            arrays.append(convert_to_tensor(x)._array)
+    scratch = Graph(f"eager_{op}")
+    args = [scratch.add_arg(_type_of(a)) for a in arrays]
+    loc = user_location()
+    node = scratch.add_node(op, args, attrs, loc=loc)
+    try:
+        outs = run_kernel(node, arrays, default_resource_manager(), _eager_counters)
+    except TensorWeaveError as e:
+        raise e.with_context(**node.error_context()) from None
+    return [EagerTensor(o) if isinstance(v.type, TensorType) else o
+            for o, v in zip(outs, node.outputs)]
+
+
+def _type_of(a: Any) -> Any:
+    if isinstance(a, np.ndarray):
+        return TensorType(as_dtype(a.dtype), a.shape)
+    return ResourceType(a.type)  # a VariableState
+
+
+def convert_operands(*values: Any) -> list[Tensor | EagerTensor]:
+    """Convert the operands of an elementwise op: Python scalars and lists take the dtype of
+    the first operand that has one (a tensor, variable or NumPy array), as in TensorFlow."""
+    dtype = None
+    for v in values:
+        if hasattr(v, "_as_tensor") or isinstance(v, (Tensor, EagerTensor)):
+            dtype = v.dtype
+            break
+        if isinstance(v, (np.ndarray, np.generic)):
+            dtype = as_dtype(np.asarray(v).dtype)
+            break
+    out = []
+    for v in values:
+        if dtype is not None and not (hasattr(v, "_as_tensor") or isinstance(
+                v, (Tensor, EagerTensor, np.ndarray, np.generic))):
+            out.append(convert_to_tensor(v, dtype=dtype))
+        else:
+            out.append(convert_to_tensor(v))
+    return out
+
+
+__all__ = ["apply_op", "apply_op1", "convert_to_tensor", "convert_operands", "constant",
+           "user_location", "is_tensor_like"]

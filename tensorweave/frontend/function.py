@@ -1,0 +1,277 @@
+"""`@tw.compile`: trace a Python function into a graph once per input signature, compile
+it, and run the compiled code on later calls.
+
+Arrays (NumPy arrays and scalars, eager tensors) become graph arguments; every other
+argument (Python numbers, strings, objects) is static: part of the cache key and baked
+into the trace, as in ``tf.function``. With ``input_signature``, dims given as None accept
+any size without retracing.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from ..compiler.dtypes import DType, as_dtype
+from ..compiler.ir import Graph
+from ..compiler.types import TensorType, as_shape, format_shape
+from ..errors import InvalidArgumentError, TracingError
+from . import nest
+from .building import convert_to_tensor
+from .context import GraphBuilder, building
+from .tensor import EagerTensor, Tensor
+from .variables import Variable
+
+DEFAULT_TARGET = "reference"
+
+
+class TensorSpec:
+    """Describes a tensor argument: ``TensorSpec([None, 784], tw.float32)``."""
+
+    __slots__ = ("shape", "dtype", "name")
+
+    def __init__(self, shape: Sequence[int | None], dtype: DType | str = "float32",
+                 name: str | None = None) -> None:
+        self.shape = as_shape(tuple(shape))
+        self.dtype = as_dtype(dtype)
+        self.name = name
+
+    @classmethod
+    def from_array(cls, value: Any, name: str | None = None) -> TensorSpec:
+        arr = np.asarray(value)
+        return cls(arr.shape, as_dtype(arr.dtype), name)
+
+    @property
+    def type(self) -> TensorType:
+        return TensorType(self.dtype, self.shape)
+
+    def __eq__(self, other: object) -> bool:
+        return (isinstance(other, TensorSpec) and self.shape == other.shape
+                and self.dtype is other.dtype)
+
+    def __hash__(self) -> int:
+        return hash((self.shape, self.dtype.name))
+
+    def __repr__(self) -> str:
+        return f"TensorSpec(shape={format_shape(self.shape)}, dtype={self.dtype!r})"
+
+
+def _is_array_arg(x: Any) -> bool:
+    return isinstance(x, (np.ndarray, np.generic, EagerTensor))
+
+
+def _static_key(x: Any) -> Any:
+    try:
+        hash(x)
+        return ("v", type(x), x)
+    except TypeError:
+        return ("id", id(x))
+
+
+class ConcreteFunction:
+    """One trace of a `Function`: the graph, its compiled executable and how to map
+    Python arguments onto it."""
+
+    def __init__(self, graph: Graph, output_tree: Any, output_leaves: list[Any],
+                 specs: list[TensorSpec], target: str) -> None:
+        self.graph = graph
+        self.input_specs = specs
+        self.target = target
+        self._output_tree = output_tree
+        self._output_leaves = output_leaves  # (True, result index) or (False, static value)
+        self._executable = None
+        self._lock = threading.Lock()
+
+    @property
+    def executable(self) -> Any:
+        """The compiled graph (compiled on first use)."""
+        if self._executable is None:
+            with self._lock:
+                if self._executable is None:
+                    from ..compiler.pipeline import compile_graph
+                    self._executable = compile_graph(self.graph, self.target)
+        return self._executable
+
+    def ir(self, stage: str = "traced") -> str:
+        """The IR text of this trace after pipeline stage `stage`."""
+        from ..compiler.pipeline import run_pipeline
+        from ..compiler.printer import print_graph
+        g = self.graph if stage == "traced" else run_pipeline(self.graph, stage)
+        return print_graph(g)
+
+    def call_flat(self, arrays: Sequence[np.ndarray]) -> list[np.ndarray]:
+        """Run on arrays in argument order; returns results in graph order."""
+        results = self.executable(*arrays)
+        return [_own(r, arrays) for r in results]
+
+    def structured(self, results: list[np.ndarray]) -> Any:
+        leaves = [results[x] if is_result else x for is_result, x in self._output_leaves]
+        return nest.unflatten(self._output_tree, leaves)
+
+    def __call__(self, *arrays: Any) -> Any:
+        return self.structured(self.call_flat([np.asarray(a) for a in arrays]))
+
+
+def _own(result: np.ndarray, inputs: Sequence[np.ndarray]) -> np.ndarray:
+    """Never hand back a buffer the caller or the graph still owns (an input, a constant)."""
+    if not isinstance(result, np.ndarray):
+        return result
+    if not result.flags.writeable or any(np.may_share_memory(result, a) for a in inputs):
+        return result.copy()
+    return result
+
+
+class Function:
+    """A Python function compiled by `tw.compile`. Call it like the original."""
+
+    def __init__(self, fn: Callable, input_signature: Sequence[Any] | None, target: str | None,
+                 name: str | None) -> None:
+        self.python_function = fn
+        self.input_signature = None if input_signature is None else list(input_signature)
+        self.target = target or DEFAULT_TARGET
+        self.name = name or getattr(fn, "__name__", "function")
+        self._signature = inspect.signature(fn)
+        self._cache: dict[Any, ConcreteFunction] = {}
+        self._lock = threading.RLock()
+        self.tracing_count = 0
+        functools.update_wrapper(self, fn)
+
+    def __get__(self, obj: Any, objtype: Any = None) -> Any:
+        if obj is None:
+            return self
+        return functools.partial(self.__call__, obj)
+
+    # -- argument handling -----------------------------------------------------------
+    def _bind(self, args: tuple, kwargs: dict) -> tuple[list[Any], Any, list[str]]:
+        try:
+            bound = self._signature.bind(*args, **kwargs)
+        except TypeError as e:
+            raise TypeError(f"{self.name}(): {e}") from None
+        bound.apply_defaults()
+        structure = (tuple(bound.args), dict(bound.kwargs))
+        leaves, tree = nest.flatten(structure)
+        names = _leaf_names(self._signature, bound)
+        return leaves, tree, names
+
+    def _classify(self, leaves: list[Any], names: list[str]) -> tuple[list[int], list[TensorSpec],
+                                                                       tuple]:
+        """Which leaves are tensors, their specs, and the cache key."""
+        if self.input_signature is not None:
+            specs_flat, _ = nest.flatten(self.input_signature)
+            tensor_idx = [i for i, x in enumerate(leaves) if _is_array_arg(x)]
+            if len(tensor_idx) != len(specs_flat):
+                raise TypeError(f"{self.name}(): input_signature has {len(specs_flat)} tensors, "
+                                f"the call passes {len(tensor_idx)} arrays")
+            for i, spec in zip(tensor_idx, specs_flat):
+                arr = np.asarray(leaves[i])
+                if arr.dtype != spec.dtype.np or not spec.type.accepts(spec.dtype, arr.shape):
+                    raise InvalidArgumentError(
+                        f"{self.name}(): argument '{names[i]}' must match {spec}, got "
+                        f"{arr.dtype}{format_shape(arr.shape)}")
+            specs = list(specs_flat)
+            key_specs = tuple(specs)
+        else:
+            tensor_idx = [i for i, x in enumerate(leaves) if _is_array_arg(x)]
+            specs = [TensorSpec.from_array(leaves[i]) for i in tensor_idx]
+            key_specs = tuple(specs)
+        tensor_set = set(tensor_idx)
+        statics = tuple(_static_key(x) for i, x in enumerate(leaves) if i not in tensor_set)
+        return tensor_idx, specs, (key_specs, statics)
+
+    # -- tracing -----------------------------------------------------------------------
+    def _trace(self, leaves: list[Any], tree: Any, names: list[str], tensor_idx: list[int],
+               specs: list[TensorSpec]) -> ConcreteFunction:
+        graph = Graph(self.name)
+        builder = GraphBuilder(graph)
+        with building(builder):
+            traced_leaves = list(leaves)
+            for i, spec in zip(tensor_idx, specs):
+                traced_leaves[i] = Tensor(graph.add_arg(spec.type, spec.name or names[i]), builder)
+            args, kwargs = nest.unflatten(tree, traced_leaves)
+            out = self.python_function(*args, **kwargs)
+            out_leaves, out_tree = nest.flatten(out)
+            results, mapping, result_names = [], [], []
+            for j, leaf in enumerate(out_leaves):
+                if isinstance(leaf, (Tensor, Variable, EagerTensor)):
+                    t = convert_to_tensor(leaf)
+                    mapping.append((True, len(results)))
+                    results.append(t.value)
+                    result_names.append(f"output{j}")
+                elif leaf is None or isinstance(leaf, (bool, int, float, str)):
+                    mapping.append((False, leaf))
+                else:
+                    raise TracingError(f"{self.name}() returned {type(leaf).__name__} "
+                                       f"{leaf!r}; return tensors, Python constants or "
+                                       f"tuples/lists/dicts of them")
+            graph.set_results(results, result_names)
+        self.tracing_count += 1
+        return ConcreteFunction(graph, out_tree, mapping, specs, self.target)
+
+    def _concrete(self, args: tuple, kwargs: dict) -> tuple[ConcreteFunction, list[np.ndarray]]:
+        leaves, tree, names = self._bind(args, kwargs)
+        tensor_idx, specs, key = self._classify(leaves, names)
+        key = (tree, key)
+        cf = self._cache.get(key)
+        if cf is None:
+            with self._lock:
+                cf = self._cache.get(key)
+                if cf is None:
+                    cf = self._trace(leaves, tree, names, tensor_idx, specs)
+                    self._cache[key] = cf
+        return cf, [np.asarray(leaves[i]) for i in tensor_idx]
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        cf, arrays = self._concrete(args, kwargs)
+        return cf.structured(cf.call_flat(arrays))
+
+    def get_concrete_function(self, *args: Any, **kwargs: Any) -> ConcreteFunction:
+        """The trace for these arguments (arrays or `TensorSpec`s); traces if needed.
+        With an input signature, call it with no arguments."""
+        if not args and not kwargs and self.input_signature is not None:
+            specs, tree = nest.flatten(self.input_signature)
+            args = tuple(nest.unflatten(tree, [_spec_array(s) for s in specs]))
+        else:
+            args, kwargs = nest.map_structure(
+                lambda x: _spec_array(x) if isinstance(x, TensorSpec) else x, (args, kwargs))
+        return self._concrete(args, kwargs)[0]
+
+    @property
+    def concrete_functions(self) -> list[ConcreteFunction]:
+        return list(self._cache.values())
+
+
+def _spec_array(spec: TensorSpec) -> np.ndarray:
+    """A placeholder array for a spec (unknown dims become 1); used to trace from specs."""
+    return np.zeros(tuple(1 if d is None else d for d in spec.shape), dtype=spec.dtype.np)
+
+
+def _leaf_names(signature: inspect.Signature, bound: inspect.BoundArguments) -> list[str]:
+    names: list[str] = []
+    for pname, value in bound.arguments.items():
+        kind = signature.parameters[pname].kind
+        leaves, _ = nest.flatten(value)
+        if kind in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD) or len(leaves) != 1:
+            names.extend(f"{pname}_{i}" for i in range(len(leaves)))
+        else:
+            names.append(pname)
+    return names
+
+
+def compile(fn: Callable | None = None, *, input_signature: Sequence[Any] | None = None,
+            target: str | None = None, name: str | None = None) -> Any:
+    """Compile a Python function into a graph: ``@tw.compile`` or
+    ``@tw.compile(input_signature=[tw.TensorSpec([None, 784], tw.float32)])``.
+
+    The function is traced on the first call for each input signature (array shapes and
+    dtypes plus static Python arguments); later calls with the same signature run the
+    compiled graph. Returns NumPy arrays in the structure the function returns.
+    `target` picks the code generator (``"reference"`` is the NumPy oracle).
+    """
+    def wrap(f: Callable) -> Function:
+        return Function(f, input_signature, target, name)
+    return wrap if fn is None else wrap(fn)

@@ -1,0 +1,214 @@
+"""Tensors as users see them: `Tensor` (symbolic, inside a graph) and `EagerTensor`
+(a computed value, outside any graph). Both support Python's operators.
+
+Like TensorFlow 1, ``==`` and hashing are by identity (tensors are dict keys in
+``feed_dict``); use `tw.equal` for elementwise equality. ``<``, ``<=``, ``>``, ``>=`` are
+elementwise.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..compiler.dtypes import DType, as_dtype
+from ..compiler.ir import Node, Value
+from ..compiler.types import TensorType, format_shape
+from ..errors import TracingError
+
+
+def _math():
+    from .ops import math
+    return math
+
+
+def _array():
+    from .ops import array
+    return array
+
+
+class TensorOps:
+    """Python operators shared by every tensor-like class."""
+
+    __slots__ = ()
+    __array_priority__ = 100  # numpy defers to our reflected operators
+
+    def __add__(self, o): return _math().add(self, o)
+    def __radd__(self, o): return _math().add(o, self)
+    def __sub__(self, o): return _math().subtract(self, o)
+    def __rsub__(self, o): return _math().subtract(o, self)
+    def __mul__(self, o): return _math().multiply(self, o)
+    def __rmul__(self, o): return _math().multiply(o, self)
+    def __truediv__(self, o): return _math().divide(self, o)
+    def __rtruediv__(self, o): return _math().divide(o, self)
+    def __floordiv__(self, o): return _math().floordiv(self, o)
+    def __rfloordiv__(self, o): return _math().floordiv(o, self)
+    def __mod__(self, o): return _math().floormod(self, o)
+    def __rmod__(self, o): return _math().floormod(o, self)
+    def __pow__(self, o): return _math().pow(self, o)
+    def __rpow__(self, o): return _math().pow(o, self)
+    def __matmul__(self, o): return _math().matmul(self, o)
+    def __rmatmul__(self, o): return _math().matmul(o, self)
+    def __neg__(self): return _math().negative(self)
+    def __pos__(self): return self
+    def __abs__(self): return _math().abs(self)
+    def __lt__(self, o): return _math().less(self, o)
+    def __le__(self, o): return _math().less_equal(self, o)
+    def __gt__(self, o): return _math().greater(self, o)
+    def __ge__(self, o): return _math().greater_equal(self, o)
+    def __and__(self, o): return _math().logical_and(self, o)
+    def __rand__(self, o): return _math().logical_and(o, self)
+    def __or__(self, o): return _math().logical_or(self, o)
+    def __ror__(self, o): return _math().logical_or(o, self)
+    def __invert__(self): return _math().logical_not(self)
+    def __getitem__(self, key): return _array().getitem(self, key)
+
+    __eq__ = object.__eq__
+    __ne__ = object.__ne__
+    __hash__ = object.__hash__
+
+    @property
+    def T(self):
+        """The transpose (reverses all axes)."""
+        return _array().transpose(self)
+
+
+class Tensor(TensorOps):
+    """A symbolic tensor: one output of a node in the graph being built."""
+
+    __slots__ = ("value", "builder", "__weakref__")
+
+    def __init__(self, value: Value, builder: Any) -> None:
+        self.value = value
+        self.builder = builder
+
+    @property
+    def type(self) -> TensorType:
+        return self.value.type
+
+    @property
+    def dtype(self) -> DType:
+        return self.value.type.dtype
+
+    @property
+    def shape(self) -> tuple:
+        """Static shape: a tuple of ints, with None for dims unknown until run time."""
+        return self.value.type.shape
+
+    def get_shape(self) -> tuple:
+        return self.shape
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def name(self) -> str:
+        return self.value.name if self.value.producer is None or len(
+            self.value.producer.outputs) > 1 else f"{self.value.name}:0"
+
+    @property
+    def op(self) -> Node | None:
+        """The node that produces this tensor (None for a function argument)."""
+        return self.value.producer
+
+    @property
+    def graph(self):
+        return self.value.graph
+
+    def _where(self) -> str:
+        node = self.value.producer
+        loc = f" created at {node.loc}" if node is not None and node.loc else ""
+        return f"tensor '{self.value.name}' ({self.type}){loc}"
+
+    def __bool__(self) -> bool:
+        from .building import user_location
+        loc = user_location()
+        raise TracingError(
+            f"using {self._where()} as a Python bool is not allowed while tracing: its value "
+            f"is unknown until the graph runs. Use tw.cond(pred, true_fn, false_fn) for "
+            f"branches and tw.while_loop(cond, body, loop_vars) for loops",
+            location=str(loc) if loc else None)
+
+    def __iter__(self):
+        raise TracingError(f"iterating over {self._where()} is not supported while tracing; "
+                           f"use tw.unstack, tw.split or tw.while_loop")
+
+    def __len__(self) -> int:
+        if self.shape and self.shape[0] is not None:
+            return self.shape[0]
+        raise TracingError(f"len() of {self._where()} is unknown while tracing; "
+                           f"use tw.shape(x)[0]")
+
+    def __index__(self) -> int:
+        raise TracingError(f"{self._where()} cannot be used as a Python int while tracing")
+
+    def __array__(self, dtype=None, copy=None):
+        raise TracingError(f"{self._where()} is symbolic and has no NumPy value while "
+                           f"tracing; return it from the compiled function to get its value")
+
+    def __repr__(self) -> str:
+        return f"<tw.Tensor '{self.name}' shape={format_shape(self.shape)} dtype={self.dtype.tf_name}>"
+
+
+class EagerTensor(TensorOps):
+    """A concrete tensor computed outside any graph (eager execution)."""
+
+    __slots__ = ("_array", "__weakref__")
+
+    def __init__(self, array: np.ndarray) -> None:
+        arr = np.asarray(array)
+        as_dtype(arr.dtype)  # reject unsupported dtypes early
+        if arr.flags.writeable:
+            arr = arr.copy()
+            arr.flags.writeable = False
+        self._array = arr
+
+    @property
+    def dtype(self) -> DType:
+        return as_dtype(self._array.dtype)
+
+    @property
+    def shape(self) -> tuple:
+        return self._array.shape
+
+    def get_shape(self) -> tuple:
+        return self.shape
+
+    @property
+    def ndim(self) -> int:
+        return self._array.ndim
+
+    @property
+    def type(self) -> TensorType:
+        return TensorType(self.dtype, self.shape)
+
+    def numpy(self) -> np.ndarray:
+        """The value as a (writeable) NumPy array."""
+        return self._array.copy()
+
+    def __array__(self, dtype=None, copy=None):
+        return self._array.astype(dtype) if dtype is not None else self._array
+
+    def __bool__(self) -> bool:
+        return bool(self._array)
+
+    def __float__(self) -> float:
+        return float(self._array)
+
+    def __int__(self) -> int:
+        return int(self._array)
+
+    def __index__(self) -> int:
+        return int(self._array)
+
+    def __len__(self) -> int:
+        return len(self._array)
+
+    def __iter__(self):
+        return (EagerTensor(a) for a in self._array)
+
+    def __repr__(self) -> str:
+        return f"<tw.Tensor: shape={format_shape(self.shape)}, dtype={self.dtype.tf_name}, " \
+               f"numpy={np.array2string(self._array, threshold=20)}>"

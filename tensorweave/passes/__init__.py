@@ -1,0 +1,1 @@
+"""Graph-to-graph passes; each module registers the pipeline stage it belongs to."""

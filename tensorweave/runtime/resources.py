@@ -1,0 +1,125 @@
+"""Runtime-owned state: variables (and, later, queues), looked up by name.
+
+A `VariableState` owns one buffer. Updates happen in place under a lock so a reader never
+sees a torn buffer; `read` returns a copy so a value handed to a user or a kernel never
+changes behind its back.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+
+import numpy as np
+
+from ..compiler.dtypes import DType
+from ..compiler.types import TensorType, format_shape
+from ..errors import FailedPreconditionError, InvalidArgumentError, NotFoundError
+
+
+class VariableState:
+    """The buffer behind one variable."""
+
+    def __init__(self, name: str, dtype: DType, shape: tuple) -> None:
+        self.name = name
+        self.type = TensorType(dtype, shape)
+        self.value: np.ndarray | None = None
+        self.lock = threading.Lock()
+
+    @property
+    def initialized(self) -> bool:
+        return self.value is not None
+
+    def _check(self, value: np.ndarray) -> np.ndarray:
+        if value.dtype != self.type.dtype.np:
+            raise InvalidArgumentError(
+                f"variable '{self.name}' holds {self.type.dtype.name}, got a value of dtype "
+                f"{value.dtype}")
+        if not self.type.accepts(self.type.dtype, value.shape):
+            raise InvalidArgumentError(
+                f"variable '{self.name}' has shape {format_shape(self.type.shape)}, got a value "
+                f"of shape {format_shape(value.shape)}")
+        return value
+
+    def read(self) -> np.ndarray:
+        """A copy of the current value; raises if the variable was never initialized."""
+        with self.lock:
+            if self.value is None:
+                raise FailedPreconditionError(
+                    f"attempting to use uninitialized variable '{self.name}'")
+            return self.value.copy()
+
+    def assign(self, value: np.ndarray) -> None:
+        """Store a copy of `value` (dtype and shape must match)."""
+        value = self._check(np.asarray(value))
+        with self.lock:
+            if self.value is not None and self.value.shape == value.shape:
+                np.copyto(self.value, value)
+            else:
+                self.value = np.array(value, copy=True)
+
+    def update(self, fn: Callable[[np.ndarray, np.ndarray], np.ndarray], arg: np.ndarray) -> None:
+        """Replace the value by ``fn(old, arg)``, in place and atomically."""
+        with self.lock:
+            if self.value is None:
+                raise FailedPreconditionError(
+                    f"attempting to update uninitialized variable '{self.name}'")
+            new = self._check(np.asarray(fn(self.value, arg), dtype=self.value.dtype))
+            np.copyto(self.value, new)
+
+
+class ResourceManager:
+    """All named state of one process (or of one task, in a cluster)."""
+
+    def __init__(self) -> None:
+        self._variables: dict[str, VariableState] = {}
+        self._lock = threading.Lock()
+        self._counters: dict[str, int] = {}
+
+    def unique_variable_name(self, base: str) -> str:
+        """Reserve a variable name not used yet (``w``, ``w_1``, ...)."""
+        with self._lock:
+            if base not in self._variables:
+                name = base
+            else:
+                i = self._counters.get(base, 0)
+                while True:
+                    i += 1
+                    name = f"{base}_{i}"
+                    if name not in self._variables:
+                        break
+                self._counters[base] = i
+            return name
+
+    def create_variable(self, name: str, dtype: DType, shape: tuple,
+                        exist_ok: bool = False) -> VariableState:
+        """Create the state of a variable (uninitialized until assigned)."""
+        with self._lock:
+            if name in self._variables:
+                if exist_ok:
+                    return self._variables[name]
+                raise InvalidArgumentError(f"a variable named '{name}' already exists")
+            state = VariableState(name, dtype, tuple(shape))
+            self._variables[name] = state
+            return state
+
+    def variable(self, name: str) -> VariableState:
+        try:
+            return self._variables[name]
+        except KeyError:
+            raise NotFoundError(f"no variable named '{name}' exists in this runtime") from None
+
+    def variables(self) -> dict[str, VariableState]:
+        return dict(self._variables)
+
+    def delete_variable(self, name: str) -> None:
+        with self._lock:
+            self._variables.pop(name, None)
+
+
+_default = ResourceManager()
+
+
+def default_resource_manager() -> ResourceManager:
+    """The process-wide resource manager that `tw.Variable`s live in."""
+    return _default

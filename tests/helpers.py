@@ -1,0 +1,56 @@
+"""Shared checks for op tests: run a tensorweave function eagerly and traced, compare it
+with a NumPy reference, and insist on the exact dtype and shape."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+import tensorweave as tw
+
+TARGETS = ("reference",)
+
+
+def tolerance(dtype) -> dict:
+    """Comparison tolerances for results of `dtype`."""
+    d = np.dtype(dtype)
+    if d == np.float16 or d.name == "bfloat16":
+        return {"rtol": 2e-2, "atol": 2e-2}
+    if d == np.float32:
+        return {"rtol": 1e-5, "atol": 1e-6}
+    return {"rtol": 1e-12, "atol": 1e-12}
+
+
+def assert_same(actual, expected, **tol) -> None:
+    """Exact dtype and shape; values equal within tolerance (NaNs match NaNs)."""
+    actual = np.asarray(actual)
+    expected = np.asarray(expected)
+    assert actual.dtype == expected.dtype, f"dtype {actual.dtype} != {expected.dtype}"
+    assert actual.shape == expected.shape, f"shape {actual.shape} != {expected.shape}"
+    if expected.dtype.kind in "fc" or expected.dtype.name == "bfloat16":
+        t = tolerance(expected.dtype)
+        t.update(tol)
+        np.testing.assert_allclose(actual.astype(np.float64), expected.astype(np.float64),
+                                   equal_nan=True, **t)
+    else:
+        np.testing.assert_array_equal(actual, expected)
+
+
+def check_against_numpy(tw_fn: Callable, np_fn: Callable, *arrays, **tol) -> None:
+    """`tw_fn` on `arrays` (traced on every target, and eagerly) matches `np_fn`."""
+    expected = np_fn(*arrays)
+    eager = tw_fn(*[tw.constant(a) for a in arrays])
+    _compare(eager, expected, tol)
+    for target in TARGETS:
+        traced = tw.compile(tw_fn, target=target)(*arrays)
+        _compare(traced, expected, tol)
+
+
+def _compare(got, expected, tol) -> None:
+    if isinstance(expected, (tuple, list)):
+        assert len(got) == len(expected)
+        for g, e in zip(got, expected):
+            assert_same(np.asarray(g), e, **tol)
+    else:
+        assert_same(np.asarray(got), expected, **tol)
