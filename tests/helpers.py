@@ -54,3 +54,36 @@ def _compare(got, expected, tol) -> None:
             assert_same(np.asarray(g), e, **tol)
     else:
         assert_same(np.asarray(got), expected, **tol)
+
+
+def check_gradients(fn: Callable, *arrays, argnums=None, eps: float = 1e-6,
+                    rtol: float = 1e-5, atol: float = 1e-7, seed: int = 0) -> None:
+    """Symbolic gradients of `fn` match central finite differences in float64.
+
+    The scalar checked is ``sum(fn(*arrays) * W)`` for a fixed random W, so every element
+    of the Jacobian contributes. `argnums` defaults to every floating-point argument."""
+    arrays = [np.asarray(a) for a in arrays]
+    if argnums is None:
+        argnums = tuple(i for i, a in enumerate(arrays) if a.dtype.kind == "f")
+    out = np.asarray(tw.compile(fn)(*arrays))
+    weights = np.random.default_rng(seed).normal(size=out.shape).astype(out.dtype)
+
+    def loss(*args):
+        return tw.reduce_sum(fn(*args) * weights)
+
+    symbolic = tw.grad(loss, argnums=tuple(argnums))(*arrays)
+    forward = tw.compile(loss)
+    for k, i in enumerate(argnums):
+        x = arrays[i]
+        numeric = np.zeros_like(x, dtype=np.float64)
+        for idx in np.ndindex(x.shape):
+            plus = [a.copy() for a in arrays]
+            minus = [a.copy() for a in arrays]
+            plus[i][idx] += eps
+            minus[i][idx] -= eps
+            numeric[idx] = (float(forward(*plus)) - float(forward(*minus))) / (2 * eps)
+        got = np.asarray(symbolic[k])
+        assert got.shape == x.shape and got.dtype == x.dtype, \
+            f"gradient of argument {i}: {got.dtype}{got.shape}, argument is {x.dtype}{x.shape}"
+        np.testing.assert_allclose(got, numeric, rtol=rtol, atol=atol,
+                                   err_msg=f"gradient of argument {i}")

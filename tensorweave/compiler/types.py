@@ -99,9 +99,11 @@ class TensorType(Type):
         return hash((self.dtype.name, self.shape))
 
     def mlir(self) -> str:
-        """The MLIR spelling, e.g. ``tensor<?x784xf32>``."""
+        """The MLIR spelling, e.g. ``tensor<?x784xf32>`` (``u8`` is spelled ``ui8``: MLIR's
+        ``i8`` is signless and it has no ``u8``)."""
         dims = "".join(("?" if d is None else str(d)) + "x" for d in self.shape)
-        return f"tensor<{dims}{self.dtype.name}>"
+        element = "ui8" if self.dtype.name == "u8" else self.dtype.name
+        return f"tensor<{dims}{element}>"
 
     def __str__(self) -> str:
         return f"{self.dtype.name}{format_shape(self.shape)}"

@@ -22,7 +22,7 @@ from ..compiler.types import ResourceType, TensorType
 from ..errors import DTypeError, TensorWeaveError, TracingError
 from ..runtime.kernel_context import CallCounters
 from ..runtime.resources import default_resource_manager
-from .context import GraphBuilder, current_builder
+from .context import GraphBuilder, building, current_builder
 from .tensor import EagerTensor, Tensor
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -84,6 +84,8 @@ def convert_to_tensor(value: Any, dtype: DType | str | None = None, name: str | 
     if hasattr(value, "_as_tensor"):  # variables and other tensor-convertible objects
         value = value._as_tensor()
     if isinstance(value, Tensor):
+        if builder is None and value.builder.kind == "v1":
+            return value  # v1 graph-mode tensors build into their own graph
         if builder is None or value.value.graph is not builder.graph:
             _foreign_tensor(value, builder)
         _check_dtype(value, dtype)
@@ -152,7 +154,13 @@ def apply_op(op: str, inputs: Sequence[Any] = (), attrs: Mapping[str, Any] | Non
     (converted with default dtypes) and raw IR values (resources)."""
     builder = current_builder()
     if builder is None:
-        return _run_eager(op, inputs, attrs or {})
+        v1_builder = next((x.builder for x in inputs if isinstance(x, Tensor)
+                           and x.builder.kind == "v1"), None)
+        if v1_builder is None:
+            return _run_eager(op, inputs, attrs or {})
+        # TensorFlow 1 semantics: an op on graph tensors goes to their graph.
+        with building(v1_builder):
+            return apply_op(op, inputs, attrs, name=name)
     values = [_as_value(x) for x in inputs]
     opdef = get_op(op)
     loc = user_location()

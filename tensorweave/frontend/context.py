@@ -32,6 +32,7 @@ class GraphBuilder:
         self.device_stack: list[str | None] = []
         self.control_stack: list[list[Node]] = []
         self.var_handles: dict[str, Value] = {}
+        self.variables: dict[str, Any] = {}  # shared name -> Variable used in this graph
         self.last_stateful: dict[Any, Node] = {}
         self.side_effect_nodes: list[Node] = []
 
@@ -113,10 +114,10 @@ def control_dependencies(deps: Any) -> Iterator[None]:
         return
     nodes: list[Node] = []
     for d in deps:
-        node = getattr(d, "op", d)
+        node = d if isinstance(d, Node) else getattr(d, "op", None)
         if isinstance(node, Node):
             nodes.append(node)
-        elif node is not None:
+        elif not hasattr(d, "op"):
             raise TypeError(f"control_dependencies expects ops or tensors, got {d!r}")
     b.control_stack.append(nodes)
     try:

@@ -23,7 +23,7 @@ from ..compiler.types import TensorType, as_shape, format_shape
 from ..errors import InvalidArgumentError, TracingError
 from . import nest
 from .building import convert_to_tensor
-from .context import GraphBuilder, building
+from .context import GraphBuilder, building, current_builder
 from .tensor import EagerTensor, Tensor
 from .variables import Variable
 
@@ -226,6 +226,9 @@ class Function:
         return cf, [np.asarray(leaves[i]) for i in tensor_idx]
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if current_builder() is not None:
+            # Called while another function is traced: inline into that graph.
+            return self.python_function(*args, **kwargs)
         cf, arrays = self._concrete(args, kwargs)
         return cf.structured(cf.call_flat(arrays))
 

@@ -39,15 +39,31 @@ class Variable(TensorOps):
         if dtype is not None and value.dtype is not dtype:
             raise TypeError(f"initial value has dtype {value.dtype.name}, variable wants "
                             f"{dtype.name}")
-        array = np.asarray(value)
+        self._init_state(np.asarray(value), shape, name or "Variable", trainable, resources)
+
+    def _init_state(self, array: np.ndarray, shape: Any, name: str, trainable: bool,
+                    resources: ResourceManager | None) -> None:
         var_shape = tuple(array.shape) if shape is None else tuple(
             None if d in (None, -1) else d for d in shape)
         self._resources = resources or default_resource_manager()
-        self._shared_name = self._resources.unique_variable_name(name or "Variable")
+        self._shared_name = self._resources.unique_variable_name(name)
         self._state: VariableState = self._resources.create_variable(
             self._shared_name, as_dtype(array.dtype), var_shape)
+        self._type = self._state.type
         self._state.assign(array)
         self.trainable = trainable
+
+    def _create_slot(self, slot_name: str, initial: np.ndarray) -> Variable:
+        """A non-trainable variable beside this one (optimizer state such as Adam's
+        moments); allowed while tracing because its initial value is concrete."""
+        from .checkpoint import pending_slot_value
+        slot = Variable.__new__(Variable)
+        slot._init_state(np.asarray(initial, dtype=self.dtype.np), None,
+                         f"{self._shared_name}/{slot_name}", False, self._resources)
+        restored = pending_slot_value(slot.shared_name)
+        if restored is not None:
+            slot._state.assign(restored)
+        return slot
 
     # -- identity and type ---------------------------------------------------------
     @property
@@ -61,11 +77,11 @@ class Variable(TensorOps):
 
     @property
     def dtype(self) -> DType:
-        return self._state.type.dtype
+        return self._type.dtype
 
     @property
     def shape(self) -> tuple:
-        return self._state.type.shape
+        return self._type.shape
 
     def get_shape(self) -> tuple:
         return self.shape
@@ -82,12 +98,13 @@ class Variable(TensorOps):
             raise TracingError("Variable.handle() needs a graph being built")
         h = builder.var_handles.get(self._shared_name)
         if h is None:
-            t = self._state.type
+            t = self._type
             node = builder.graph.add_node(
                 "VarHandle", [], {"shared_name": self._shared_name, "dtype": t.dtype,
                                   "shape": t.shape},
                 name=self._shared_name, device=builder.device)
             h = builder.var_handles[self._shared_name] = node.outputs[0]
+            builder.variables[self._shared_name] = self
         return h
 
     def _resource_arg(self) -> Any:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import numpy as np
-
 from ...errors import InvalidArgumentError
 from ..dtypes import as_dtype
 from ..registry import attr, def_op
@@ -52,8 +50,15 @@ def _identity_kernel(x):
     return x
 
 
-def freeze(value: np.ndarray) -> np.ndarray:
-    """A read-only copy of `value`, safe to share as a constant."""
-    out = np.array(value, copy=True)
-    out.flags.writeable = False
-    return out
+NoOp = def_op("NoOp", [], stateful=True, side_effects=False,
+              doc="Does nothing; groups control dependencies (``tw.group``).")
+
+
+@NoOp.infer
+def _noop_infer():
+    return []
+
+
+@NoOp.kernel("reference")
+def _noop_kernel():
+    return ()

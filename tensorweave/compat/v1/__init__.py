@@ -1,0 +1,246 @@
+"""TensorFlow 1 as a module: ``import tensorweave.compat.v1 as tf``.
+
+Op functions build into the default graph (graph mode), `Session.run` executes pruned,
+compiled subgraphs, and the TensorFlow 1 spellings work: ``tf.log``,
+``reduction_indices=``, ``tf.initialize_all_variables``, ``tf.train.*Optimizer``,
+``tf.placeholder("float", [None, 784])``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import types
+from collections.abc import Iterator
+from typing import Any
+
+import tensorweave as _tw
+
+from ... import errors  # noqa: F401
+from ...frontend import autodiff as _autodiff
+from ...frontend import context as _context
+from ...frontend import grouping as _grouping
+from ...frontend.building import constant as _constant
+from . import train  # noqa: F401
+from .graph import (  # noqa: F401  (the public names of this module)
+    Graph,
+    Variable,
+    all_variables,
+    get_default_graph,
+    global_variables,
+    global_variables_initializer,
+    in_default_graph,
+    initialize_all_variables,
+    placeholder,
+    placeholder_with_default,
+    reset_default_graph,
+    trainable_variables,
+    variables_initializer,
+)
+from .session import InteractiveSession, Session, get_default_session  # noqa: F401
+
+_PASS_THROUGH = (_tw.DType, type)
+
+# -- every tw op function, in graph mode --------------------------------------------------
+for _name in _tw.__all__:
+    _obj = getattr(_tw, _name)
+    if _name in globals() or _name in ("compile", "Variable", "errors"):
+        continue
+    if callable(_obj) and not isinstance(_obj, _PASS_THROUGH):
+        globals()[_name] = in_default_graph(_obj)
+    else:
+        globals()[_name] = _obj
+
+constant = in_default_graph(_constant)
+convert_to_tensor = in_default_graph(_tw.convert_to_tensor)
+gradients = in_default_graph(_autodiff.gradients)
+stop_gradient = in_default_graph(_autodiff.stop_gradient)
+group = in_default_graph(_grouping.group)
+no_op = in_default_graph(_grouping.no_op)
+
+
+@contextlib.contextmanager
+def _in_default(cm_factory: Any, *args: Any) -> Iterator[Any]:
+    if _context.current_builder() is None:
+        with get_default_graph().as_default(), cm_factory(*args) as v:
+            yield v
+    else:
+        with cm_factory(*args) as v:
+            yield v
+
+
+def name_scope(name: str, default_name: str | None = None, values: Any = None) -> Any:
+    """Prefix op names created in the block (``with tf.name_scope("layer1"):``)."""
+    return _in_default(_context.name_scope, name or default_name)
+
+
+def device(spec: str | None) -> Any:
+    """Place ops created in the block on `spec`."""
+    return _in_default(_context.device, spec)
+
+
+def control_dependencies(deps: Any) -> Any:
+    """Ops created in the block run after `deps`."""
+    return _in_default(_context.control_dependencies, deps)
+
+
+# -- TensorFlow 1 spellings ----------------------------------------------------------------
+
+def _v1_reduce(fn_name: str) -> Any:
+    fn = getattr(_tw, fn_name)
+
+    @in_default_graph
+    def reduce(input_tensor: Any, axis: Any = None, keepdims: Any = None, name: str | None = None,
+               reduction_indices: Any = None, keep_dims: Any = None) -> Any:
+        if axis is None:
+            axis = reduction_indices
+        if keepdims is None:
+            keepdims = keep_dims is not None and keep_dims is not False
+        return fn(input_tensor, axis=axis, keepdims=keepdims, name=name)
+
+    reduce.__name__ = fn_name
+    reduce.__doc__ = f"TensorFlow 1 ``tf.{fn_name}`` (accepts ``reduction_indices``, ``keep_dims``)."
+    return reduce
+
+
+for _name in ("reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "reduce_prod",
+              "reduce_all", "reduce_any"):
+    if hasattr(_tw, _name):
+        globals()[_name] = _v1_reduce(_name)
+
+
+def _v1_arg(fn_name: str) -> Any:
+    fn = getattr(_tw, fn_name)
+
+    @in_default_graph
+    def arg(input: Any, axis: Any = None, name: str | None = None, dimension: Any = None,
+            output_type: Any = _tw.int64) -> Any:
+        axis = dimension if axis is None else axis
+        return fn(input, axis=0 if axis is None else axis, output_type=output_type, name=name)
+
+    arg.__name__ = fn_name
+    return arg
+
+
+for _name in ("argmax", "argmin"):
+    if hasattr(_tw, _name):
+        globals()[_name] = _v1_arg(_name)
+
+
+@in_default_graph
+def concat(values: Any, axis: Any, name: str = "concat") -> Any:
+    """``tf.concat(values, axis)``; the pre-1.0 order ``tf.concat(axis, values)`` also works."""
+    if isinstance(values, int) and not isinstance(axis, int):
+        values, axis = axis, values
+    return _tw.concat(values, axis, name=name)
+
+
+def _cast_to(dtype: Any) -> Any:
+    @in_default_graph
+    def to(x: Any, name: str | None = None) -> Any:
+        return _tw.cast(x, dtype, name=name)
+    return to
+
+
+to_float = _cast_to(_tw.float32)
+to_double = _cast_to(_tw.float64)
+to_int32 = _cast_to(_tw.int32)
+to_int64 = _cast_to(_tw.int64)
+
+mul = globals().get("multiply")
+sub = globals().get("subtract")
+neg = globals().get("negative")
+
+
+@in_default_graph
+def div(x: Any, y: Any, name: str | None = None) -> Any:
+    """Python 2 division: floor division for integers, true division for floats."""
+    xt = _tw.convert_to_tensor(x)
+    if xt.dtype.is_integer:
+        return _tw.floordiv(xt, y, name=name)
+    return _tw.divide(xt, y, name=name)
+
+
+def disable_eager_execution() -> None:
+    """Accepted for compatibility: this module always builds graphs."""
+
+
+disable_v2_behavior = disable_eager_execution
+
+
+# -- sub-namespaces --------------------------------------------------------------------------
+
+def _graph_mode_module(name: str, source: Any, extra: dict[str, Any]) -> types.ModuleType:
+    mod = types.ModuleType(f"{__name__}.{name}")
+    for attr in getattr(source, "__all__", []):
+        obj = getattr(source, attr)
+        mod.__dict__[attr] = in_default_graph(obj) if callable(obj) and not isinstance(
+            obj, _PASS_THROUGH) else obj
+    mod.__dict__.update(extra)
+    return mod
+
+
+def _optional(module: str) -> Any:
+    try:
+        return importlib.import_module(module)
+    except ModuleNotFoundError:
+        return None
+
+
+_nn_src = _optional("tensorweave.nn")
+_random_src = _optional("tensorweave.random")
+
+
+def _nn_extras() -> dict[str, Any]:
+    extras: dict[str, Any] = {}
+    if _nn_src is None:
+        return extras
+
+    @in_default_graph
+    def softmax(logits: Any, axis: Any = None, name: str | None = None, dim: Any = None) -> Any:
+        return _nn_src.softmax(logits, axis=axis if axis is not None else dim, name=name)
+
+    @in_default_graph
+    def log_softmax(logits: Any, axis: Any = None, name: str | None = None, dim: Any = None) -> Any:
+        return _nn_src.log_softmax(logits, axis=axis if axis is not None else dim, name=name)
+
+    @in_default_graph
+    def softmax_cross_entropy_with_logits(_sentinel: Any = None, labels: Any = None,
+                                          logits: Any = None, dim: int = -1,
+                                          name: str | None = None, axis: Any = None) -> Any:
+        if _sentinel is not None:
+            raise ValueError("call softmax_cross_entropy_with_logits with labels= and logits=")
+        return _nn_src.softmax_cross_entropy_with_logits(
+            labels=labels, logits=logits, axis=dim if axis is None else axis, name=name)
+
+    @in_default_graph
+    def dropout(x: Any, keep_prob: Any = None, noise_shape: Any = None, seed: Any = None,
+                name: str | None = None, rate: Any = None) -> Any:
+        """TensorFlow 1 dropout: keep each element with probability `keep_prob` and scale
+        kept ones by ``1 / keep_prob``."""
+        if keep_prob is None:
+            keep_prob = 1 - rate
+        x = _tw.convert_to_tensor(x)
+        keep = _tw.convert_to_tensor(keep_prob, dtype=x.dtype)
+        shape = noise_shape if noise_shape is not None else x.shape
+        if any(d is None for d in shape):
+            raise errors.ShapeError("dropout needs a fully known noise_shape when x has "
+                                    "unknown dims; pass noise_shape")
+        u = _random_src.uniform(shape, dtype=x.dtype, seed=seed)
+        return x * _tw.floor(keep + u) / keep
+
+    extras.update(softmax=softmax, log_softmax=log_softmax, dropout=dropout,
+                  softmax_cross_entropy_with_logits=softmax_cross_entropy_with_logits)
+    return extras
+
+
+nn = _graph_mode_module("nn", _nn_src, _nn_extras())
+random = _graph_mode_module("random", _random_src, {})
+if _random_src is not None:
+    for _name in ("random_normal", "random_uniform", "truncated_normal"):
+        _fn = getattr(importlib.import_module("tensorweave.frontend.ops.random"), _name, None)
+        if _fn is not None:
+            globals()[_name] = in_default_graph(_fn)
+    set_random_seed = getattr(_random_src, "set_seed", None)
+
+__all__ = [n for n in globals() if not n.startswith("_")]

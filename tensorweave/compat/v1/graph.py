@@ -1,0 +1,247 @@
+"""TensorFlow 1 graphs: the default graph, placeholders, graph-mode variables and their
+initializers, and collections."""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import threading
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from ...compiler import ir
+from ...compiler.dtypes import DType, as_dtype
+from ...compiler.types import TensorType
+from ...errors import FailedPreconditionError, TracingError
+from ...frontend.building import apply_op, apply_op1, convert_to_tensor
+from ...frontend.context import GraphBuilder, building, current_builder
+from ...frontend.grouping import group
+from ...frontend.tensor import Tensor
+from ...frontend.variables import Variable as _Variable
+
+GLOBAL_VARIABLES = "variables"
+TRAINABLE_VARIABLES = "trainable_variables"
+
+
+class Graph:
+    """A TensorFlow 1 graph: ops are added to it while it is the default graph."""
+
+    def __init__(self) -> None:
+        self._ir = ir.Graph("graph")
+        self._builder = GraphBuilder(self._ir, auto_control_deps=False, kind="v1")
+        self._builder.v1_graph = self
+        self._collections: dict[str, list[Any]] = {}
+        self._variable_names: set[str] = set()
+        self.finalized = False
+
+    @property
+    def ir(self) -> ir.Graph:
+        """The IR graph holding every op added so far."""
+        return self._ir
+
+    @contextlib.contextmanager
+    def as_default(self) -> Iterator[Graph]:
+        """Make this the graph that new ops go to, for the duration of the block."""
+        with building(self._builder):
+            yield self
+
+    def get_operations(self) -> list[ir.Node]:
+        return list(self._ir.nodes)
+
+    def get_operation_by_name(self, name: str) -> ir.Node:
+        return self._ir.node_by_name(name)
+
+    def get_tensor_by_name(self, name: str) -> Tensor:
+        """The tensor called ``"node:i"``."""
+        node_name, _, idx = name.rpartition(":")
+        if not node_name or not idx.isdigit():
+            raise ValueError(f"tensor names look like 'op:0', got {name!r}")
+        return Tensor(self._ir.node_by_name(node_name).outputs[int(idx)], self._builder)
+
+    def add_to_collection(self, name: str, value: Any) -> None:
+        self._collections.setdefault(name, []).append(value)
+
+    def get_collection(self, name: str) -> list[Any]:
+        return list(self._collections.get(name, []))
+
+    def unique_variable_name(self, base: str) -> str:
+        """A variable name not used yet in this graph (``w``, ``w_1``, ...)."""
+        name, i = base, 0
+        while name in self._variable_names:
+            i += 1
+            name = f"{base}_{i}"
+        self._variable_names.add(name)
+        return name
+
+    def finalize(self) -> None:
+        self.finalized = True
+
+
+_default_lock = threading.Lock()
+_default_graph: Graph | None = None
+
+
+def get_default_graph() -> Graph:
+    """The graph ops go to: the innermost ``as_default`` graph, else the global one."""
+    b = current_builder()
+    if b is not None and getattr(b, "v1_graph", None) is not None:
+        return b.v1_graph
+    global _default_graph
+    with _default_lock:
+        if _default_graph is None:
+            _default_graph = Graph()
+        return _default_graph
+
+
+def reset_default_graph() -> None:
+    """Start a fresh global default graph."""
+    global _default_graph
+    with _default_lock:
+        _default_graph = Graph()
+
+
+def in_default_graph(fn: Callable) -> Callable:
+    """Wrap an op function so that, outside any graph, it builds into the default graph
+    (TensorFlow 1's graph mode) instead of running eagerly."""
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        if current_builder() is not None:
+            return fn(*args, **kwargs)
+        with get_default_graph().as_default():
+            return fn(*args, **kwargs)
+    return wrapper
+
+
+@in_default_graph
+def placeholder(dtype: DType | str, shape: Any = None, name: str | None = None) -> Tensor:
+    """A tensor whose value must be fed to `Session.run`. Dims given as None accept any
+    size. A placeholder needs a known rank: give ``shape=[]`` for a scalar."""
+    if shape is None:
+        raise TracingError("placeholders need a known rank: give shape=[] for a scalar or a "
+                           "list with None for dims of any size, e.g. [None, 784]")
+    dtype = as_dtype(dtype)
+    return apply_op1("Placeholder", [], {"dtype": dtype, "shape": tuple(shape)},
+                     name=name or "Placeholder")
+
+
+@in_default_graph
+def placeholder_with_default(input: Any, shape: Any, name: str | None = None) -> Tensor:
+    """A tensor that takes `input` unless a value is fed for it."""
+    t = convert_to_tensor(input)
+    return apply_op1("Identity", [t], name=name or "PlaceholderWithDefault")
+
+
+class Variable(_Variable):
+    """A TensorFlow 1 variable: a node of the default graph, initialized by running its
+    `initializer` in a Session (its value lives in that Session)."""
+
+    def __init__(self, initial_value: Any = None, trainable: bool = True, name: str | None = None,
+                 dtype: DType | str | None = None, shape: Any = None, collections: Any = None,
+                 validate_shape: bool = True) -> None:
+        if initial_value is None:
+            raise ValueError("Variable needs an initial_value")
+        graph = get_default_graph()
+        with graph.as_default():
+            if callable(initial_value):
+                initial_value = initial_value()
+            init = convert_to_tensor(initial_value, dtype_hint=dtype)
+            if dtype is not None and init.dtype is not as_dtype(dtype):
+                from ...frontend.ops.math import cast
+                init = cast(init, dtype)
+            var_shape = init.shape if shape is None else tuple(shape)
+            self._graph = graph
+            self._type = TensorType(init.dtype, var_shape)
+            self._shared_name = graph.unique_variable_name(name or "Variable")
+            self.trainable = trainable
+            self._initial_value = init
+            self.initializer = self._build_initializer(init)
+        for c in collections or [GLOBAL_VARIABLES]:
+            graph.add_to_collection(c, self)
+        if trainable:
+            graph.add_to_collection(TRAINABLE_VARIABLES, self)
+
+    def _build_initializer(self, init: Tensor) -> ir.Node:
+        apply_op("AssignVariable", [self.handle(), init], name=f"{self._shared_name}/Assign")
+        return self._graph.ir.nodes[-1]
+
+    @property
+    def graph(self) -> Graph:
+        return self._graph
+
+    @property
+    def initial_value(self) -> Tensor:
+        return self._initial_value
+
+    @property
+    def op(self) -> ir.Node:
+        return self.handle().producer
+
+    def _create_slot(self, slot_name: str, initial: Any) -> Variable:
+        with self._graph.as_default():
+            slot = Variable(initial, trainable=False, name=f"{self._shared_name}/{slot_name}")
+        return slot
+
+    def handle(self) -> ir.Value:
+        with self._graph.as_default():
+            return super().handle()
+
+    def _resource_arg(self) -> Any:
+        return self.handle()
+
+    def read_value(self) -> Tensor:
+        with self._graph.as_default() if current_builder() is None else contextlib.nullcontext():
+            return apply_op1("ReadVariable", [self.handle()], name=f"{self._shared_name}/read")
+
+    value = read_value
+
+    def snapshot(self) -> Tensor:
+        """One read of the variable kept for fetching and feeding (``var/read:0``)."""
+        snap = getattr(self, "_snapshot", None)
+        if snap is None:
+            with self._graph.as_default():
+                snap = self._snapshot = apply_op1("ReadVariable", [self.handle()],
+                                                  name=f"{self._shared_name}/read")
+        return snap
+
+    def _update(self, op: str, value: Any, read_value: bool) -> Any:
+        with self._graph.as_default() if current_builder() is None else contextlib.nullcontext():
+            value = convert_to_tensor(value, dtype=self.dtype)
+            apply_op(op, [self.handle(), value])
+            node = self._graph.ir.nodes[-1]
+            return self.read_value() if read_value else node
+
+    def eval(self, session: Any = None) -> Any:
+        from .session import get_default_session
+        return (session or get_default_session()).run(self)
+
+    def numpy(self):
+        raise FailedPreconditionError(f"v1 variable '{self.name}' has no value outside a "
+                                      f"Session: use sess.run(var)")
+
+    def __repr__(self) -> str:
+        return f"<tf.Variable '{self.name}' shape={self._type.shape} dtype={self.dtype.tf_name}>"
+
+
+def global_variables() -> list[Variable]:
+    return get_default_graph().get_collection(GLOBAL_VARIABLES)
+
+
+all_variables = global_variables
+
+
+def trainable_variables() -> list[Variable]:
+    return get_default_graph().get_collection(TRAINABLE_VARIABLES)
+
+
+def variables_initializer(var_list: list[Variable], name: str = "init") -> ir.Node:
+    """An op that runs the initializers of `var_list`."""
+    with get_default_graph().as_default():
+        return group(*[v.initializer for v in var_list], name=name)
+
+
+def global_variables_initializer() -> ir.Node:
+    """An op that initializes every global variable of the default graph."""
+    return variables_initializer(global_variables())
+
+
+initialize_all_variables = global_variables_initializer

@@ -1,0 +1,192 @@
+"""`Session`: runs subgraphs of a v1 graph, holding the values of its variables.
+
+Each ``run(fetches, feed_dict)`` prunes the graph to what the fetches need (fed tensors
+become arguments), compiles that subgraph once per (fetches, feeds) signature, and calls
+the compiled code. Variables live in the Session (as in TensorFlow 1, two sessions on
+one graph have separate variable values).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+
+from ...compiler import ir
+from ...compiler.pipeline import compile_graph
+from ...compiler.types import format_shape
+from ...errors import InvalidArgumentError
+from ...frontend import nest
+from ...frontend.function import DEFAULT_TARGET
+from ...frontend.tensor import Tensor
+from ...passes.prune import extract_subgraph
+from ...runtime.resources import ResourceManager
+from .graph import Graph, Variable, get_default_graph
+
+_local = threading.local()
+
+
+def _session_stack() -> list[Session]:
+    if not hasattr(_local, "stack"):
+        _local.stack = []
+    return _local.stack
+
+
+def get_default_session() -> Session:
+    """The innermost session entered with ``with`` (or an InteractiveSession)."""
+    stack = _session_stack()
+    if not stack:
+        raise InvalidArgumentError("no default session: use `with tf.Session() as sess:` or "
+                                   "pass session=")
+    return stack[-1]
+
+
+class Session:
+    """Runs ops and evaluates tensors of a `Graph` (TensorFlow 1's ``tf.Session``)."""
+
+    def __init__(self, target: str = "", graph: Graph | None = None, config: Any = None,
+                 compile_target: str | None = None) -> None:
+        self.graph = graph or get_default_graph()
+        self.sess_str = target
+        self.compile_target = compile_target or DEFAULT_TARGET
+        self._resources = ResourceManager()
+        self._steps: dict[Any, Any] = {}  # (fetches, feeds) -> compiled step
+        self._lock = threading.Lock()
+        self._closed = False
+
+    # -- context management ----------------------------------------------------------
+    def __enter__(self) -> Session:
+        _session_stack().append(self)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        stack = _session_stack()
+        if stack and stack[-1] is self:
+            stack.pop()
+        self.close()
+
+    @contextlib.contextmanager
+    def as_default(self) -> Iterator[Session]:
+        _session_stack().append(self)
+        try:
+            yield self
+        finally:
+            _session_stack().pop()
+
+    def close(self) -> None:
+        """Release the session's variables and compiled steps."""
+        self._closed = True
+        self._steps.clear()
+
+    @property
+    def resources(self) -> ResourceManager:
+        """Where this session keeps its variables."""
+        return self._resources
+
+    # -- running -----------------------------------------------------------------------
+    def run(self, fetches: Any, feed_dict: dict | None = None, options: Any = None,
+            run_metadata: Any = None) -> Any:
+        """Evaluate `fetches` (a tensor, op, variable, tensor name, or a list, tuple, dict
+        or namedtuple of them) with `feed_dict` values substituted for tensors."""
+        if self._closed:
+            raise InvalidArgumentError("attempted to use a closed Session")
+        leaves, tree = nest.flatten(fetches)
+        kinds: list[tuple[str, Any]] = [self._resolve_fetch(f) for f in leaves]
+        values = [x for k, x in kinds if k == "value"]
+        targets = [x for k, x in kinds if k == "op"]
+        feed_values, feed_arrays = self._resolve_feeds(feed_dict or {})
+        key = (tuple(map(id, values)), tuple(map(id, targets)), tuple(map(id, feed_values)))
+        step = self._steps.get(key)
+        if step is None:
+            with self._lock:
+                step = self._steps.get(key)
+                if step is None:
+                    step = self._steps[key] = self._compile(values, targets, feed_values)
+        results = iter(step(*feed_arrays))
+        out = [next(results) if k == "value" else None for k, _ in kinds]
+        return nest.unflatten(tree, [_own(r) for r in out])
+
+    def _resolve_fetch(self, f: Any) -> tuple[str, Any]:
+        g = self.graph
+        if isinstance(f, str):
+            f = g.get_tensor_by_name(f) if ":" in f else g.get_operation_by_name(f)
+        if isinstance(f, Variable):
+            f = f.snapshot()
+        if isinstance(f, Tensor):
+            if f.value.graph is not g.ir:
+                raise InvalidArgumentError(f"fetch '{f.name}' is not an element of this graph")
+            return "value", f.value
+        if isinstance(f, ir.Node):
+            if f.graph is not g.ir:
+                raise InvalidArgumentError(f"fetch op '{f.name}' is not an element of this graph")
+            return "op", f
+        raise TypeError(f"fetch {f!r} has invalid type {type(f).__name__}: expected a tensor, "
+                        f"op, variable or tensor name")
+
+    def _resolve_feeds(self, feed_dict: dict) -> tuple[list[ir.Value], list[np.ndarray]]:
+        values, arrays = [], []
+        for key, val in feed_dict.items():
+            if isinstance(key, str):
+                key = self.graph.get_tensor_by_name(key)
+            if isinstance(key, Variable):
+                key = key.snapshot()
+            if not isinstance(key, Tensor) or key.value.graph is not self.graph.ir:
+                raise InvalidArgumentError(f"cannot feed {key!r}: not a tensor of this graph")
+            t = key.value.type
+            try:
+                arr = np.asarray(val, dtype=t.dtype.np)
+            except (TypeError, ValueError) as e:
+                raise InvalidArgumentError(f"cannot feed {val!r} to '{key.name}' of type {t}: "
+                                           f"{e}") from None
+            if not t.accepts(t.dtype, arr.shape):
+                raise InvalidArgumentError(
+                    f"cannot feed value of shape {format_shape(arr.shape)} for tensor "
+                    f"'{key.name}', which has shape {format_shape(t.shape)}")
+            values.append(key.value)
+            arrays.append(arr)
+        return values, arrays
+
+    def _compile(self, values: list[ir.Value], targets: list[ir.Node],
+                 feeds: list[ir.Value]) -> Any:
+        sub = extract_subgraph(self.graph.ir, values, targets, feeds, name="session_run")
+        for n in sub.nodes:
+            if n.op == "Placeholder":
+                t = n.outputs[0].type
+                raise InvalidArgumentError(
+                    f"you must feed a value for placeholder tensor '{n.name}' of type {t}",
+                    **n.error_context())
+            if n.op == "VarHandle":
+                self._resources.create_variable(n.attrs["shared_name"], n.attrs["dtype"],
+                                                n.attrs["shape"], exist_ok=True)
+        return compile_graph(sub, self.compile_target, resources=self._resources)
+
+
+def _own(r: Any) -> Any:
+    if isinstance(r, np.ndarray) and not r.flags.writeable:
+        return r.copy()
+    return r
+
+
+class InteractiveSession(Session):
+    """A Session that makes itself the default on creation (for shells and notebooks)."""
+
+    def __init__(self, target: str = "", graph: Graph | None = None, config: Any = None) -> None:
+        super().__init__(target, graph, config)
+        _session_stack().append(self)
+
+    def close(self) -> None:
+        stack = _session_stack()
+        if self in stack:
+            stack.remove(self)
+        super().close()
+
+
+def _tensor_eval(self: Tensor, feed_dict: dict | None = None, session: Session | None = None):
+    """``tensor.eval()``: run it in the default (or given) session."""
+    return (session or get_default_session()).run(self, feed_dict)
+
+
+Tensor.eval = _tensor_eval

@@ -1,0 +1,150 @@
+"""``tf.train`` of TensorFlow 1: the optimizers with their TensorFlow 1 defaults, and
+checkpoint savers."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...compiler.dtypes import uint8
+from ...compiler.ops.io import encode_path
+from ...errors import NotFoundError
+from ...frontend import optimizers as _opt
+from ...frontend.building import apply_op, apply_op1
+from ...frontend.context import control_dependencies
+from ...frontend.grouping import group
+from ...runtime import checkpoint_io
+from .graph import get_default_graph, global_variables, in_default_graph, placeholder
+
+
+class _GraphModeOptimizer:
+    """Makes an optimizer build into the default graph when called outside any graph."""
+
+    @in_default_graph
+    def compute_gradients(self, loss: Any, var_list: Any = None, **_: Any) -> Any:
+        return super().compute_gradients(loss, var_list)
+
+    @in_default_graph
+    def apply_gradients(self, grads_and_vars: Any, global_step: Any = None,
+                        name: str | None = None) -> Any:
+        op = super().apply_gradients(grads_and_vars, name=name)
+        if global_step is None:
+            return op
+        with control_dependencies([op]):
+            return global_step.assign_add(1, read_value=False)
+
+    @in_default_graph
+    def minimize(self, loss: Any, global_step: Any = None, var_list: Any = None,
+                 name: str | None = None, **_: Any) -> Any:
+        return super().minimize(loss, var_list=var_list, global_step=global_step, name=name)
+
+
+class GradientDescentOptimizer(_GraphModeOptimizer, _opt.SGD):
+    """``var -= learning_rate * grad``."""
+
+    def __init__(self, learning_rate: Any, use_locking: bool = False,
+                 name: str = "GradientDescent") -> None:
+        _opt.SGD.__init__(self, learning_rate, name=name)
+
+
+class MomentumOptimizer(_GraphModeOptimizer, _opt.Momentum):
+    def __init__(self, learning_rate: Any, momentum: float, use_locking: bool = False,
+                 name: str = "Momentum", use_nesterov: bool = False) -> None:
+        _opt.Momentum.__init__(self, learning_rate, momentum, use_nesterov, name=name)
+
+
+class AdagradOptimizer(_GraphModeOptimizer, _opt.Adagrad):
+    def __init__(self, learning_rate: Any, initial_accumulator_value: float = 0.1,
+                 use_locking: bool = False, name: str = "Adagrad") -> None:
+        _opt.Adagrad.__init__(self, learning_rate, initial_accumulator_value, epsilon=0.0,
+                              name=name)
+
+
+class AdadeltaOptimizer(_GraphModeOptimizer, _opt.Adadelta):
+    def __init__(self, learning_rate: Any = 0.001, rho: float = 0.95, epsilon: float = 1e-8,
+                 use_locking: bool = False, name: str = "Adadelta") -> None:
+        _opt.Adadelta.__init__(self, learning_rate, rho, epsilon, name=name)
+
+
+class RMSPropOptimizer(_GraphModeOptimizer, _opt.RMSProp):
+    """TensorFlow 1's RMSProp, whose mean-square slot starts at ones."""
+
+    def __init__(self, learning_rate: Any, decay: float = 0.9, momentum: float = 0.0,
+                 epsilon: float = 1e-10, use_locking: bool = False, centered: bool = False,
+                 name: str = "RMSProp") -> None:
+        _opt.RMSProp.__init__(self, learning_rate, decay, momentum, epsilon, centered, name=name,
+                              initial_ms=1.0)
+
+
+class AdamOptimizer(_GraphModeOptimizer, _opt.Adam):
+    def __init__(self, learning_rate: Any = 0.001, beta1: float = 0.9, beta2: float = 0.999,
+                 epsilon: float = 1e-8, use_locking: bool = False, name: str = "Adam") -> None:
+        _opt.Adam.__init__(self, learning_rate, beta1, beta2, epsilon, name=name)
+
+
+class FtrlOptimizer(_GraphModeOptimizer, _opt.Ftrl):
+    def __init__(self, learning_rate: Any, learning_rate_power: float = -0.5,
+                 initial_accumulator_value: float = 0.1, l1_regularization_strength: float = 0.0,
+                 l2_regularization_strength: float = 0.0, use_locking: bool = False,
+                 name: str = "Ftrl") -> None:
+        _opt.Ftrl.__init__(self, learning_rate, learning_rate_power, initial_accumulator_value,
+                           l1_regularization_strength, l2_regularization_strength, name=name)
+
+
+Optimizer = _opt.Optimizer
+
+
+class Saver:
+    """Saves and restores variables of the default graph with Save/Restore ops.
+
+    ``saver.save(sess, "dir/model", global_step=100)`` writes ``dir/model-100.safetensors``
+    atomically and records it in ``dir/checkpoint.json``, keeping the newest `max_to_keep`.
+    """
+
+    def __init__(self, var_list: Any = None, max_to_keep: int = 5, name: str = "save",
+                 **_: Any) -> None:
+        if var_list is None:
+            var_list = global_variables()
+        named = dict(var_list) if isinstance(var_list, dict) else {v.shared_name: v
+                                                                   for v in var_list}
+        if not named:
+            raise ValueError("Saver: no variables to save")
+        self.max_to_keep = max_to_keep
+        self._graph = get_default_graph()
+        with self._graph.as_default():
+            self._filename = placeholder(uint8, [None], name=f"{name}/filename")
+            apply_op("Save", [self._filename] + [v.snapshot() for v in named.values()],
+                     {"names": tuple(named)}, name=f"{name}/save")
+            self.save_op = self._graph.ir.nodes[-1]
+            assigns = []
+            for key, v in named.items():
+                value = apply_op1("Restore", [self._filename], {"name": key, "dtype": v.dtype,
+                                                                "shape": v.shape},
+                                  name=f"{name}/restore")
+                assigns.append(v.assign(value, read_value=False))
+            self.restore_op = group(*assigns, name=f"{name}/restore_all")
+
+    def _feed(self, path: str) -> dict:
+        return {self._filename: encode_path(path)}
+
+    def save(self, sess: Any, save_path: str, global_step: Any = None,
+             write_state: bool = True, **_: Any) -> str:
+        """Write a checkpoint; returns its prefix (``save_path-global_step``)."""
+        if global_step is not None:
+            if not isinstance(global_step, int):
+                global_step = int(sess.run(global_step))
+            save_path = f"{save_path}-{global_step}"
+        sess.run(self.save_op, self._feed(save_path))
+        if write_state:
+            checkpoint_io.record_checkpoint(save_path, self.max_to_keep)
+        return save_path
+
+    def restore(self, sess: Any, save_path: str) -> None:
+        """Load every variable of this saver from checkpoint `save_path`."""
+        if save_path is None:
+            raise NotFoundError("no checkpoint to restore (save_path is None)")
+        sess.run(self.restore_op, self._feed(save_path))
+
+
+def latest_checkpoint(checkpoint_dir: str) -> str | None:
+    """The newest checkpoint prefix recorded in `checkpoint_dir`."""
+    return checkpoint_io.latest_checkpoint(checkpoint_dir)

@@ -1,0 +1,75 @@
+"""Checkpoint ops, as in the paper: ``Save`` writes named tensors to a file, ``Restore``
+reads one back (an ``AssignVariable`` then stores it).
+
+The file name is a tensor (UTF-8 bytes as ``u8[?]``), so one compiled save step serves
+every checkpoint path, as TensorFlow's string-valued filename tensor does.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...errors import DataLossError, DTypeError, ShapeError
+from ...runtime import checkpoint_io
+from ..dtypes import uint8
+from ..registry import attr, def_op
+from ..types import TensorType
+from .common import expect_tensor
+
+
+def decode_path(path_bytes: np.ndarray) -> str:
+    return bytes(np.asarray(path_bytes, dtype=np.uint8)).decode("utf-8")
+
+
+def encode_path(path: str) -> np.ndarray:
+    """A path as the ``u8[?]`` tensor that Save and Restore take."""
+    return np.frombuffer(path.encode("utf-8"), dtype=np.uint8).copy()
+
+
+def _check_path(t) -> None:
+    t = expect_tensor(t, "filename")
+    if t.dtype is not uint8 or t.rank != 1:
+        raise DTypeError(f"filename must be u8[?] (UTF-8 bytes), got {t}")
+
+
+Save = def_op("Save", ["filename", "*tensors"], {"names": attr("strs")}, stateful=True,
+              doc="Write `tensors` under `names` to the checkpoint file `filename`.")
+
+
+@Save.infer
+def _save_infer(filename, *tensors, names):
+    _check_path(filename)
+    if len(names) != len(tensors):
+        raise ShapeError(f"{len(tensors)} tensors but {len(names)} names")
+    if len(set(names)) != len(names):
+        raise ShapeError("checkpoint names must be unique")
+    return []
+
+
+@Save.kernel("reference")
+def _save_kernel(filename, *tensors, names):
+    checkpoint_io.write_tensors(decode_path(filename), dict(zip(names, tensors)))
+    return ()
+
+
+Restore = def_op("Restore", ["filename"], {"name": attr("str"), "dtype": attr("dtype"),
+                                           "shape": attr("shape")},
+                 stateful=True, side_effects=False,
+                 doc="Read tensor `name` from the checkpoint file `filename`.")
+
+
+@Restore.infer
+def _restore_infer(filename, *, name, dtype, shape):
+    _check_path(filename)
+    return TensorType(dtype, shape)
+
+
+@Restore.kernel("reference")
+def _restore_kernel(filename, *, name, dtype, shape):
+    prefix = decode_path(filename)
+    arr = checkpoint_io.read_tensors(prefix, [name])[name]
+    t = TensorType(dtype, shape)
+    if arr.dtype != dtype.np or not t.accepts(dtype, arr.shape):
+        raise DataLossError(f"checkpoint '{prefix}' holds '{name}' as {arr.dtype}{list(arr.shape)},"
+                            f" expected {t}")
+    return arr

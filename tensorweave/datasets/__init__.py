@@ -1,0 +1,1 @@
+"""Small real datasets for examples and tests (no network access needed)."""

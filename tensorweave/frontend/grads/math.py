@@ -1,0 +1,258 @@
+"""Gradients of the math ops (elementwise, reductions, matmul), after TensorFlow's
+math_grad.py."""
+
+from __future__ import annotations
+
+from ...compiler.registry import not_differentiable, register_gradient
+from ..ops import math as m
+from .common import broadcast_like, reduced_count, restore_reduced_dims, unbroadcast
+
+
+def _array():
+    from ..ops import array
+    return array
+
+
+def _zeros(x):
+    return _array().zeros_like(x)
+
+
+not_differentiable("LogicalNot", "LogicalAnd", "LogicalOr", "Equal", "NotEqual", "Less",
+                   "LessEqual", "Greater", "GreaterEqual", "ArgMax", "ArgMin", "All", "Any",
+                   "FloorDiv", "Floor", "Ceil", "Sign")
+
+
+# -- unary ---------------------------------------------------------------------------------
+
+@register_gradient("Neg")
+def _neg(op, g):
+    return [-g]
+
+
+@register_gradient("Abs")
+def _abs(op, g):
+    return [g * m.sign(op.inputs[0])]
+
+
+@register_gradient("Exp")
+def _exp(op, g):
+    return [g * op.outputs[0]]
+
+
+@register_gradient("Log")
+def _log(op, g):
+    return [g / op.inputs[0]]
+
+
+@register_gradient("Log1p")
+def _log1p(op, g):
+    return [g / (1 + op.inputs[0])]
+
+
+@register_gradient("Sqrt")
+def _sqrt(op, g):
+    return [g * 0.5 / op.outputs[0]]
+
+
+@register_gradient("Rsqrt")
+def _rsqrt(op, g):
+    y = op.outputs[0]
+    return [g * -0.5 * y * y * y]
+
+
+@register_gradient("Square")
+def _square(op, g):
+    return [g * 2 * op.inputs[0]]
+
+
+@register_gradient("Reciprocal")
+def _reciprocal(op, g):
+    y = op.outputs[0]
+    return [-g * y * y]
+
+
+@register_gradient("Sin")
+def _sin(op, g):
+    return [g * m.cos(op.inputs[0])]
+
+
+@register_gradient("Cos")
+def _cos(op, g):
+    return [-g * m.sin(op.inputs[0])]
+
+
+@register_gradient("Tanh")
+def _tanh(op, g):
+    y = op.outputs[0]
+    return [g * (1 - y * y)]
+
+
+@register_gradient("Sigmoid")
+def _sigmoid(op, g):
+    y = op.outputs[0]
+    return [g * y * (1 - y)]
+
+
+@register_gradient("Relu")
+def _relu(op, g):
+    return [m.where(op.inputs[0] > 0, g, _zeros(g))]
+
+
+@register_gradient("Cast")
+def _cast(op, g):
+    x = op.inputs[0]
+    if x.dtype.is_floating and g.dtype.is_floating:
+        return [m.cast(g, x.dtype)]
+    return [None]
+
+
+@register_gradient("StopGradient")
+def _stop(op, g):
+    return [None]
+
+
+# -- binary --------------------------------------------------------------------------------
+
+@register_gradient("Add")
+def _add(op, g):
+    x, y = op.inputs
+    return [unbroadcast(g, x), unbroadcast(g, y)]
+
+
+@register_gradient("Sub")
+def _sub(op, g):
+    x, y = op.inputs
+    return [unbroadcast(g, x), unbroadcast(-g, y)]
+
+
+@register_gradient("Mul")
+def _mul(op, g):
+    x, y = op.inputs
+    return [unbroadcast(g * y, x), unbroadcast(g * x, y)]
+
+
+@register_gradient("Div")
+def _div(op, g):
+    x, y = op.inputs
+    return [unbroadcast(g / y, x), unbroadcast(-g * x / y / y, y)]
+
+
+@register_gradient("FloorMod")
+def _floormod(op, g):
+    x, y = op.inputs
+    return [unbroadcast(g, x), unbroadcast(-g * m.floor(x / y), y)]
+
+
+@register_gradient("Pow")
+def _pow(op, g):
+    x, y = op.inputs
+    z = op.outputs[0]
+    gx = g * y * m.pow(x, y - 1)
+    safe_log = m.where(x > 0, m.log(m.where(x > 0, x, _array().ones_like(x))), _zeros(x))
+    gy = g * z * safe_log
+    return [unbroadcast(gx, x), unbroadcast(gy, y)]
+
+
+def _select_grad(mask, g, x, y):
+    zeros = _zeros(g)
+    return [unbroadcast(m.where(mask, g, zeros), x), unbroadcast(m.where(mask, zeros, g), y)]
+
+
+@register_gradient("Maximum")
+def _maximum(op, g):
+    x, y = op.inputs
+    return _select_grad(x >= y, g, x, y)
+
+
+@register_gradient("Minimum")
+def _minimum(op, g):
+    x, y = op.inputs
+    return _select_grad(x <= y, g, x, y)
+
+
+@register_gradient("SquaredDifference")
+def _squared_difference(op, g):
+    x, y = op.inputs
+    d = g * 2 * (x - y)
+    return [unbroadcast(d, x), unbroadcast(-d, y)]
+
+
+@register_gradient("AddN")
+def _add_n(op, g):
+    return [g] * len(op.inputs)
+
+
+@register_gradient("Select")
+def _select(op, g):
+    c, x, y = op.inputs
+    zeros = _zeros(g)
+    return [None, unbroadcast(m.where(c, g, zeros), x), unbroadcast(m.where(c, zeros, g), y)]
+
+
+# -- reductions ----------------------------------------------------------------------------
+
+@register_gradient("Sum")
+def _sum(op, g):
+    x = op.inputs[0]
+    g = restore_reduced_dims(g, x, op.attrs["axes"], op.attrs["keepdims"])
+    return [broadcast_like(g, x)]
+
+
+@register_gradient("Mean")
+def _mean(op, g):
+    x = op.inputs[0]
+    axes = op.attrs["axes"]
+    g = restore_reduced_dims(g, x, axes, op.attrs["keepdims"])
+    return [broadcast_like(g / reduced_count(x, axes, g.dtype), x)]
+
+
+def _extremum_grad(op, g):
+    x, y = op.inputs[0], op.outputs[0]
+    axes, keep = op.attrs["axes"], op.attrs["keepdims"]
+    y = restore_reduced_dims(y, x, axes, keep)
+    g = restore_reduced_dims(g, x, axes, keep)
+    # Ties share the gradient equally, as in TensorFlow.
+    hits = m.cast(m.equal(x, y), g.dtype)
+    count = m.reduce_sum(hits, axis=axes, keepdims=True)
+    return [hits / count * g]
+
+
+register_gradient("Max")(_extremum_grad)
+register_gradient("Min")(_extremum_grad)
+
+
+@register_gradient("Prod")
+def _prod(op, g):
+    # d prod / d x_i is the product of the other elements. Division by x_i would be wrong
+    # where x_i == 0, so count zeros per slice: with none, prod / x_i; with exactly one,
+    # only the zero element gets the product of the non-zeros; with more, all get 0.
+    x = op.inputs[0]
+    axes, keep = op.attrs["axes"], op.attrs["keepdims"]
+    g = restore_reduced_dims(g, x, axes, keep)
+    is_zero = m.equal(x, 0)
+    ones = _array().ones_like(x)
+    nonzero = m.where(is_zero, ones, x)
+    prod_nz = m.reduce_prod(nonzero, axis=axes, keepdims=True)
+    zeros_in_slice = m.reduce_sum(m.cast(is_zero, x.dtype), axis=axes, keepdims=True)
+    one_zero = m.equal(zeros_in_slice, 1) & is_zero
+    others = m.where(m.equal(zeros_in_slice, 0), prod_nz / nonzero,
+                     m.where(one_zero, prod_nz * ones, _zeros(x)))
+    return [others * g]
+
+
+# -- matrix products -----------------------------------------------------------------------
+
+@register_gradient("MatMul")
+def _matmul(op, g):
+    a, b = op.inputs
+    ta, tb = op.attrs["transpose_a"], op.attrs["transpose_b"]
+    if not ta and not tb:
+        ga, gb = m.matmul(g, b, transpose_b=True), m.matmul(a, g, transpose_a=True)
+    elif not ta and tb:
+        ga, gb = m.matmul(g, b), m.matmul(g, a, transpose_a=True)
+    elif ta and not tb:
+        ga, gb = m.matmul(b, g, transpose_b=True), m.matmul(a, g)
+    else:
+        ga = m.matmul(b, g, transpose_a=True, transpose_b=True)
+        gb = m.matmul(g, a, transpose_a=True, transpose_b=True)
+    return [unbroadcast(ga, a), unbroadcast(gb, b)]

@@ -1,0 +1,307 @@
+"""Optimizers written as ordinary graph code, as the paper argues: the update of each
+variable is built from the public op functions (reads, arithmetic, assignments), and
+optimizer state lives in slot variables created once per (optimizer, variable).
+
+The update rules are TensorFlow's training ops (``ApplyGradientDescent``,
+``ApplyMomentum``, ``ApplyAdagrad``, ``ApplyAdadelta``, ``ApplyRMSProp``, ``ApplyAdam``,
+``ApplyFtrl``), so models trained with `tw.compat.v1.train` match TensorFlow 1 step for
+step.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from ..errors import CompileError, TracingError
+from . import ops as _ops  # noqa: F401  (registers the op functions used below)
+from .autodiff import gradients
+from .building import constant, convert_to_tensor
+from .context import current_builder, name_scope
+from .grouping import group
+from .variables import Variable
+
+
+def _math():
+    from .ops import math
+    return math
+
+
+class Optimizer:
+    """Base class: subclasses define `_slots` (slot name -> initial value) and
+    `_apply(var, grad, slots)`, which returns the update ops."""
+
+    _slot_inits: dict[str, float] = {}
+
+    def __init__(self, learning_rate: Any, name: str) -> None:
+        self.learning_rate = learning_rate
+        self.name = name
+        self._slots: dict[str, dict[str, Variable]] = {}
+        self._iterations: Variable | None = None
+
+    # -- slots ---------------------------------------------------------------------------
+    def _slot_initial(self, slot: str, var: Variable) -> np.ndarray:
+        return np.full([d or 0 for d in var.shape], self._slot_inits[slot], dtype=var.dtype.np)
+
+    def get_slot(self, var: Variable, name: str) -> Variable:
+        """The slot variable `name` (e.g. ``"m"``) that holds this optimizer's state for `var`."""
+        return self._slots[var.shared_name][name]
+
+    def get_slot_names(self) -> list[str]:
+        return list(self._slot_inits)
+
+    def variables(self) -> list[Variable]:
+        """All state of this optimizer (slots, and the step counter if it has one)."""
+        out = [s for slots in self._slots.values() for s in slots.values()]
+        return out + ([self._iterations] if self._iterations is not None else [])
+
+    def _ensure_slots(self, var: Variable) -> dict[str, Variable]:
+        slots = self._slots.get(var.shared_name)
+        if slots is None:
+            slots = {s: var._create_slot(f"{self.name}/{s}", self._slot_initial(s, var))
+                     for s in self._slot_inits}
+            self._slots[var.shared_name] = slots
+        return slots
+
+    def _step_counter(self, like: Variable) -> Variable:
+        if self._iterations is None:
+            self._iterations = like._create_slot(f"{self.name}/iterations",
+                                                 np.zeros((), like.dtype.np))
+        return self._iterations
+
+    # -- public API ----------------------------------------------------------------------
+    def compute_gradients(self, loss: Any, var_list: Sequence[Variable] | None = None
+                          ) -> list[tuple[Any, Variable]]:
+        """``[(gradient, variable), ...]`` for `loss` (a tensor, or a callable returning one)."""
+        if callable(loss):
+            loss = loss()
+        variables = self._default_var_list(var_list)
+        grads = gradients([loss], variables)
+        return list(zip(grads, variables))
+
+    def apply_gradients(self, grads_and_vars: Any, name: str | None = None) -> Any:
+        """Add the update ops for ``(gradient, variable)`` pairs; returns an op grouping them.
+        Pairs whose gradient is None are skipped (that variable does not affect the loss)."""
+        if current_builder() is None:
+            raise TracingError(f"{type(self).__name__}.apply_gradients builds update ops: call "
+                               f"it inside @tw.compile or a tw.compat.v1 Graph")
+        pairs = [(g, v) for g, v in grads_and_vars if g is not None]
+        if not pairs:
+            raise CompileError("no gradients provided for any variable")
+        updates = []
+        with name_scope(name or self.name):
+            for g, var in pairs:
+                if not isinstance(var, Variable):
+                    raise TypeError(f"apply_gradients expects variables, got {var!r}")
+                g = convert_to_tensor(g)
+                updates.extend(self._apply(var, g, self._ensure_slots(var)) or [])
+            updates.extend(self._finish(pairs) or [])
+        return group(*updates)
+
+    def minimize(self, loss: Any, var_list: Sequence[Variable] | None = None,
+                 global_step: Variable | None = None, name: str | None = None) -> Any:
+        """Compute gradients of `loss` and apply them; returns the training op."""
+        grads_and_vars = self.compute_gradients(loss, var_list)
+        if all(g is None for g, _ in grads_and_vars):
+            names = ", ".join(v.name for _, v in grads_and_vars)
+            raise CompileError(f"no gradients: none of the variables [{names}] affects the loss")
+        train = self.apply_gradients(grads_and_vars, name=name)
+        if global_step is not None:
+            from .context import control_dependencies
+            with control_dependencies([train]):
+                global_step.assign_add(1, read_value=False)
+            b = current_builder()
+            return b.graph.nodes[-1] if b is not None else None
+        return train
+
+    def _default_var_list(self, var_list: Sequence[Variable] | None) -> list[Variable]:
+        if var_list is not None:
+            return list(var_list)
+        b = current_builder()
+        found = [v for v in b.variables.values() if v.trainable]
+        if not found:
+            raise CompileError("no trainable variables to optimize; pass var_list")
+        return found
+
+    # -- hooks ---------------------------------------------------------------------------
+    def _lr(self, var: Variable) -> Any:
+        lr = self.learning_rate() if callable(self.learning_rate) else self.learning_rate
+        return _math().cast(lr, var.dtype) if not isinstance(lr, (int, float)) else lr
+
+    def _apply(self, var: Variable, grad: Any, slots: dict[str, Variable]) -> list:
+        raise NotImplementedError
+
+    def _finish(self, pairs: list) -> list:
+        return []
+
+
+class SGD(Optimizer):
+    """Plain gradient descent: ``var -= learning_rate * grad``."""
+
+    def __init__(self, learning_rate: Any = 0.01, name: str = "SGD") -> None:
+        super().__init__(learning_rate, name)
+
+    def _apply(self, var, grad, slots):
+        return [var.assign_sub(self._lr(var) * grad, read_value=False)]
+
+
+class Momentum(Optimizer):
+    """``accum = momentum * accum + grad; var -= lr * accum`` (Nesterov:
+    ``var -= lr * grad + lr * momentum * accum``)."""
+
+    _slot_inits = {"momentum": 0.0}
+
+    def __init__(self, learning_rate: Any = 0.01, momentum: float = 0.9, nesterov: bool = False,
+                 name: str = "Momentum") -> None:
+        super().__init__(learning_rate, name)
+        self.momentum = momentum
+        self.nesterov = nesterov
+
+    def _apply(self, var, grad, slots):
+        acc = slots["momentum"]
+        lr = self._lr(var)
+        new_acc = acc.read_value() * self.momentum + grad
+        ops = [acc.assign(new_acc, read_value=False)]
+        if self.nesterov:
+            ops.append(var.assign_sub(grad * lr + new_acc * self.momentum * lr, read_value=False))
+        else:
+            ops.append(var.assign_sub(lr * new_acc, read_value=False))
+        return ops
+
+
+class Adagrad(Optimizer):
+    """``accum += grad**2; var -= lr * grad / (sqrt(accum) + epsilon)``."""
+
+    def __init__(self, learning_rate: Any = 0.001, initial_accumulator_value: float = 0.1,
+                 epsilon: float = 1e-7, name: str = "Adagrad") -> None:
+        super().__init__(learning_rate, name)
+        self._slot_inits = {"accumulator": initial_accumulator_value}
+        self.epsilon = epsilon
+
+    def _apply(self, var, grad, slots):
+        m = _math()
+        acc = slots["accumulator"]
+        new_acc = acc.read_value() + m.square(grad)
+        denom = m.sqrt(new_acc) + self.epsilon if self.epsilon else m.sqrt(new_acc)
+        return [acc.assign(new_acc, read_value=False),
+                var.assign_sub(self._lr(var) * grad / denom, read_value=False)]
+
+
+class Adadelta(Optimizer):
+    """TensorFlow's ApplyAdadelta: running averages of squared gradients and updates."""
+
+    _slot_inits = {"accum": 0.0, "accum_update": 0.0}
+
+    def __init__(self, learning_rate: Any = 0.001, rho: float = 0.95, epsilon: float = 1e-7,
+                 name: str = "Adadelta") -> None:
+        super().__init__(learning_rate, name)
+        self.rho = rho
+        self.epsilon = epsilon
+
+    def _apply(self, var, grad, slots):
+        m = _math()
+        accum, accum_update = slots["accum"], slots["accum_update"]
+        rho, eps = self.rho, self.epsilon
+        new_accum = accum.read_value() * rho + m.square(grad) * (1 - rho)
+        old_update = accum_update.read_value()
+        update = m.sqrt(old_update + eps) / m.sqrt(new_accum + eps) * grad
+        new_update = old_update * rho + m.square(update) * (1 - rho)
+        return [accum.assign(new_accum, read_value=False),
+                accum_update.assign(new_update, read_value=False),
+                var.assign_sub(self._lr(var) * update, read_value=False)]
+
+
+class RMSProp(Optimizer):
+    """TensorFlow's ApplyRMSProp / ApplyCenteredRMSProp:
+    ``ms = rho*ms + (1-rho)*g**2; mom = momentum*mom + lr*g/sqrt(ms [- mg**2] + eps);
+    var -= mom``."""
+
+    def __init__(self, learning_rate: Any = 0.001, rho: float = 0.9, momentum: float = 0.0,
+                 epsilon: float = 1e-7, centered: bool = False, name: str = "RMSProp",
+                 initial_ms: float = 0.0) -> None:
+        super().__init__(learning_rate, name)
+        self.rho, self.momentum, self.epsilon, self.centered = rho, momentum, epsilon, centered
+        self._slot_inits = {"rms": initial_ms, "momentum": 0.0}
+        if centered:
+            self._slot_inits["mg"] = 0.0
+
+    def _apply(self, var, grad, slots):
+        m = _math()
+        rho = self.rho
+        new_ms = slots["rms"].read_value() * rho + m.square(grad) * (1 - rho)
+        ops = [slots["rms"].assign(new_ms, read_value=False)]
+        denom_sq = new_ms
+        if self.centered:
+            new_mg = slots["mg"].read_value() * rho + grad * (1 - rho)
+            ops.append(slots["mg"].assign(new_mg, read_value=False))
+            denom_sq = new_ms - m.square(new_mg)
+        new_mom = (slots["momentum"].read_value() * self.momentum
+                   + self._lr(var) * grad / m.sqrt(denom_sq + self.epsilon))
+        ops.append(slots["momentum"].assign(new_mom, read_value=False))
+        ops.append(var.assign_sub(new_mom, read_value=False))
+        return ops
+
+
+class Adam(Optimizer):
+    """TensorFlow's ApplyAdam: ``lr_t = lr * sqrt(1 - beta2**t) / (1 - beta1**t)``,
+    ``m = beta1*m + (1-beta1)*g``, ``v = beta2*v + (1-beta2)*g**2``,
+    ``var -= lr_t * m / (sqrt(v) + epsilon)``."""
+
+    _slot_inits = {"m": 0.0, "v": 0.0}
+
+    def __init__(self, learning_rate: Any = 0.001, beta_1: float = 0.9, beta_2: float = 0.999,
+                 epsilon: float = 1e-7, name: str = "Adam") -> None:
+        super().__init__(learning_rate, name)
+        self.beta_1, self.beta_2, self.epsilon = beta_1, beta_2, epsilon
+
+    def _apply(self, var, grad, slots):
+        m = _math()
+        t = self._step_counter(var).read_value() + 1
+        b1, b2 = self.beta_1, self.beta_2
+        lr_t = self._lr(var) * m.sqrt(1 - m.pow(constant(b2, var.dtype), t)) / (
+            1 - m.pow(constant(b1, var.dtype), t))
+        new_m = slots["m"].read_value() * b1 + grad * (1 - b1)
+        new_v = slots["v"].read_value() * b2 + m.square(grad) * (1 - b2)
+        return [slots["m"].assign(new_m, read_value=False),
+                slots["v"].assign(new_v, read_value=False),
+                var.assign_sub(lr_t * new_m / (m.sqrt(new_v) + self.epsilon), read_value=False)]
+
+    def _finish(self, pairs):
+        counter = self._iterations
+        return [] if counter is None else [counter.assign_add(1, read_value=False)]
+
+
+class Ftrl(Optimizer):
+    """TensorFlow's ApplyFtrl (FTRL-proximal, McMahan et al. 2013)."""
+
+    def __init__(self, learning_rate: Any = 0.001, learning_rate_power: float = -0.5,
+                 initial_accumulator_value: float = 0.1, l1_regularization_strength: float = 0.0,
+                 l2_regularization_strength: float = 0.0, name: str = "Ftrl") -> None:
+        super().__init__(learning_rate, name)
+        self._slot_inits = {"accumulator": initial_accumulator_value, "linear": 0.0}
+        self.lr_power = learning_rate_power
+        self.l1 = l1_regularization_strength
+        self.l2 = l2_regularization_strength
+
+    def _apply(self, var, grad, slots):
+        m = _math()
+        lr = self._lr(var)
+        acc, lin = slots["accumulator"], slots["linear"]
+        old_acc = acc.read_value()
+        new_acc = old_acc + m.square(grad)
+        w = var.read_value()
+        p = -self.lr_power
+        sigma = (m.pow(new_acc, p) - m.pow(old_acc, p)) / lr
+        new_lin = lin.read_value() + grad - sigma * w
+        quadratic = m.pow(new_acc, p) / lr + 2 * self.l2
+        shrunk = (m.sign(new_lin) * self.l1 - new_lin) / quadratic
+        new_w = m.where(m.abs(new_lin) > self.l1, shrunk, m.multiply(shrunk, 0.0))
+        return [acc.assign(new_acc, read_value=False), lin.assign(new_lin, read_value=False),
+                var.assign(new_w, read_value=False)]
+
+
+OPTIMIZERS: dict[str, Callable[..., Optimizer]] = {
+    "sgd": SGD, "momentum": Momentum, "adagrad": Adagrad, "adadelta": Adadelta,
+    "rmsprop": RMSProp, "adam": Adam, "ftrl": Ftrl}
