@@ -25,8 +25,8 @@ from .compiler.dtypes import (
 from .frontend.autodiff import grad, gradients, stop_gradient, value_and_grad
 from .frontend.building import constant, convert_to_tensor
 from .frontend.context import control_dependencies, device, name_scope
-from .frontend.grouping import group, no_op
 from .frontend.function import ConcreteFunction, Function, TensorSpec, compile
+from .frontend.grouping import group, no_op
 from .frontend.ops import *  # noqa: F403
 from .frontend.ops import __all__ as _ops_all
 from .frontend.tensor import EagerTensor, Tensor
@@ -36,7 +36,8 @@ bool = bool_  # noqa: A001  (TensorFlow spells it tw.bool)
 half = float16
 double = float64
 
-from . import nn, random  # noqa: E402, F401  (the tw.nn and tw.random namespaces)
+# the tw.nn, tw.random, tw.optimizers and tw.train namespaces
+from . import nn, optimizers, random, train  # noqa: E402, F401
 
 __version__ = "0.1.0"
 
@@ -44,6 +45,5 @@ __all__ = ["errors", "DType", "as_dtype", "bfloat16", "bool", "bool_", "float16"
            "float64", "half", "double", "int8", "int16", "int32", "int64", "uint8", "constant",
            "convert_to_tensor", "control_dependencies", "device", "name_scope",
            "ConcreteFunction", "Function", "TensorSpec", "compile", "EagerTensor", "Tensor",
-           "Variable", "group", "no_op", "grad", "gradients", "stop_gradient", "value_and_grad", *_ops_all]
-from . import optimizers  # noqa: E402
-from . import train  # noqa: E402
+           "Variable", "group", "no_op", "grad", "gradients", "stop_gradient", "value_and_grad",
+           "nn", "optimizers", "random", "train", *_ops_all]

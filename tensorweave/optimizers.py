@@ -1,6 +1,5 @@
 """``tw.optimizers``: SGD, Momentum, Adagrad, Adadelta, RMSProp, Adam, Ftrl."""
 
-from .frontend.optimizers import (SGD, Adadelta, Adagrad, Adam, Ftrl, Momentum, Optimizer,
-                                  RMSProp)
+from .frontend.optimizers import SGD, Adadelta, Adagrad, Adam, Ftrl, Momentum, Optimizer, RMSProp
 
 __all__ = ["Optimizer", "SGD", "Momentum", "Adagrad", "Adadelta", "RMSProp", "Adam", "Ftrl"]

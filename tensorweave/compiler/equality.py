@@ -12,7 +12,7 @@ by dtype, shape and raw bytes, dtypes by identity, tuples and lists element-wise
 from __future__ import annotations
 
 import struct
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np

@@ -36,7 +36,7 @@ import numpy as np
 from ..errors import ParseError, TensorWeaveError, VerificationError
 from .dtypes import ALL_DTYPES, DType, uint8
 from .ir import Graph, Node, SourceLoc, Value
-from .printer import DEFAULT_GRAPH_NAME, float_text_bits, format_type, uint_view
+from .printer import float_text_bits, format_type, uint_view
 from .registry import OpDef, get_op
 from .types import ResourceType, TensorType, Type
 from .verifier import verify
