@@ -62,7 +62,11 @@ class TensorSpec:
 
 
 def _is_array_arg(x: Any) -> bool:
-    return isinstance(x, (np.ndarray, np.generic, EagerTensor))
+    return isinstance(x, (np.ndarray, np.generic, EagerTensor, TensorSpec))
+
+
+def _spec_of(x: Any) -> TensorSpec:
+    return x if isinstance(x, TensorSpec) else TensorSpec.from_array(x)
 
 
 def _static_key(x: Any) -> Any:
@@ -168,6 +172,8 @@ class Function:
                 raise TypeError(f"{self.name}(): input_signature has {len(specs_flat)} tensors, "
                                 f"the call passes {len(tensor_idx)} arrays")
             for i, spec in zip(tensor_idx, specs_flat):
+                if isinstance(leaves[i], TensorSpec):
+                    continue
                 arr = np.asarray(leaves[i])
                 if arr.dtype != spec.dtype.np or not spec.type.accepts(spec.dtype, arr.shape):
                     raise InvalidArgumentError(
@@ -177,7 +183,7 @@ class Function:
             key_specs = tuple(specs)
         else:
             tensor_idx = [i for i, x in enumerate(leaves) if _is_array_arg(x)]
-            specs = [TensorSpec.from_array(leaves[i]) for i in tensor_idx]
+            specs = [_spec_of(leaves[i]) for i in tensor_idx]
             key_specs = tuple(specs)
         tensor_set = set(tensor_idx)
         statics = tuple(_static_key(x) for i, x in enumerate(leaves) if i not in tensor_set)
@@ -237,20 +243,12 @@ class Function:
         With an input signature, call it with no arguments."""
         if not args and not kwargs and self.input_signature is not None:
             specs, tree = nest.flatten(self.input_signature)
-            args = tuple(nest.unflatten(tree, [_spec_array(s) for s in specs]))
-        else:
-            args, kwargs = nest.map_structure(
-                lambda x: _spec_array(x) if isinstance(x, TensorSpec) else x, (args, kwargs))
+            args = tuple(nest.unflatten(tree, specs))
         return self._concrete(args, kwargs)[0]
 
     @property
     def concrete_functions(self) -> list[ConcreteFunction]:
         return list(self._cache.values())
-
-
-def _spec_array(spec: TensorSpec) -> np.ndarray:
-    """A placeholder array for a spec (unknown dims become 1); used to trace from specs."""
-    return np.zeros(tuple(1 if d is None else d for d in spec.shape), dtype=spec.dtype.np)
 
 
 def _leaf_names(signature: inspect.Signature, bound: inspect.BoundArguments) -> list[str]:

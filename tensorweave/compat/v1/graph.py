@@ -14,7 +14,7 @@ from ...compiler.dtypes import DType, as_dtype
 from ...compiler.types import TensorType
 from ...errors import FailedPreconditionError, TracingError
 from ...frontend.building import apply_op, apply_op1, convert_to_tensor
-from ...frontend.context import GraphBuilder, building, current_builder
+from ...frontend.context import GraphBuilder, building, control_dependencies, current_builder
 from ...frontend.grouping import group
 from ...frontend.tensor import Tensor
 from ...frontend.variables import Variable as _Variable
@@ -208,7 +208,11 @@ class Variable(_Variable):
             value = convert_to_tensor(value, dtype=self.dtype)
             apply_op(op, [self.handle(), value])
             node = self._graph.ir.nodes[-1]
-            return self.read_value() if read_value else node
+            if not read_value:
+                return node
+            # As in TensorFlow 1, fetching the returned value runs the assignment.
+            with control_dependencies([node]):
+                return self.read_value()
 
     def eval(self, session: Any = None) -> Any:
         from .session import get_default_session

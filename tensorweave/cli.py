@@ -1,0 +1,185 @@
+"""The ``tensorweave`` command line.
+
+    tensorweave dump model.py:predict                  # IR after the last stage
+    tensorweave dump model.py:predict --stage traced   # IR as traced
+    tensorweave dump model.py:f --signature 'x:f32[?,784]' 'w:f32[784,10]'
+    tensorweave dump graph.mlir --stage optimized      # read IR text, run passes, print
+    tensorweave dump --list-stages
+
+Errors are one line on stderr and a non-zero exit status.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import inspect
+import os
+import re
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from .errors import TensorWeaveError
+
+_SPEC_RE = re.compile(r"^(?:(?P<name>[A-Za-z_]\w*):)?(?P<dtype>[A-Za-z0-9]+)\[(?P<dims>[^\]]*)\]$")
+
+
+class CliError(Exception):
+    """A user error reported as one line."""
+
+
+def parse_signature(items: Sequence[str]) -> list[tuple[str | None, Any]]:
+    """``'x:f32[?,784]'`` to ``("x", TensorSpec([None, 784], float32))``."""
+    from .frontend.function import TensorSpec
+
+    specs = []
+    for item in items:
+        m = _SPEC_RE.match(item.strip())
+        if not m:
+            raise CliError(f"bad --signature entry {item!r}: expected NAME:DTYPE[DIMS], "
+                           f"e.g. 'x:f32[?,784]' (use [] for a scalar)")
+        dims = [d.strip() for d in m["dims"].split(",")] if m["dims"].strip() else []
+        shape = []
+        for d in dims:
+            if d in ("?", "None", "-1"):
+                shape.append(None)
+            elif d.isdigit():
+                shape.append(int(d))
+            else:
+                raise CliError(f"bad dimension {d!r} in {item!r}: use an integer or ?")
+        try:
+            specs.append((m["name"], TensorSpec(shape, m["dtype"])))
+        except TensorWeaveError as e:
+            raise CliError(f"bad --signature entry {item!r}: {e}") from None
+    return specs
+
+
+def load_function(target: str) -> Any:
+    """Import ``FILE.py:NAME`` and return the object called NAME."""
+    path, sep, name = target.rpartition(":")
+    if not sep or not path or not name:
+        raise CliError(f"expected FILE.py:FUNCTION, got {target!r}")
+    if not os.path.exists(path):
+        raise CliError(f"no such file: {path}")
+    module_name = "_tw_cli_" + re.sub(r"\W", "_", os.path.splitext(os.path.basename(path))[0])
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    if spec is None or spec.loader is None:
+        raise CliError(f"cannot import {path}: not a Python file")
+    module = importlib.util.module_from_spec(spec)
+    sys.path.insert(0, os.path.dirname(os.path.abspath(path)))
+    try:
+        spec.loader.exec_module(module)
+    except SyntaxError as e:
+        raise CliError(f"{path}:{e.lineno}: syntax error: {e.msg}") from None
+    finally:
+        sys.path.pop(0)
+    if not hasattr(module, name):
+        public = [n for n, v in vars(module).items() if callable(v) and not n.startswith("_")
+                  and getattr(v, "__module__", module_name) == module_name]
+        raise CliError(f"{path} has no function {name!r}"
+                       + (f" (it defines: {', '.join(sorted(public))})" if public else ""))
+    return getattr(module, name)
+
+
+def concrete_function(fn: Any, signature: list[tuple[str | None, Any]]) -> Any:
+    """Trace `fn` (a ``@tw.compile`` function or a plain one) for the given signature."""
+    from .frontend.function import Function, compile
+
+    if not isinstance(fn, Function):
+        if not callable(fn):
+            raise CliError(f"{fn!r} is not a function")
+        fn = compile(fn)
+    if signature:
+        params = list(inspect.signature(fn.python_function).parameters)
+        by_name = {n: s for n, s in signature if n is not None}
+        unknown = set(by_name) - set(params)
+        if unknown:
+            raise CliError(f"--signature names {', '.join(sorted(unknown))}, but "
+                           f"{fn.name}() takes ({', '.join(params)})")
+        if by_name:
+            specs = [by_name.get(p) for p in params]
+            missing = [p for p, s in zip(params, specs) if s is None]
+            if missing:
+                raise CliError(f"--signature gives no type for {', '.join(missing)}")
+        else:
+            specs = [s for _, s in signature]
+        return fn.get_concrete_function(*specs)
+    if fn.input_signature is None:
+        raise CliError(f"{fn.name}() declares no input_signature: pass --signature, e.g. "
+                       f"--signature 'x:f32[?,784]'")
+    return fn.get_concrete_function()
+
+
+def _dump(args: argparse.Namespace) -> str:
+    from .compiler.parser import parse_module
+    from .compiler.pipeline import run_pipeline, stage_names
+    from .compiler.printer import print_graph
+
+    stages = stage_names()
+    if args.list_stages:
+        return "\n".join(stages)
+    if not args.target:
+        raise CliError("dump needs FILE.py:FUNCTION or an IR file (see --help)")
+    stage = args.stage or stages[-1]
+    if stage not in stages:
+        raise CliError(f"unknown stage {stage!r}; stages are: {', '.join(stages)}")
+    if ":" not in args.target or args.target.endswith((".mlir", ".tw")):
+        if not os.path.exists(args.target):
+            raise CliError(f"no such file: {args.target}")
+        with open(args.target) as f:
+            graphs = parse_module(f.read(), source_name=args.target)
+        return "\n".join(print_graph(run_pipeline(g, stage)) for g in graphs)
+    cf = concrete_function(load_function(args.target), parse_signature(args.signature or []))
+    return cf.ir(stage)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="tensorweave", description="tensorweave: a TensorFlow-style graph compiler.")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    dump = sub.add_parser(
+        "dump", help="print the IR of a compiled function at a pipeline stage",
+        description="Print the IR (MLIR generic syntax) of a @tw.compile function after a "
+                    "pipeline stage, or parse an IR file, run the pipeline and print it.")
+    dump.add_argument("target", nargs="?",
+                      help="FILE.py:FUNCTION, or an IR text file (.mlir)")
+    dump.add_argument("--stage", help="pipeline stage to print (default: the last)")
+    dump.add_argument("--list-stages", action="store_true",
+                      help="print the pipeline's stage names, one per line")
+    dump.add_argument("--signature", nargs="+", metavar="NAME:DTYPE[DIMS]",
+                      help="argument types for a function without input_signature, "
+                           "e.g. 'x:f32[?,784]' ('?' is a dimension of any size)")
+    dump.add_argument("-o", "--output", help="write to this file instead of stdout")
+    dump.set_defaults(run=_dump)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``tensorweave`` console script; returns the exit status."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "command", None):
+        parser.print_help()
+        return 2
+    try:
+        text = args.run(args)
+    except CliError as e:
+        print(f"tensorweave: error: {e}", file=sys.stderr)
+        return 2
+    except TensorWeaveError as e:
+        print(f"tensorweave: error: {type(e).__name__}: {e}", file=sys.stderr)
+        return 1
+    if getattr(args, "output", None):
+        with open(args.output, "w") as f:
+            f.write(text + "\n")
+    else:
+        try:
+            print(text)
+        except BrokenPipeError:  # e.g. `tensorweave dump ... | head`
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
