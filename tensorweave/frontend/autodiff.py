@@ -92,11 +92,14 @@ def _grad_impl(fn: Callable, argnums: int | Sequence[int], with_value: bool) -> 
                 raise TypeError(f"argnums {i} is out of range for {len(args)} positional "
                                 f"arguments")
         value = _check_scalar_loss(fn(*args, **kwargs), fn)
-        results = []
-        for i in nums:
-            leaves, tree = nest.flatten(args[i])
-            gs = gradients([value], leaves, unconnected_gradients="zero")
-            results.append(nest.unflatten(tree, gs))
+        flat = [nest.flatten(args[i]) for i in nums]
+        # One backward pass for every argument: the gradient ops are shared.
+        gs = gradients([value], [x for leaves, _ in flat for x in leaves],
+                       unconnected_gradients="zero")
+        results, start = [], 0
+        for leaves, tree in flat:
+            results.append(nest.unflatten(tree, gs[start:start + len(leaves)]))
+            start += len(leaves)
         g = results[0] if single else tuple(results)
         return (value, g) if with_value else g
 

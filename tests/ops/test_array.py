@@ -606,3 +606,161 @@ def test_static_arguments_must_be_known_when_tracing():
     g = tw.compile(lambda x: tw.reshape(x, tw.constant([3, -1])))
     assert g(np.zeros((2, 3), np.float32)).shape == (3, 2)
     assert tw.reshape(np.arange(4), tw.constant([2, 2])).shape == (2, 2)
+
+
+# --------------------------------------------------- gradient ops: segment sums, scatter
+
+NUMERIC = [np.float32, np.float64, np.int32, np.int64, tw.bfloat16.np]
+
+
+def _accumulator(dtype):
+    """What the kernels accumulate sums of `dtype` in (float32 for half precision)."""
+    dtype = np.dtype(dtype)
+    return np.dtype(np.float32) if dtype.itemsize < 4 and dtype.kind not in "iu" else dtype
+
+
+def np_unsorted_segment_sum(data, ids, n):
+    out = np.zeros((n,) + data.shape[ids.ndim:], _accumulator(data.dtype))
+    keep = ids >= 0
+    np.add.at(out, ids[keep], data[keep].astype(out.dtype))
+    return out.astype(data.dtype)
+
+
+@given(arrays(shape=hnp.array_shapes(min_dims=0, max_dims=3, min_side=0, max_side=4),
+              dtype=st.sampled_from(NUMERIC)),
+       st.integers(0, 4), st.sampled_from([np.int32, np.int64]), st.data())
+def test_unsorted_segment_sum_matches_numpy(x, n, id_dtype, data):
+    k = data.draw(st.integers(0, x.ndim))
+    ids = np.random.default_rng(data.draw(seeds)).integers(-1, n, x.shape[:k]).astype(id_dtype)
+    check_against_numpy(lambda d, i: tw.unsorted_segment_sum(d, i, n),
+                        lambda d, i: np_unsorted_segment_sum(d, i, n), x, ids)
+
+
+def test_unsorted_segment_sum_unknown_dims_and_errors():
+    assert traced_types(lambda d, i: tw.unsorted_segment_sum(d, i, 5), spec([None, 3]),
+                        spec([None], tw.int32)) == [(tw.float32, (5, 3))]
+    d = np.arange(6, dtype=np.float32).reshape(3, 2)
+    with pytest.raises(tw.errors.InvalidArgumentError, match=r"segment_ids\[1\] = 4") as err:
+        tw.unsorted_segment_sum(d, np.array([0, 4, 1]), 4)
+    _assert_names_op_and_line(err, "UnsortedSegmentSum")
+    with pytest.raises(tw.errors.ShapeError, match="prefix") as err:
+        tw.unsorted_segment_sum(d, np.array([0, 1]), 4)
+    _assert_names_op_and_line(err, "UnsortedSegmentSum")
+    with pytest.raises(tw.errors.DTypeError, match="segment_ids"):
+        tw.unsorted_segment_sum(d, np.array([0.0, 1.0, 2.0]), 4)
+    with pytest.raises(tw.errors.ShapeError, match="num_segments"):
+        tw.unsorted_segment_sum(d, np.array([0, 1, 2]), -1)
+
+
+def _apply(op, inputs, **attrs):
+    from tensorweave.frontend.building import apply_op, apply_op1
+    return (apply_op if op == "SplitLike" else apply_op1)(op, inputs, attrs)
+
+
+def _slice_attrs(x, key):
+    """The StridedSlice attributes Python indexing with `key` maps to."""
+    graph = tw.compile(lambda t: t[key]).get_concrete_function(x).graph
+    (node,) = [n for n in graph.nodes if n.op == "StridedSlice"]
+    return {k: v for k, v in node.attrs.items() if not k.startswith("_")}
+
+
+@given(arrays(dtype=st.sampled_from([np.float32, np.int32])), st.data())
+def test_strided_slice_grad_scatters_into_zeros(x, data):
+    key = data.draw(index_keys(x.shape))
+    attrs = _slice_attrs(x, key)
+    dy = rand(data.draw(seeds), x[key].shape, np.float64)
+
+    def expected(dy, like):
+        out = np.zeros(like.shape, dy.dtype)
+        out[key] = dy
+        return out
+
+    check_against_numpy(lambda d, like: _apply("StridedSliceGrad", [d, like], **attrs),
+                        expected, dy, x)
+
+
+def test_strided_slice_grad_unknown_dims_and_errors():
+    x = np.zeros((4, 3), np.float32)
+    attrs = _slice_attrs(x, (slice(1, None, 2), 0))
+    assert traced_types(lambda d, like: _apply("StridedSliceGrad", [d, like], **attrs),
+                        spec([None]), spec([None, 3], tw.int32)) == [(tw.float32, (None, 3))]
+    with pytest.raises(tw.errors.ShapeError, match="does not have the shape") as err:
+        _apply("StridedSliceGrad", [np.zeros(3, np.float32), x], **attrs)
+    _assert_names_op_and_line(err, "StridedSliceGrad")
+    f = tw.compile(lambda d, like: _apply("StridedSliceGrad", [d, like], **attrs),
+                   input_signature=[spec([None]), spec([None, 3])])
+    np.testing.assert_array_equal(f(np.array([1.0, 2.0], np.float32), x)[:, 0], [0, 1, 0, 2])
+    with pytest.raises(tw.errors.InvalidArgumentError, match="does not have the shape"):
+        f(np.ones(3, np.float32), x)
+
+
+def np_pad_grad(g, pads, mode):
+    """The adjoint of np.pad: every padded element adds to the input element it copies."""
+    if g.ndim == 0:
+        return g.copy()
+    shape = tuple(n - b - a for n, (b, a) in zip(g.shape, pads))
+    index = np.arange(int(np.prod(shape)), dtype=np.int64).reshape(shape)
+    if mode == "CONSTANT":
+        source = np.pad(index, pads, constant_values=-1)
+    else:
+        source = np.pad(index, pads, mode=mode.lower())
+    out = np.zeros(index.size, _accumulator(g.dtype))
+    keep = source >= 0
+    np.add.at(out, source[keep], g[keep].astype(out.dtype))
+    return out.reshape(shape).astype(g.dtype)
+
+
+@given(arrays(shape=hnp.array_shapes(min_dims=0, max_dims=3, min_side=0, max_side=4),
+              dtype=st.sampled_from([np.float32, np.float64, np.int32])),
+       st.sampled_from(["CONSTANT", "REFLECT", "SYMMETRIC"]), st.data())
+def test_pad_grad_is_the_adjoint_of_pad(x, mode, data):
+    slack = {"REFLECT": 1, "SYMMETRIC": 0}.get(mode)
+    pads = []
+    for d in x.shape:
+        hi = 2 if slack is None else max(0, min(2, d - slack))
+        pads.append((data.draw(st.integers(0, hi)), data.draw(st.integers(0, hi))))
+    g = rand(data.draw(seeds), [d + b + a for d, (b, a) in zip(x.shape, pads)], x.dtype)
+    flat = [p for pair in pads for p in pair]
+    check_against_numpy(lambda t: _apply("PadGrad", [t], paddings=flat, mode=mode),
+                        lambda t: np_pad_grad(t, pads, mode), g)
+
+
+def test_pad_grad_unknown_dims_and_errors():
+    assert traced_types(lambda t: _apply("PadGrad", [t], paddings=[1, 2, 0, 0], mode="REFLECT"),
+                        spec([None, 3])) == [(tw.float32, (None, 3))]
+    with pytest.raises(tw.errors.ShapeError, match="cannot be the result of REFLECT") as err:
+        _apply("PadGrad", [np.zeros((4,), np.float32)], paddings=[2, 0], mode="REFLECT")
+    _assert_names_op_and_line(err, "PadGrad")
+    with pytest.raises(tw.errors.ShapeError, match="cannot be the result"):
+        _apply("PadGrad", [np.zeros((2,), np.float32)], paddings=[2, 1], mode="CONSTANT")
+
+
+@given(arrays(shape=hnp.array_shapes(min_dims=1, max_dims=3, min_side=0, max_side=5)), st.data())
+def test_split_like_matches_numpy(x, data):
+    axis = data.draw(axis_of(x.ndim))
+    cuts = sorted(data.draw(st.lists(st.integers(0, x.shape[axis]), min_size=0, max_size=3)))
+    bounds = [0, *cuts, x.shape[axis]]
+    likes = []
+    for lo, hi in zip(bounds, bounds[1:]):
+        shape = list(x.shape)
+        shape[axis] = hi - lo
+        likes.append(np.zeros(shape, np.int32))
+    check_against_numpy(lambda t, *ls: tuple(_apply("SplitLike", [t, *ls], axis=axis)),
+                        lambda t, *ls: tuple(np.split(t, cuts, axis=axis)), x, *likes)
+
+
+def test_split_like_unknown_dims_and_errors():
+    sig = [spec([None, 3]), spec([None, 3]), spec([None, 1])]
+    assert traced_types(lambda t, a, b: tuple(_apply("SplitLike", [t, a, b], axis=0)), *sig) == \
+        [(tw.float32, (None, 3)), (tw.float32, (None, 3))]
+    f = tw.compile(lambda t, a, b: tuple(_apply("SplitLike", [t, a, b], axis=0)),
+                   input_signature=sig)
+    x = np.arange(15, dtype=np.float32).reshape(5, 3)
+    top, bottom = f(x, np.zeros((2, 3), np.float32), np.zeros((3, 1), np.float32))
+    np.testing.assert_array_equal(top, x[:2])
+    np.testing.assert_array_equal(bottom, x[2:])
+    with pytest.raises(tw.errors.InvalidArgumentError, match="do not add up"):
+        f(x, np.zeros((2, 3), np.float32), np.zeros((2, 1), np.float32))
+    with pytest.raises(tw.errors.ShapeError, match="do not add up") as err:
+        _apply("SplitLike", [x, np.zeros((1, 3), np.float32)], axis=0)
+    _assert_names_op_and_line(err, "SplitLike")

@@ -6,6 +6,10 @@ inference can compute the output shape whenever the input dims are known and lea
 dim ``None`` only where it really depends on a run-time size. Kernels re-run the same
 inference on the concrete input shapes (`_runtime_types`), which both checks the dims that
 were unknown at trace time and guarantees that a kernel returns exactly the declared shape.
+
+The gradients of these ops need a few more: UnsortedSegmentSum (Gather's gradient, also
+public as ``tw.unsorted_segment_sum``), StridedSliceGrad, PadGrad and SplitLike (Concat's
+gradient when several sizes are unknown until run time).
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from ...errors import InvalidArgumentError, ShapeError, UnimplementedError
-from ..dtypes import INT_DTYPES, DType, as_dtype, int32, int64
+from ..dtypes import INT_DTYPES, NUMERIC_DTYPES, DType, as_dtype, int32, int64
 from ..registry import attr, def_op
 from ..types import TensorType, format_shape
 from .common import check_dtype, expect_tensor, same_dtype
@@ -70,6 +74,14 @@ def _owned(x: np.ndarray) -> np.ndarray:
     """A fresh C-contiguous array: kernels never hand out views of their inputs, so no two
     values of a graph share a buffer."""
     return np.array(x, copy=True, order="C")
+
+
+def _accumulator(dtype: np.dtype) -> np.dtype:
+    """The dtype sums of `dtype` accumulate in: float32 for half-precision floats (NumPy's
+    scatter-add does not handle bfloat16, and it loses less precision), else `dtype`."""
+    if as_dtype(dtype).is_floating and np.dtype(dtype).itemsize < 4:
+        return np.dtype(np.float32)
+    return np.dtype(dtype)
 
 
 def _check_nonnegative(values: Sequence[int], role: str) -> None:
@@ -359,6 +371,39 @@ def _split_kernel(x, *, axis, num_split, size_splits):
     return tuple(_owned(p) for p in np.split(x, bounds, axis=ax))
 
 
+SplitLike = def_op("SplitLike", ["value", "*likes"], {"axis": attr("int")},
+                   doc="Split `value` along `axis` into one part per tensor in `likes`, as "
+                       "long as that tensor is along `axis` (sizes known at run time): the "
+                       "gradient of Concat over dims unknown at trace time.")
+
+
+@SplitLike.infer
+def _split_like_infer(value, *likes, axis):
+    t = expect_tensor(value, "value")
+    ax = _axis(axis, t.rank)
+    if not likes:
+        raise ShapeError("SplitLike needs at least one tensor in likes")
+    out = []
+    for i, like in enumerate(likes):
+        lk = expect_tensor(like, f"likes[{i}]")
+        if lk.rank != t.rank:
+            raise ShapeError(f"likes[{i}] ({lk}) must have the rank of value ({t})")
+        out.append(t.with_shape(t.shape[:ax] + (lk.shape[ax],) + t.shape[ax + 1:]))
+    sizes = [o.shape[ax] for o in out]
+    if t.shape[ax] is not None and None not in sizes and sum(sizes) != t.shape[ax]:
+        raise ShapeError(f"the sizes of likes along axis {ax} ({sizes}) do not add up to "
+                         f"dimension {ax} of value ({t})")
+    return out
+
+
+@SplitLike.kernel("reference")
+def _split_like_kernel(x, *likes, axis):
+    types = _runtime_types(_split_like_infer, x, *likes, axis=axis)
+    ax = axis % x.ndim
+    bounds = np.cumsum([t.shape[ax] for t in types])[:-1]
+    return tuple(_owned(p) for p in np.split(x, bounds, axis=ax))
+
+
 # ------------------------------------------------------------------------------- Slice
 
 Slice = def_op("Slice", ["input"], {"begin": attr("ints"), "size": attr("ints")},
@@ -498,10 +543,11 @@ def _strided_slice_infer(x, **attrs):
     return t.with_shape(_strided_plan(t.shape, attrs)[1])
 
 
-@StridedSlice.kernel("reference")
-def _strided_slice_kernel(x, **attrs):
+def _runtime_plan(shape: Sequence[int], attrs: dict) -> tuple[tuple, tuple]:
+    """(NumPy index selecting the slice of an array of `shape`, the output shape); a bad
+    slice is a run-time InvalidArgumentError."""
     try:
-        plan, out_shape = _strided_plan(x.shape, attrs)
+        plan, out_shape = _strided_plan(shape, attrs)
     except ShapeError as e:
         raise InvalidArgumentError(e.message) from None
     index = []
@@ -511,7 +557,45 @@ def _strided_slice_kernel(x, **attrs):
         else:
             stop = start + count * stride
             index.append(slice(start, stop if stop >= 0 else None, stride))
-    return _owned(x[tuple(index)].reshape(out_shape))
+    return tuple(index), out_shape
+
+
+@StridedSlice.kernel("reference")
+def _strided_slice_kernel(x, **attrs):
+    index, out_shape = _runtime_plan(x.shape, attrs)
+    return _owned(x[index].reshape(out_shape))
+
+
+StridedSliceGrad = def_op(
+    "StridedSliceGrad", ["dy", "like"], dict(StridedSlice.attrs),
+    doc="The gradient of StridedSlice: zeros of `like`'s (run-time) shape with `dy` written "
+        "where StridedSlice with the same attributes would read; `dy`'s dtype.")
+
+
+@StridedSliceGrad.infer
+def _strided_slice_grad_infer(dy, like, **attrs):
+    g = expect_tensor(dy, "dy")
+    lk = expect_tensor(like, "like")
+    sliced = _strided_plan(lk.shape, attrs)[1]
+    try:
+        if len(sliced) != g.rank:
+            raise ValueError
+        for a, b in zip(sliced, g.shape):
+            _merge_dims(a, b)
+    except ValueError:
+        raise ShapeError(f"dy ({g}) does not have the shape {format_shape(sliced)} of the "
+                         f"slice of like ({lk})") from None
+    return TensorType(g.dtype, lk.shape)
+
+
+@StridedSliceGrad.kernel("reference")
+def _strided_slice_grad_kernel(dy, like, **attrs):
+    _runtime_types(_strided_slice_grad_infer, dy, like, **attrs)
+    index, _ = _runtime_plan(like.shape, attrs)
+    out = np.zeros(like.shape, dtype=dy.dtype)
+    # a strided slice never reads an element twice, so assigning is accumulating
+    out[index] = dy.reshape(out[index].shape)
+    return out
 
 
 # --------------------------------------------------------------------------------- Pad
@@ -555,6 +639,59 @@ def _pad_kernel(x, *, paddings, mode, constant_value):
         value = np.asarray(constant_value).astype(x.dtype)
         return np.pad(x, pairs, mode="constant", constant_values=value)
     return np.pad(x, pairs, mode=mode.lower())
+
+
+PadGrad = def_op("PadGrad", ["grad"], {"paddings": attr("ints"), "mode": attr("str", "CONSTANT")},
+                 doc="The gradient of Pad: `grad` (shaped like Pad's output) folded back to "
+                     "Pad's input shape; padded values that mirror an input element (REFLECT, "
+                     "SYMMETRIC) add to it, constant padding is dropped.")
+
+
+@PadGrad.infer
+def _pad_grad_infer(grad, *, paddings, mode):
+    t = expect_tensor(grad, "grad")
+    if mode not in _PAD_MODES:
+        raise ShapeError(f"mode must be one of {', '.join(_PAD_MODES)}, got {mode!r}")
+    if len(paddings) != 2 * t.rank:
+        raise ShapeError(f"paddings must hold one (before, after) pair per dimension of grad "
+                         f"({t}), got {len(paddings)} numbers")
+    _check_nonnegative(paddings, "paddings")
+    slack = {"CONSTANT": 0, "REFLECT": 1, "SYMMETRIC": 0}[mode]
+    out: list[Dim] = []
+    for i, d in enumerate(t.shape):
+        before, after = paddings[2 * i], paddings[2 * i + 1]
+        n = None if d is None else d - before - after
+        # the same condition Pad checks on its input, whose size is n
+        if n is not None and (n < 0 or (mode != "CONSTANT" and
+                                        max(before, after) > max(n - slack, 0))):
+            raise ShapeError(f"grad ({t}) cannot be the result of {mode} padding by "
+                             f"({before}, {after}) in dimension {i}")
+        out.append(n)
+    return t.with_shape(out)
+
+
+def _fold_axis(g: np.ndarray, axis: int, before: int, after: int, mode: str) -> np.ndarray:
+    """Undo the padding of one axis: the centre, plus mirrored pads added where they came
+    from (REFLECT mirrors without the edge element, SYMMETRIC with it)."""
+    n = g.shape[axis] - before - after
+    out = np.moveaxis(g, axis, 0)[before:before + n].copy()
+    if mode != "CONSTANT" and n:
+        edge = 1 if mode == "REFLECT" else 0
+        padded = np.moveaxis(g, axis, 0)
+        # padded index j < before holds x[before - j - 1 + edge]
+        np.add.at(out, before - np.arange(before) - 1 + edge, padded[:before])
+        # padded index before + n + k holds x[n - 1 - k - edge]
+        np.add.at(out, n - 1 - np.arange(after) - edge, padded[before + n:])
+    return np.moveaxis(out, 0, axis)
+
+
+@PadGrad.kernel("reference")
+def _pad_grad_kernel(g, *, paddings, mode):
+    (t,) = _runtime_types(_pad_grad_infer, g, paddings=paddings, mode=mode)
+    out = g.astype(_accumulator(g.dtype))
+    for axis in range(g.ndim):
+        out = _fold_axis(out, axis, paddings[2 * axis], paddings[2 * axis + 1], mode)
+    return np.ascontiguousarray(out, dtype=g.dtype).reshape(t.shape)
 
 
 # ---------------------------------------------------------------- Tile / BroadcastTo
@@ -627,6 +764,48 @@ def _gather_kernel(params, indices, *, axis, batch_dims):
             f"indices[{','.join(map(str, where))}] = {indices[where]} is not in [0, {n}) "
             f"(dimension {ax} of params, shape {format_shape(params.shape)})")
     return np.take(params, indices, axis=ax)
+
+
+UnsortedSegmentSum = def_op(
+    "UnsortedSegmentSum", ["data", "segment_ids"], {"num_segments": attr("int")},
+    doc="output[s] = sum of data[i...] over the i with segment_ids[i...] == s, for s in "
+        "[0, num_segments); segment_ids' shape is a prefix of data's; negative ids are "
+        "dropped (TensorFlow's rule). The gradient of Gather.")
+
+
+@UnsortedSegmentSum.infer
+def _unsorted_segment_sum_infer(data, segment_ids, *, num_segments):
+    d = expect_tensor(data, "data")
+    ids = expect_tensor(segment_ids, "segment_ids")
+    check_dtype(ids, (int32, int64), "segment_ids")
+    check_dtype(d, NUMERIC_DTYPES, "data", "a numeric dtype")
+    if num_segments < 0:
+        raise ShapeError(f"num_segments must be >= 0, got {num_segments}")
+    try:
+        if ids.rank > d.rank:
+            raise ValueError
+        for a, b in zip(ids.shape, d.shape):
+            _merge_dims(a, b)
+    except ValueError:
+        raise ShapeError(f"the shape of segment_ids ({ids}) must be a prefix of the shape of "
+                         f"data ({d})") from None
+    return d.with_shape((num_segments,) + d.shape[ids.rank:])
+
+
+@UnsortedSegmentSum.kernel("reference")
+def _unsorted_segment_sum_kernel(data, segment_ids, *, num_segments):
+    (t,) = _runtime_types(_unsorted_segment_sum_infer, data, segment_ids,
+                          num_segments=num_segments)
+    too_big = segment_ids >= num_segments
+    if too_big.any():
+        where = tuple(int(k) for k in np.argwhere(too_big)[0])
+        raise InvalidArgumentError(f"segment_ids[{','.join(map(str, where))}] = "
+                                   f"{segment_ids[where]} is not < num_segments = {num_segments}")
+    wide = _accumulator(data.dtype)
+    out = np.zeros(t.shape, dtype=wide)
+    keep = segment_ids >= 0
+    np.add.at(out, segment_ids[keep], data[keep].astype(wide))
+    return out.astype(data.dtype)
 
 
 # ------------------------------------------------------------------------------ OneHot

@@ -23,10 +23,12 @@ def unbroadcast(grad: Any, x: Any) -> Any:
     Static shapes give a plain reduction; dims unknown until run time give a
     ``ReduceToLike`` node that decides at run time."""
     gs, xs = tuple(grad.shape), tuple(x.shape)
+    if any(d is None for d in xs):
+        # even equal static shapes may differ at run time: an unknown dim of x may be 1
+        # where grad's is larger
+        return apply_op1("ReduceToLike", [grad, x])
     if gs == xs:
         return grad
-    if any(d is None for d in xs):
-        return apply_op1("ReduceToLike", [grad, x])
     lead = len(gs) - len(xs)
     axes = list(range(lead)) + [lead + i for i, d in enumerate(xs) if d == 1 and gs[lead + i] != 1]
     out = _math().reduce_sum(grad, axis=axes, keepdims=True) if axes else grad

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from ...compiler.ops.nn import window_output_size
 from ...compiler.registry import not_differentiable, register_gradient
+from ...errors import CompileError
 from ..building import apply_op1
 from ..ops import array as a
 from ..ops import math as m
@@ -24,20 +26,39 @@ def _log_softmax(op, g):
     return [g - m.exp(y) * m.reduce_sum(g, axis=axis, keepdims=True)]
 
 
+def _is_zeros(t) -> bool:
+    """Whether `t` is the ZerosLike that autodiff fills in for an unused output."""
+    return t.op is not None and t.op.op == "ZerosLike"
+
+
+def _softmax_vjp(logits, g):
+    """The gradient of ``sum(g * softmax(logits))`` w.r.t. logits (softmax on the last axis)."""
+    p = apply_op1("Softmax", [logits], {"axis": -1})
+    return (g - m.reduce_sum(g * p, axis=-1, keepdims=True)) * p
+
+
 @register_gradient("SoftmaxCrossEntropyWithLogits")
 def _softmax_xent(op, g_loss, g_backprop):
-    # TensorFlow ignores the gradient of the backprop output; so do we (it is an
-    # implementation detail of this op, not a value users differentiate).
     logits, labels = op.inputs
     backprop = op.outputs[1]
     g = a.expand_dims(g_loss, -1)
     log_p = apply_op1("LogSoftmax", [logits], {"axis": -1})
-    return [g * backprop, -g * log_p]
+    d_logits, d_labels = g * backprop, -g * log_p
+    # The backprop output (softmax - labels) is itself differentiated when a gradient of
+    # the loss is differentiated again (Hessians, gradient penalties): as TensorFlow does,
+    # add its term unless autodiff filled it with zeros because nothing used it.
+    if not _is_zeros(g_backprop):
+        d_logits = d_logits + _softmax_vjp(logits, g_backprop)
+        d_labels = d_labels - g_backprop
+    return [d_logits, d_labels]
 
 
 @register_gradient("SparseSoftmaxCrossEntropyWithLogits")
 def _sparse_softmax_xent(op, g_loss, g_backprop):
-    return [a.expand_dims(g_loss, -1) * op.outputs[1], None]
+    d_logits = a.expand_dims(g_loss, -1) * op.outputs[1]
+    if not _is_zeros(g_backprop):  # second-order path, as in the dense op above
+        d_logits = d_logits + _softmax_vjp(op.inputs[0], g_backprop)
+    return [d_logits, None]
 
 
 def _conv_attrs(op):
@@ -81,6 +102,45 @@ def _max_pool(op, g):
     return [apply_op1("MaxPoolGrad", [x, y, g], _pool_attrs(op))]
 
 
+@register_gradient("MaxPoolGrad")
+def _max_pool_grad_grad(op, g):
+    # MaxPoolGrad routes each window's gradient to the window's first maximum: it is linear
+    # in `grad`, with the adjoint below, and piecewise constant in the original input and
+    # output (zero gradient almost everywhere), as TensorFlow's MaxPoolGradGrad.
+    x = op.inputs[0]
+    return [None, None, _gather_at_window_max(x, g, _pool_attrs(op))]
+
+
+def _gather_at_window_max(x, h, attrs):
+    """For each max-pooling window of `x`, the element of `h` (shaped like x) at the
+    window's first maximum in row-major order: the adjoint of MaxPoolGrad in its gradient.
+
+    Built from one strided slice per window tap, so it needs the spatial dims of x."""
+    _, kh, kw, _ = attrs["ksize"]
+    _, sh, sw, _ = attrs["strides"]
+    size = x.shape[1:3]
+    if None in size:
+        raise CompileError(f"the gradient of MaxPoolGrad needs static height and width, the "
+                           f"input is {x.type}")
+    oh, top, bottom = window_output_size(size[0], kh, sh, 1, attrs["padding"])
+    ow, left, right = window_output_size(size[1], kw, sw, 1, attrs["padding"])
+    pads = [[0, 0], [top, bottom], [left, right], [0, 0]]
+    # The kernel compares against the max it recomputes from x, so do the same here.
+    y = apply_op1("MaxPool", [x], attrs)
+    xp = a.pad(x, pads, constant_values=float("-inf"))  # padding never wins a max
+    hp = a.pad(h, pads)
+    unclaimed = a.ones_like(y)  # 1 until the window's first maximum has been found
+    out = a.zeros_like(y)
+    for i in range(kh):
+        for j in range(kw):
+            rows = slice(i, i + (oh - 1) * sh + 1, sh)
+            cols = slice(j, j + (ow - 1) * sw + 1, sw)
+            hit = m.cast(m.equal(xp[:, rows, cols, :], y), y.dtype) * unclaimed
+            out = out + hit * hp[:, rows, cols, :]
+            unclaimed = unclaimed - hit
+    return out
+
+
 @register_gradient("AvgPool")
 def _avg_pool(op, g):
     x = op.inputs[0]
@@ -107,6 +167,3 @@ def _bias_add_grad(op, g):
 @register_gradient("L2Loss")
 def _l2_loss(op, g):
     return [op.inputs[0] * g]
-
-
-not_differentiable("MaxPoolGrad")

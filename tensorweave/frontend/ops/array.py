@@ -307,6 +307,18 @@ def gather(params: TensorLike, indices: TensorLike, axis: int | None = None, bat
                      {"axis": axis, "batch_dims": batch_dims}, name=name)
 
 
+def unsorted_segment_sum(data: TensorLike, segment_ids: TensorLike, num_segments: int,
+                         name: str | None = None) -> TensorLike:
+    """Sums of the slices of `data` per segment: ``output[s]`` adds every ``data[i...]``
+    whose ``segment_ids[i...]`` is ``s``. `segment_ids` (int32/int64) has a prefix of
+    `data`'s shape; the result has shape ``[num_segments] + data.shape[ids.ndim:]``, with
+    zeros for empty segments. Negative ids are dropped; an id ``>= num_segments`` raises
+    InvalidArgumentError when the graph runs. `num_segments` is a static int."""
+    return apply_op1("UnsortedSegmentSum", [convert_to_tensor(data), convert_to_tensor(segment_ids)],
+                     {"num_segments": _scalar(num_segments, "unsorted_segment_sum",
+                                              "num_segments")}, name=name)
+
+
 def one_hot(indices: TensorLike, depth: int, on_value: Any = None, off_value: Any = None,
             axis: int | None = None, dtype: DType | None = None,
             name: str | None = None) -> TensorLike:
@@ -420,5 +432,5 @@ def identity(input: TensorLike, name: str | None = None) -> TensorLike:
 
 __all__ = ["newaxis", "reshape", "transpose", "expand_dims", "squeeze", "concat", "stack",
            "unstack", "split", "slice", "strided_slice", "pad", "tile", "broadcast_to", "gather",
-           "one_hot", "fill", "zeros", "ones", "zeros_like", "ones_like", "range", "shape",
-           "size", "rank", "identity"]
+           "unsorted_segment_sum", "one_hot", "fill", "zeros", "ones", "zeros_like", "ones_like",
+           "range", "shape", "size", "rank", "identity"]
