@@ -47,6 +47,8 @@ def attr_values_equal(x: Any, y: Any) -> bool:
     if isinstance(x, (float, np.floating)) or isinstance(y, (float, np.floating)):
         return (isinstance(x, (float, np.floating)) and isinstance(y, (float, np.floating))
                 and _f64_bits(x) == _f64_bits(y))
+    if isinstance(x, (int, np.integer)) and isinstance(y, (int, np.integer)):
+        return int(x) == int(y)
     if isinstance(x, (tuple, list)) or isinstance(y, (tuple, list)):
         return (isinstance(x, (tuple, list)) and isinstance(y, (tuple, list)) and len(x) == len(y)
                 and all(attr_values_equal(p, q) for p, q in zip(x, y)))

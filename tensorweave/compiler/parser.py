@@ -49,6 +49,7 @@ _PUNCTUATION = set("(){}[]<>,:=*?+")
 _ID_CHARS = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_$.")
 _SSA_CHARS = _ID_CHARS | {"-"}
 _HEX_DIGITS = set("0123456789abcdefABCDEF")
+_TENSOR_BODY_STOP = set('>\n<()[]{},=:"')  # a tensor<...> body ends at '>' or is malformed
 
 _KIND_WANTS = {
     "bool": "true or false",
@@ -778,10 +779,11 @@ class _Parser:
             i += 1
         if i >= len(text) or text[i] != "<":
             raise self.lex.error("expected '<' after 'tensor'", i)
-        close = text.find(">", i)
-        newline = text.find("\n", i, close if close >= 0 else len(text))
-        if close < 0 or newline >= 0:
-            raise self.lex.error("unterminated tensor type: expected '>'", i)
+        close = i + 1
+        while close < len(text) and text[close] not in _TENSOR_BODY_STOP:
+            close += 1
+        if close >= len(text) or text[close] != ">":
+            raise self.lex.error("expected '>' to close the tensor type", close)
         shape, dtype = self._tensor_body(text[i + 1:close], i + 1)
         self.lex.pos = close + 1
         self.tok = self.lex.next()

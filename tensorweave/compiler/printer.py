@@ -50,6 +50,7 @@ declared default)
     - ``device = "/cpu:0"``: the requested device (printed when not None);
       ``tw.assigned_device = "..."``: the placer's choice (printed when set);
       ``tw.control_deps = ["node_a", ...]``: control inputs, by node name (same graph).
+      Op attributes therefore may not be named ``device`` or start with ``tw.``.
 
 Dense tensors
     Element types are the IR dtypes, with ``u8`` spelled ``ui8`` (MLIR's ``i8`` is
@@ -198,7 +199,7 @@ def _float_element(x: np.generic, np_dtype: np.dtype) -> str:
     """One float tensor element: the shortest decimal that reads back to the same bits,
     else the hex bit pattern."""
     bits = int(uint_view(np.array(x, dtype=np_dtype).reshape(1))[0])
-    if np.isfinite(x):
+    if math.isfinite(float(x)):
         # NumPy prints float16/32 with their own shortest repr; bf16 goes through float32.
         shown = repr(float(x)) if np_dtype == np.float64 else str(
             x if np_dtype in (np.float16, np.float32) else np.float32(x))
@@ -361,7 +362,7 @@ class _FunctionPrinter:
         name, i = base, 0
         while name in self.used:
             i += 1
-            name = f"{base}_{i}"
+            name = sanitize_ssa_id(f"{base}_{i}")  # "0" -> "_0_1": a digit may not lead
         self.used.add(name)
         return name
 
