@@ -24,7 +24,7 @@ from .compiler.dtypes import (
 )
 from .frontend.autodiff import grad, gradients, stop_gradient, value_and_grad
 from .frontend.building import constant, convert_to_tensor
-from .frontend.context import control_dependencies, device, name_scope
+from .frontend.context import colocate_with, control_dependencies, device, name_scope
 from .frontend.function import ConcreteFunction, Function, TensorSpec, compile
 from .frontend.grouping import group, no_op
 from .frontend.ops import *  # noqa: F403
@@ -36,14 +36,14 @@ bool = bool_  # noqa: A001  (TensorFlow spells it tw.bool)
 half = float16
 double = float64
 
-# the tw.nn, tw.random, tw.optimizers and tw.train namespaces
-from . import nn, optimizers, random, train  # noqa: E402, F401
+# the tw.config, tw.debugging, tw.nn, tw.random, tw.optimizers, tw.queue and tw.train namespaces
+from . import config, debugging, nn, optimizers, queue, random, train  # noqa: E402, F401
 
 __version__ = "0.1.0"
 
 __all__ = ["errors", "DType", "as_dtype", "bfloat16", "bool", "bool_", "float16", "float32",
            "float64", "half", "double", "int8", "int16", "int32", "int64", "uint8", "constant",
-           "convert_to_tensor", "control_dependencies", "device", "name_scope",
+           "convert_to_tensor", "colocate_with", "control_dependencies", "device", "name_scope",
            "ConcreteFunction", "Function", "TensorSpec", "compile", "EagerTensor", "Tensor",
            "Variable", "group", "no_op", "grad", "gradients", "stop_gradient", "value_and_grad",
-           "nn", "optimizers", "random", "train", *_ops_all]
+           "nn", "optimizers", "random", "train", "config", "debugging", *_ops_all]

@@ -9,7 +9,7 @@ import numpy as np
 
 import tensorweave as tw
 
-TARGETS = ("reference",)
+TARGETS = ("reference", "cpu")
 
 
 def tolerance(dtype) -> dict:

@@ -3,6 +3,10 @@
 Each stage is a list of passes applied, in order, to a copy of the previous stage's
 graph; ``tensorweave dump --stage NAME`` prints the graph after that stage. In debug mode
 (`TW_VERIFY=1`, always on in the test suite) the verifier runs after every pass.
+
+A stage may belong to some targets only (``register_stage(..., targets=("cpu",))``, e.g.
+``fused``): compiling for another target skips it, while `run_pipeline` without a target
+(what ``tensorweave dump`` does) runs every stage, so any stage can be printed.
 """
 
 from __future__ import annotations
@@ -19,12 +23,18 @@ Pass = Callable[[Graph], Graph | None]
 
 # stage name -> passes run to reach it from the previous stage
 _STAGES: dict[str, list[Pass]] = {"traced": []}
+# stage name -> the targets that run it (absent: every target)
+_STAGE_TARGETS: dict[str, frozenset[str]] = {}
 
 
-def register_stage(name: str, passes: list[Pass], *, after: str | None = None) -> None:
-    """Add a stage (after `after`, default: last) made of `passes`."""
+def register_stage(name: str, passes: list[Pass], *, after: str | None = None,
+                   targets: tuple[str, ...] | None = None) -> None:
+    """Add a stage (after `after`, default: last) made of `passes`; with `targets`, only
+    compiling for one of those targets runs it."""
     if name in _STAGES:
         raise ValueError(f"stage {name!r} exists")
+    if targets is not None:
+        _STAGE_TARGETS[name] = frozenset(targets)
     items = list(_STAGES.items())
     idx = len(items) if after is None else [k for k, _ in items].index(after) + 1
     items.insert(idx, (name, passes))
@@ -38,13 +48,18 @@ def stage_names() -> list[str]:
     return list(_STAGES)
 
 
+def stage_targets(name: str) -> frozenset[str] | None:
+    """The targets that run stage `name`, or None when every target runs it."""
+    return _STAGE_TARGETS.get(name)
+
+
 def verify_enabled() -> bool:
     return os.environ.get("TW_VERIFY", "") not in ("", "0")
 
 
-def run_pipeline(graph: Graph, until: str | None = None) -> Graph:
+def run_pipeline(graph: Graph, until: str | None = None, target: str | None = None) -> Graph:
     """Return a copy of `graph` transformed through every stage up to `until` (default:
-    the last stage)."""
+    the last stage); with `target`, stages that belong to other targets are skipped."""
     names = stage_names()
     until = until or names[-1]
     if until not in _STAGES:
@@ -54,6 +69,11 @@ def run_pipeline(graph: Graph, until: str | None = None) -> Graph:
     if check:
         verify(g)
     for name in names:
+        wanted = _STAGE_TARGETS.get(name)
+        if target is not None and wanted is not None and target not in wanted:
+            if name == until:
+                break
+            continue
         for p in _STAGES[name]:
             result = p(g)
             if result is not None:
@@ -68,7 +88,7 @@ def run_pipeline(graph: Graph, until: str | None = None) -> Graph:
 def compile_graph(graph: Graph, target: str = "reference", resources: Any = None) -> Any:
     """Optimize `graph` through the whole pipeline and compile it for `target`."""
     from ..targets import compile_for_target
-    return compile_for_target(run_pipeline(graph), target, resources)
+    return compile_for_target(run_pipeline(graph, target=target), target, resources)
 
 
 _passes_loaded = False

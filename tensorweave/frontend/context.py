@@ -93,11 +93,19 @@ def name_scope(name: str) -> Iterator[str]:
 
 @contextlib.contextmanager
 def device(spec: str | None) -> Iterator[None]:
-    """Request that ops created in the block run on device `spec` (e.g. ``"/cpu:0"``)."""
+    """Request that ops created in the block run on device `spec` (e.g. ``"/cpu:0"``).
+
+    Nested scopes merge, the inner one's fields winning: ``/job:worker`` around
+    ``/gpu:0`` requests ``/job:worker/device:GPU:0``. ``None`` clears the request."""
     b = current_builder()
     if b is None:
         yield
         return
+    from ..runtime.devices import DeviceSpec
+    parsed = DeviceSpec.from_string(spec)  # a bad name fails here, at the user's line
+    outer = b.device
+    if spec is not None and outer:
+        spec = DeviceSpec.from_string(outer).merge(parsed).to_string()
     b.device_stack.append(spec)
     try:
         yield
@@ -124,3 +132,36 @@ def control_dependencies(deps: Any) -> Iterator[None]:
         yield
     finally:
         b.control_stack.pop()
+
+
+@contextlib.contextmanager
+def colocate_with(op: Any) -> Iterator[None]:
+    """Place the ops created in the block on the same device as `op` (a node, a tensor or
+    a variable), whatever the cost model would choose. Recorded as the private attribute
+    ``_colocate_with`` (node names) that the placement pass reads."""
+    b = current_builder()
+    if b is None or op is None:
+        yield
+        return
+    target = _colocation_target(op)
+    start = len(b.graph.nodes)
+    try:
+        yield
+    finally:
+        for n in b.graph.nodes[start:]:
+            if n is not target:
+                names = tuple(n.attrs.get("_colocate_with", ()))
+                n.attrs["_colocate_with"] = names if target.name in names else (*names,
+                                                                                 target.name)
+
+
+def _colocation_target(op: Any) -> Node:
+    if hasattr(op, "handle") and hasattr(op, "shared_name"):  # a tw.Variable
+        op = op.handle()
+    node = op if isinstance(op, Node) else getattr(op, "producer", None)
+    if node is None and not isinstance(op, Value):
+        node = getattr(op, "op", None)
+    if not isinstance(node, Node):
+        raise TypeError(f"colocate_with expects an op, a tensor or a variable made by an op "
+                        f"of this graph, got {op!r}")
+    return node

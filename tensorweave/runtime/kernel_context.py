@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..errors import FailedPreconditionError
+from .cancellation import CancellationManager
+from .rendezvous import Rendezvous
 from .resources import ResourceManager
 
 
@@ -24,15 +28,66 @@ class CallCounters:
             return n
 
 
+class NoRendezvous(Rendezvous):
+    """The rendezvous of code run outside a dataflow step (eager ops, constant folding,
+    the reference oracle): there is nobody to exchange tensors with."""
+
+    def _fail(self, key: str) -> FailedPreconditionError:
+        return FailedPreconditionError(
+            f"no rendezvous for key '{key}': Send/Recv only run inside a step of a "
+            f"compiled, partitioned graph")
+
+    def send(self, key: str, value: Any) -> None:
+        raise self._fail(key)
+
+    def recv(self, key: str, timeout: float | None = None) -> Any:
+        raise self._fail(key)
+
+    def abort(self, error: BaseException) -> None:
+        pass
+
+
+NO_RENDEZVOUS = NoRendezvous()
+
+
+class StepContext:
+    """What every kernel of one step shares: the step id, the rendezvous its Send/Recv
+    pairs use, and its cancellation. (A plain class: one is made per step.)"""
+
+    __slots__ = ("step_id", "rendezvous", "cancellation")
+
+    def __init__(self, step_id: int = 0, rendezvous: Rendezvous = NO_RENDEZVOUS,
+                 cancellation: CancellationManager | None = None) -> None:
+        self.step_id = step_id
+        self.rendezvous = rendezvous
+        self.cancellation = cancellation if cancellation is not None else CancellationManager()
+
+
 @dataclass
 class KernelContext:
-    """The node being run, the runtime's resources, and per-executable counters."""
+    """The node being run, the runtime's resources, per-executable counters, and the
+    step it runs in: its id, its rendezvous (Send/Recv) and its cancellation.
+
+    Blocking kernels must wake up when ``cancellation`` fires (register a callback with
+    `CancellationManager.add_callback`) and then raise `CancelledError`.
+    """
 
     node: Any
     resources: ResourceManager
     counters: CallCounters
     step_id: int = 0
+    rendezvous: Rendezvous = NO_RENDEZVOUS
+    cancellation: CancellationManager = field(default_factory=CancellationManager)
 
     def next_call_index(self) -> int:
         """0 on this node's first run in this executable, then 1, 2, ..."""
         return self.counters.next(self.node.name)
+
+    def run_region(self, graph: Any, args: Sequence[Any]) -> list[Any]:
+        """Run a region graph (a branch or loop body of this node) on `args` and return
+        its results, in this kernel's thread and step (same resources, counters,
+        rendezvous and cancellation). Functional control flow calls this."""
+        # Imported here: the reference target sits above the runtime in the layering.
+        from ..targets.reference.executor import evaluate
+        step = StepContext(self.step_id, self.rendezvous, self.cancellation)
+        return evaluate(graph, list(args), self.resources, self.counters, step=step)

@@ -1,4 +1,4 @@
-"""Runtime-owned state: variables (and, later, queues), looked up by name.
+"""Runtime-owned state: variables and other resources (queues), looked up by name.
 
 A `VariableState` owns one buffer. Updates happen in place under a lock so a reader never
 sees a torn buffer; `read` returns a copy so a value handed to a user or a kernel never
@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -73,6 +74,7 @@ class ResourceManager:
 
     def __init__(self) -> None:
         self._variables: dict[str, VariableState] = {}
+        self._resources: dict[str, Any] = {}  # other named state: queues, ...
         self._lock = threading.Lock()
         self._counters: dict[str, int] = {}
 
@@ -115,6 +117,41 @@ class ResourceManager:
     def delete_variable(self, name: str) -> None:
         with self._lock:
             self._variables.pop(name, None)
+
+    # -- other resources (queues, ...) ---------------------------------------------------
+    def unique_resource_name(self, base: str) -> str:
+        """Reserve a name for a non-variable resource (``q``, ``q_1``, ...)."""
+        with self._lock:
+            name, i = base, 0
+            while name in self._resources or name in self._variables:
+                i += 1
+                name = f"{base}_{i}"
+            self._resources[name] = None  # reserved until created
+            return name
+
+    def get_or_create(self, name: str, factory: Callable[[], Any]) -> Any:
+        """The resource named `name`, made by ``factory()`` if it does not exist yet (the
+        factory runs under the manager's lock, so concurrent steps create it once)."""
+        with self._lock:
+            res = self._resources.get(name)
+            if res is None:
+                res = self._resources[name] = factory()
+            return res
+
+    def lookup(self, name: str) -> Any:
+        """The non-variable resource named `name`."""
+        res = self._resources.get(name)
+        if res is None:
+            raise NotFoundError(f"no resource named '{name}' exists in this runtime")
+        return res
+
+    def resources(self) -> dict[str, Any]:
+        """Every non-variable resource, by name."""
+        return {k: v for k, v in self._resources.items() if v is not None}
+
+    def delete_resource(self, name: str) -> None:
+        with self._lock:
+            self._resources.pop(name, None)
 
 
 _default = ResourceManager()

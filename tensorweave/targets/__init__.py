@@ -6,12 +6,17 @@ from typing import Any
 
 from ..errors import CompileError
 
-TARGETS = ("reference",)
+TARGETS = ("reference", "cpu")
 
 
 def compile_for_target(graph: Any, target: str, resources: Any = None) -> Any:
-    """Compile `graph` for `target` and return a callable ``exe(*arrays) -> list``."""
+    """Compile `graph` (the pipeline's output) for `target` and return a callable
+    ``exe(*arrays) -> list`` that runs it with the dataflow executor, all devices at
+    once. (`reference.ReferenceExecutable` stays the simple in-order oracle.)"""
     if target == "reference":
-        from .reference import ReferenceExecutable
-        return ReferenceExecutable(graph, resources)
+        from ..runtime.dataflow import DataflowExecutable
+        return DataflowExecutable(graph, target, resources)
+    if target == "cpu":
+        from .cpu import compile_graph
+        return compile_graph(graph, resources)
     raise CompileError(f"unknown target {target!r}; available: {', '.join(TARGETS)}")

@@ -20,6 +20,8 @@ from ... import errors  # noqa: F401
 from ...frontend import autodiff as _autodiff
 from ...frontend import context as _context
 from ...frontend import grouping as _grouping
+from ...frontend import queue_runner as _queue_runner
+from ...frontend import queues as _queues
 from ...frontend.building import constant as _constant
 from . import train  # noqa: F401
 from .graph import (  # noqa: F401  (the public names of this module)
@@ -166,6 +168,25 @@ def disable_eager_execution() -> None:
 
 
 disable_v2_behavior = disable_eager_execution
+
+
+# -- queues: constructed in the default graph; tf.train's queue runners ------------------------
+
+def _graph_mode_class(cls: type) -> type:
+    """`cls` whose constructor builds into the default graph."""
+    return type(cls.__name__, (cls,), {"__init__": in_default_graph(cls.__init__),
+                                       "__doc__": cls.__doc__, "__module__": __name__})
+
+
+QueueBase = _queues.QueueBase
+FIFOQueue = _graph_mode_class(_queues.FIFOQueue)
+RandomShuffleQueue = _graph_mode_class(_queues.RandomShuffleQueue)
+PaddingFIFOQueue = _graph_mode_class(_queues.PaddingFIFOQueue)
+queue = types.ModuleType(f"{__name__}.queue")
+queue.__dict__.update(QueueBase=QueueBase, FIFOQueue=FIFOQueue, PaddingFIFOQueue=PaddingFIFOQueue,
+                      RandomShuffleQueue=RandomShuffleQueue)
+for _name in ("QueueRunner", "Coordinator", "add_queue_runner", "start_queue_runners"):
+    setattr(train, _name, getattr(_queue_runner, _name))
 
 
 # -- sub-namespaces --------------------------------------------------------------------------

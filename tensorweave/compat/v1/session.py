@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from ...compiler import ir
+from ...compiler.ops.queue import queue_from_attrs
 from ...compiler.pipeline import compile_graph
 from ...compiler.types import format_shape
 from ...errors import InvalidArgumentError
@@ -23,6 +24,7 @@ from ...frontend import nest
 from ...frontend.function import DEFAULT_TARGET
 from ...frontend.tensor import Tensor
 from ...passes.prune import extract_subgraph
+from ...runtime.queues import close_all_queues
 from ...runtime.resources import ResourceManager
 from .graph import Graph, Variable, get_default_graph
 
@@ -80,6 +82,7 @@ class Session:
         """Release the session's variables and compiled steps."""
         self._closed = True
         self._steps.clear()
+        close_all_queues(self._resources)  # wake threads blocked on the session's queues
 
     @property
     def resources(self) -> ResourceManager:
@@ -161,6 +164,9 @@ class Session:
             if n.op == "VarHandle":
                 self._resources.create_variable(n.attrs["shared_name"], n.attrs["dtype"],
                                                 n.attrs["shape"], exist_ok=True)
+            if n.op == "QueueHandle":
+                self._resources.get_or_create(n.attrs["shared_name"],
+                                              lambda a=n.attrs: queue_from_attrs(a))
         return compile_graph(sub, self.compile_target, resources=self._resources)
 
 

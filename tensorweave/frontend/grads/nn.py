@@ -26,9 +26,10 @@ def _log_softmax(op, g):
     return [g - m.exp(y) * m.reduce_sum(g, axis=axis, keepdims=True)]
 
 
-def _is_zeros(t) -> bool:
-    """Whether `t` is the ZerosLike that autodiff fills in for an unused output."""
-    return t.op is not None and t.op.op == "ZerosLike"
+def _unused(g) -> bool:
+    """Whether output gradient `g` is absent, or the ZerosLike that autodiff fills in for
+    an output nothing used."""
+    return g is None or (g.op is not None and g.op.op == "ZerosLike")
 
 
 def _softmax_vjp(logits, g):
@@ -47,7 +48,7 @@ def _softmax_xent(op, g_loss, g_backprop):
     # The backprop output (softmax - labels) is itself differentiated when a gradient of
     # the loss is differentiated again (Hessians, gradient penalties): as TensorFlow does,
     # add its term unless autodiff filled it with zeros because nothing used it.
-    if not _is_zeros(g_backprop):
+    if not _unused(g_backprop):
         d_logits = d_logits + _softmax_vjp(logits, g_backprop)
         d_labels = d_labels - g_backprop
     return [d_logits, d_labels]
@@ -56,7 +57,7 @@ def _softmax_xent(op, g_loss, g_backprop):
 @register_gradient("SparseSoftmaxCrossEntropyWithLogits")
 def _sparse_softmax_xent(op, g_loss, g_backprop):
     d_logits = a.expand_dims(g_loss, -1) * op.outputs[1]
-    if not _is_zeros(g_backprop):  # second-order path, as in the dense op above
+    if not _unused(g_backprop):  # second-order path, as in the dense op above
         d_logits = d_logits + _softmax_vjp(op.inputs[0], g_backprop)
     return [d_logits, None]
 
@@ -127,6 +128,8 @@ def _gather_at_window_max(x, h, attrs):
     pads = [[0, 0], [top, bottom], [left, right], [0, 0]]
     # The kernel compares against the max it recomputes from x, so do the same here.
     y = apply_op1("MaxPool", [x], attrs)
+    if oh == 0 or ow == 0:
+        return a.zeros_like(y)  # no windows (and the slices below would wrap around)
     xp = a.pad(x, pads, constant_values=float("-inf"))  # padding never wins a max
     hp = a.pad(h, pads)
     unclaimed = a.ones_like(y)  # 1 until the window's first maximum has been found

@@ -1,5 +1,5 @@
 """The NumPy reference target: the oracle every other target is tested against."""
 
-from .executor import ReferenceExecutable, evaluate, run_kernel
+from .executor import PreparedKernel, ReferenceExecutable, check_arguments, evaluate, run_kernel
 
-__all__ = ["ReferenceExecutable", "evaluate", "run_kernel"]
+__all__ = ["PreparedKernel", "ReferenceExecutable", "check_arguments", "evaluate", "run_kernel"]

@@ -15,7 +15,7 @@ import numpy as np
 from ...compiler.ir import Graph, Node, Value
 from ...compiler.types import ResourceType, TensorType, format_shape
 from ...errors import InternalError, InvalidArgumentError, TensorWeaveError, UnimplementedError
-from ...runtime.kernel_context import CallCounters, KernelContext
+from ...runtime.kernel_context import CallCounters, KernelContext, StepContext
 from ...runtime.resources import ResourceManager, default_resource_manager
 
 TARGET = "reference"
@@ -42,26 +42,53 @@ def check_arguments(graph: Graph, args: Sequence[Any]) -> list[np.ndarray]:
 
 
 def run_kernel(node: Node, inputs: Sequence[Any], resources: ResourceManager,
-               counters: CallCounters, step_id: int = 0) -> list[Any]:
-    """Run the reference kernel of `node` on `inputs`; returns its outputs, checked."""
-    kdef = node.opdef.kernels.get(TARGET)
-    if kdef is None:
-        raise UnimplementedError(f"op {node.op} has no reference kernel",
-                                 **node.error_context())
-    attrs = {k: v for k, v in node.attrs.items() if not k.startswith("_")}
-    try:
-        with np.errstate(all="ignore"):
-            if kdef.context:
-                ctx = KernelContext(node, resources, counters, step_id)
-                result = kdef.fn(ctx, *inputs, **attrs)
+               counters: CallCounters, step_id: int = 0, *,
+               step: StepContext | None = None) -> list[Any]:
+    """Run the reference kernel of `node` on `inputs`; returns its outputs, checked.
+
+    `step` (the step's id, rendezvous and cancellation) reaches kernels that take a
+    `KernelContext`; without it they get `step_id` and no rendezvous."""
+    kernel = PreparedKernel(node)
+    with np.errstate(all="ignore"):
+        return kernel(inputs, resources, counters, step, step_id)
+
+
+class PreparedKernel:
+    """The reference kernel of one node with its attributes resolved once, for executors
+    that run the same node many times. Callers set ``np.errstate(all="ignore")``."""
+
+    __slots__ = ("node", "fn", "context", "attrs")
+
+    def __init__(self, node: Node) -> None:
+        kdef = node.opdef.kernels.get(TARGET)
+        self.node = node
+        self.fn = kdef.fn if kdef is not None else None
+        self.context = kdef is not None and kdef.context
+        self.attrs = {k: v for k, v in node.attrs.items() if not k.startswith("_")}
+
+    def __call__(self, inputs: Sequence[Any], resources: ResourceManager, counters: CallCounters,
+                 step: StepContext | None = None, step_id: int = 0) -> list[Any]:
+        """Run the kernel on `inputs` (see `run_kernel`); returns its outputs, checked."""
+        node = self.node
+        if self.fn is None:
+            raise UnimplementedError(f"op {node.op} has no reference kernel",
+                                     **node.error_context())
+        try:
+            if self.context:
+                if step is None:
+                    ctx = KernelContext(node, resources, counters, step_id)
+                else:
+                    ctx = KernelContext(node, resources, counters, step.step_id,
+                                        step.rendezvous, step.cancellation)
+                result = self.fn(ctx, *inputs, **self.attrs)
             else:
-                result = kdef.fn(*inputs, **attrs)
-    except TensorWeaveError as e:
-        raise e.with_context(**node.error_context()) from None
-    except (ValueError, IndexError, TypeError, ArithmeticError) as e:
-        raise InvalidArgumentError(f"{type(e).__name__}: {e}", **node.error_context()) from e
-    outputs = list(result) if isinstance(result, (tuple, list)) else [result]
-    return _check_outputs(node, outputs)
+                result = self.fn(*inputs, **self.attrs)
+        except TensorWeaveError as e:
+            raise e.with_context(**node.error_context()) from None
+        except (ValueError, IndexError, TypeError, ArithmeticError) as e:
+            raise InvalidArgumentError(f"{type(e).__name__}: {e}", **node.error_context()) from e
+        outputs = list(result) if isinstance(result, (tuple, list)) else [result]
+        return _check_outputs(node, outputs)
 
 
 def _check_outputs(node: Node, outputs: list[Any]) -> list[Any]:
@@ -100,10 +127,16 @@ class ReferenceExecutable:
 
 
 def evaluate(graph: Graph, args: Sequence[Any], resources: ResourceManager,
-             counters: CallCounters, order: Sequence[Node] | None = None) -> list[Any]:
-    """Run `graph` on already-checked arguments and return its results."""
+             counters: CallCounters, order: Sequence[Node] | None = None, *,
+             step: StepContext | None = None) -> list[Any]:
+    """Run `graph` on already-checked arguments, one node after the other in this thread,
+    and return its results. Inside a step (`step` given) it stops with `CancelledError`
+    as soon as the step is cancelled."""
     env: dict[Value, Any] = dict(zip(graph.args, args))
+    cancellation = step.cancellation if step is not None else None
     for node in order if order is not None else graph.topological_order():
-        outs = run_kernel(node, [env[v] for v in node.inputs], resources, counters)
+        if cancellation is not None and cancellation.is_cancelled:
+            raise cancellation.cancelled_error()
+        outs = run_kernel(node, [env[v] for v in node.inputs], resources, counters, step=step)
         env.update(zip(node.outputs, outs))
     return [env[v] for v in graph.results]

@@ -1,0 +1,75 @@
+"""`tw.config`: the devices of this process and placement settings (like ``tf.config``).
+
+    tw.config.set_logical_devices("CPU", 4)     # CPU:0..3 in this process
+    tw.config.list_logical_devices("CPU")       # [LogicalDevice(name='/job:localhost/...
+    tw.config.set_soft_device_placement(False)  # impossible requests raise instead
+
+Placement happens when a function is compiled, so change these before the first call of
+the functions they should affect.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import NamedTuple
+
+from .runtime.devices import default_device_manager, physical_gpu_count
+
+
+class LogicalDevice(NamedTuple):
+    """A device ops can be placed on: its canonical name and type."""
+
+    name: str
+    device_type: str
+
+
+class PhysicalDevice(NamedTuple):
+    """A piece of hardware of this machine."""
+
+    name: str
+    device_type: str
+
+
+def set_logical_devices(device_type: str, count: int) -> None:
+    """Split the host into `count` logical devices of `device_type` (only ``"CPU"``):
+    ``set_logical_devices("CPU", 2)`` makes ``/job:localhost/replica:0/task:0/device:CPU:0``
+    and ``.../device:CPU:1``, so multi-device placement and Send/Recv work on one CPU."""
+    default_device_manager().set_logical_devices(device_type, count)
+
+
+def list_logical_devices(device_type: str | None = None) -> list[LogicalDevice]:
+    """The devices placement may use, optionally only those of `device_type`."""
+    return [LogicalDevice(d.name, d.device_type)
+            for d in default_device_manager().list_devices(device_type)]
+
+
+def list_physical_devices(device_type: str | None = None) -> list[PhysicalDevice]:
+    """The host CPU and the CUDA GPUs numba finds (``/physical_device:GPU:0``...)."""
+    found = [PhysicalDevice("/physical_device:CPU:0", "CPU")]
+    found += [PhysicalDevice(f"/physical_device:GPU:{i}", "GPU")
+              for i in range(physical_gpu_count())]
+    want = device_type.upper() if device_type else None
+    return [d for d in found if want is None or d.device_type == want]
+
+
+_settings_lock = threading.Lock()
+_soft_placement = True
+
+
+def set_soft_device_placement(enabled: bool) -> None:
+    """With soft placement (the default), an op whose requested device does not exist or
+    has no kernel for it runs on CPU:0; without, placement raises
+    `tw.errors.InvalidArgumentError`."""
+    global _soft_placement
+    with _settings_lock:
+        _soft_placement = bool(enabled)
+
+
+def get_soft_device_placement() -> bool:
+    """Whether soft device placement is on (see `set_soft_device_placement`)."""
+    return _soft_placement
+
+
+__all__ = ["LogicalDevice", "PhysicalDevice", "get_soft_device_placement",
+           "list_logical_devices", "list_physical_devices", "set_logical_devices",
+           "set_soft_device_placement"]

@@ -1,0 +1,137 @@
+"""`DataflowExecutable`: a whole compiled graph, split by device, run step by step.
+
+The pipeline's output graph is split into one partition per device (the ``partitioned``
+stage already joined them with Send/Recv pairs); each partition gets a
+`PartitionExecutor`. A call runs one step: a fresh step id, rendezvous and
+cancellation, all partitions at once, results gathered back into the graph's order.
+Any number of threads may call one executable at once: a step keeps all its state to
+itself, and variables lock their own buffers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..compiler.ir import Graph, Node
+from ..errors import CompileError, InvalidArgumentError
+from .executor import Kernel, NodeTrace, PartitionExecutor, Step, new_step_id, run_step
+from .kernel_context import CallCounters
+from .rendezvous import LocalRendezvous, Rendezvous
+from .resources import ResourceManager, default_resource_manager
+
+DEFAULT_DEVICE = "/job:localhost/replica:0/task:0/device:CPU:0"
+
+_UNSET: Any = object()
+
+
+@dataclass
+class Partition:
+    """One device's part of a graph (the shape `passes.partition.split_by_device`
+    returns): its `graph` takes the original arguments at `arg_indices` and its results
+    are the original results at `result_indices`."""
+
+    device: str
+    graph: Graph
+    arg_indices: list[int]
+    result_indices: list[int]
+
+
+def split_graph(graph: Graph) -> list[Partition]:
+    """The partitions of `graph`, one per device. A graph with a single device (or
+    none assigned) is one partition, used as is."""
+    devices = {n.assigned_device for n in graph.nodes}
+    has_transfers = any(n.op in ("Send", "Recv") for n in graph.nodes)
+    if len(devices - {None}) <= 1 and not has_transfers:
+        device = next(iter(devices - {None}), None) or DEFAULT_DEVICE
+        return [Partition(device, graph, list(range(len(graph.args))),
+                          list(range(len(graph.results))))]
+    try:
+        from ..passes.partition import split_by_device
+    except ModuleNotFoundError as e:
+        if e.name != "tensorweave.passes.partition":
+            raise
+        raise CompileError(f"graph '{graph.name}' spans devices {sorted(map(str, devices))} "
+                           f"but the partition pass is not available") from None
+    return list(split_by_device(graph).values())
+
+
+def _reference_kernels() -> tuple[Callable[[Node], Kernel], Callable]:
+    from ..targets.reference.executor import PreparedKernel, check_arguments
+    return PreparedKernel, check_arguments
+
+
+_KERNEL_PROVIDERS: dict[str, Callable[[], tuple[Callable[[Node], Kernel], Callable]]] = {
+    "reference": _reference_kernels,
+}
+
+
+class DataflowExecutable:
+    """A graph compiled for `target`, run by the dataflow executor: call it with one
+    array per graph argument; returns the list of results.
+
+    `timeout` (seconds) bounds each step (`tw.errors.DeadlineExceededError`); a call may
+    override it with ``exe(*args, timeout=...)``. `rendezvous_factory` makes each step's
+    rendezvous (in-process by default).
+    """
+
+    def __init__(self, graph: Graph, target: str = "reference",
+                 resources: ResourceManager | None = None, timeout: float | None = None,
+                 rendezvous_factory: Callable[[], Rendezvous] = LocalRendezvous) -> None:
+        if target not in _KERNEL_PROVIDERS:
+            raise CompileError(f"the dataflow executor has no kernels for target {target!r}")
+        self.graph = graph
+        self.target = target
+        self.resources = resources or default_resource_manager()
+        self.timeout = timeout
+        self.rendezvous_factory = rendezvous_factory
+        self.counters = CallCounters()
+        prepare, self._check_arguments = _KERNEL_PROVIDERS[target]()
+        self.partitions = split_graph(graph)
+        self.executors = [PartitionExecutor(p.graph, prepare, self.resources, self.counters,
+                                            p.device) for p in self.partitions]
+        self._result_sources = self._locate_results()
+
+    @property
+    def devices(self) -> list[str]:
+        """The devices this executable runs on, one per partition."""
+        return [p.device for p in self.partitions]
+
+    def _locate_results(self) -> list[tuple[int, int]]:
+        """For each graph result: (partition, its result index), or (-1, argument index)
+        for a result that is an argument no partition returns."""
+        sources: dict[int, tuple[int, int]] = {}
+        for k, p in enumerate(self.partitions):
+            for j, r in enumerate(p.result_indices):
+                sources.setdefault(r, (k, j))
+        out = []
+        for r, value in enumerate(self.graph.results):
+            if r in sources:
+                out.append(sources[r])
+            elif value.is_arg and value.graph is self.graph:
+                out.append((-1, value.index))
+            else:
+                raise CompileError(f"no partition of '{self.graph.name}' computes result {r} "
+                                   f"({value.name})")
+        return out
+
+    def __call__(self, *args: Any, timeout: float | None = _UNSET) -> list[Any]:
+        """Run one step on `args`; returns the graph's results in order."""
+        return self.run(args, timeout=self.timeout if timeout is _UNSET else timeout)
+
+    def run(self, args: Sequence[Any], timeout: float | None = None,
+            trace: list[NodeTrace] | None = None) -> list[Any]:
+        """Run one step. With a `trace` list, appends a `NodeTrace` per node run."""
+        arrays = self._check_arguments(self.graph, args)
+        if timeout is not None and timeout <= 0:
+            raise InvalidArgumentError(f"timeout must be positive, got {timeout}")
+        step = Step(new_step_id(), self.rendezvous_factory(), trace=trace)
+        parts = [(ex, [arrays[i] for i in p.arg_indices])
+                 for ex, p in zip(self.executors, self.partitions)]
+        outputs = run_step(step, parts, timeout)
+        return [outputs[k][j] if k >= 0 else arrays[j] for k, j in self._result_sources]
+
+    def __repr__(self) -> str:
+        return (f"<DataflowExecutable {self.graph.name}: {len(self.partitions)} partition(s) "
+                f"on {', '.join(self.devices)}>")

@@ -1,0 +1,318 @@
+"""Matrix products on the cpu target: BLAS through function pointers, and a loop kernel
+for integers.
+
+SciPy ships an optimized BLAS (OpenBLAS) and exposes its routines to Cython as
+PyCapsules (``scipy.linalg.cython_blas.__pyx_capi__``); the capsule holds the function
+pointer. We register ``sgemm``/``dgemm`` with LLVM's symbol table under our own names
+(`SYMBOLS`), so JIT-compiled code calls them directly. They use the Fortran convention:
+every argument by pointer, column-major matrices. A row-major product C = op(A) op(B)
+is, read column-major, C^T = op(B)^T op(A)^T, so we pass B first and swap the sizes.
+
+`matmul_ir(dtype)` is one JIT function per dtype that runs a batch of products:
+
+    i32 tw_matmul_<dt>(T* a, T* b, T* c, i64 batch, i64* a_offsets, i64* b_offsets,
+                       i64* dims)      ; dims = [m, n, k, transpose_a, transpose_b]
+
+For f32/f64 it calls the BLAS once per batch entry; for integers it runs an i-k-j loop
+nest that LLVM vectorizes over j (wrapping arithmetic, like NumPy).
+"""
+
+from __future__ import annotations
+
+import ctypes
+from collections.abc import Sequence
+from functools import lru_cache
+from typing import Any
+
+import llvmlite.binding as llvm
+import numpy as np
+
+from ...compiler.dtypes import DType
+from ...compiler.ir import Node
+from ...compiler.types import TensorType
+from ...errors import InvalidArgumentError, UnimplementedError
+from . import jit
+from .elementwise import scalar_type
+from .fused import contiguous
+
+# our JIT symbol name -> SciPy cython_blas routine
+SYMBOLS = {"tw_blas_sgemm": "sgemm", "tw_blas_dgemm": "dgemm"}
+_GEMM = {"f32": "tw_blas_sgemm", "f64": "tw_blas_dgemm"}
+INT_DTYPES = ("i8", "i16", "i32", "i64", "u8")
+
+MatMulFn = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
+                            ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)
+
+
+@lru_cache(maxsize=1)
+def blas_addresses() -> dict[str, int]:
+    """Addresses of SciPy's BLAS routines by our symbol names; empty without SciPy."""
+    try:
+        from scipy.linalg import cython_blas
+    except ImportError:
+        return {}
+    get_name = ctypes.pythonapi.PyCapsule_GetName
+    get_name.restype, get_name.argtypes = ctypes.c_char_p, [ctypes.py_object]
+    get_pointer = ctypes.pythonapi.PyCapsule_GetPointer
+    get_pointer.restype, get_pointer.argtypes = ctypes.c_void_p, [ctypes.py_object, ctypes.c_char_p]
+    out = {}
+    for symbol, routine in SYMBOLS.items():
+        capsule = cython_blas.__pyx_capi__[routine]
+        out[symbol] = get_pointer(capsule, get_name(capsule))
+    return out
+
+
+@lru_cache(maxsize=1)
+def register_blas() -> bool:
+    """Make the BLAS symbols known to the JIT; False when SciPy is not installed."""
+    addresses = blas_addresses()
+    jit.host_info()  # initializes LLVM
+    with jit.LLVM_LOCK:
+        for symbol, address in addresses.items():
+            llvm.add_symbol(symbol, address)
+    return bool(addresses)
+
+
+def has_blas() -> bool:
+    return register_blas()
+
+
+# ------------------------------------------------------------------------ the IR
+
+_BATCH_LOOP = """
+define i32 @tw_matmul_{dt}({t}* noalias %a, {t}* noalias %b, {t}* noalias %c, i64 %batch,
+                           i64* %aoff, i64* %boff, i64* %dims) {{
+entry:
+  %m = load i64, i64* %dims
+  %pn = getelementptr i64, i64* %dims, i64 1
+  %n = load i64, i64* %pn
+  %pk = getelementptr i64, i64* %dims, i64 2
+  %k = load i64, i64* %pk
+  %pta = getelementptr i64, i64* %dims, i64 3
+  %ta = load i64, i64* %pta
+  %ptb = getelementptr i64, i64* %dims, i64 4
+  %tb = load i64, i64* %ptb
+  %mn = mul i64 %m, %n
+  br label %loop
+loop:
+  %i = phi i64 [0, %entry], [%i1, %body]
+  %more = icmp slt i64 %i, %batch
+  br i1 %more, label %body, label %done
+body:
+  %pao = getelementptr i64, i64* %aoff, i64 %i
+  %ao = load i64, i64* %pao
+  %pbo = getelementptr i64, i64* %boff, i64 %i
+  %bo = load i64, i64* %pbo
+  %co = mul i64 %i, %mn
+  %pa = getelementptr {t}, {t}* %a, i64 %ao
+  %pb = getelementptr {t}, {t}* %b, i64 %bo
+  %pc = getelementptr {t}, {t}* %c, i64 %co
+  call void @tw_one_{dt}({t}* %pa, {t}* %pb, {t}* %pc, i64 %m, i64 %n, i64 %k, i64 %ta, i64 %tb)
+  %i1 = add i64 %i, 1
+  br label %loop
+done:
+  ret i32 0
+}}
+"""
+
+_GEMM_ONE = """
+declare void @{sym}(i8*, i8*, i32*, i32*, i32*, {t}*, {t}*, i32*, {t}*, i32*, {t}*, {t}*, i32*)
+
+define internal void @tw_one_{dt}({t}* %a, {t}* %b, {t}* %c, i64 %m, i64 %n, i64 %k,
+                                  i64 %ta, i64 %tb) {{
+entry:
+  %transa = alloca i8
+  %transb = alloca i8
+  %bm = alloca i32
+  %bn = alloca i32
+  %bk = alloca i32
+  %alpha = alloca {t}
+  %beta = alloca {t}
+  %lda = alloca i32
+  %ldb = alloca i32
+  %ldc = alloca i32
+  ; column-major: C^T (n x m) = op(B)^T (n x k) . op(A)^T (k x m)
+  %tbf = icmp ne i64 %tb, 0
+  %tbc = select i1 %tbf, i8 84, i8 78
+  store i8 %tbc, i8* %transa
+  %taf = icmp ne i64 %ta, 0
+  %tac = select i1 %taf, i8 84, i8 78
+  store i8 %tac, i8* %transb
+  %n32 = trunc i64 %n to i32
+  %m32 = trunc i64 %m to i32
+  %k32 = trunc i64 %k to i32
+  store i32 %n32, i32* %bm
+  store i32 %m32, i32* %bn
+  store i32 %k32, i32* %bk
+  store {t} 1.0, {t}* %alpha
+  store {t} 0.0, {t}* %beta
+  %ldb_blas = select i1 %tbf, i32 %k32, i32 %n32
+  store i32 %ldb_blas, i32* %lda
+  %lda_blas = select i1 %taf, i32 %m32, i32 %k32
+  store i32 %lda_blas, i32* %ldb
+  store i32 %n32, i32* %ldc
+  call void @{sym}(i8* %transa, i8* %transb, i32* %bm, i32* %bn, i32* %bk, {t}* %alpha,
+                   {t}* %b, i32* %lda, {t}* %a, i32* %ldb, {t}* %beta, {t}* %c, i32* %ldc)
+  ret void
+}}
+"""
+
+_INT_ONE = """
+define internal void @tw_one_{dt}({t}* noalias %a, {t}* noalias %b, {t}* noalias %c, i64 %m,
+                                  i64 %n, i64 %k, i64 %ta, i64 %tb) {{
+entry:
+  ; element (i, p) of op(A) is a[i * sa0 + p * sa1]; (p, j) of op(B) is b[p * sb0 + j * sb1]
+  %taf = icmp ne i64 %ta, 0
+  %sa0 = select i1 %taf, i64 1, i64 %k
+  %sa1 = select i1 %taf, i64 %m, i64 1
+  %tbf = icmp ne i64 %tb, 0
+  %sb0 = select i1 %tbf, i64 1, i64 %n
+  %sb1 = select i1 %tbf, i64 %k, i64 1
+  br label %rows
+rows:
+  %i = phi i64 [0, %entry], [%i1, %rows_next]
+  %more_i = icmp slt i64 %i, %m
+  br i1 %more_i, label %zero, label %done
+zero:
+  %crow = mul i64 %i, %n
+  br label %zero_loop
+zero_loop:
+  %z = phi i64 [0, %zero], [%z1, %zero_body]
+  %more_z = icmp slt i64 %z, %n
+  br i1 %more_z, label %zero_body, label %inner
+zero_body:
+  %zi = add i64 %crow, %z
+  %pz = getelementptr {t}, {t}* %c, i64 %zi
+  store {t} 0, {t}* %pz
+  %z1 = add i64 %z, 1
+  br label %zero_loop
+inner:
+  %p = phi i64 [0, %zero_loop], [%p1, %cols_done]
+  %more_p = icmp slt i64 %p, %k
+  br i1 %more_p, label %load_a, label %rows_next
+load_a:
+  %ai0 = mul i64 %i, %sa0
+  %ai1 = mul i64 %p, %sa1
+  %ai = add i64 %ai0, %ai1
+  %pa = getelementptr {t}, {t}* %a, i64 %ai
+  %av = load {t}, {t}* %pa
+  %bi0 = mul i64 %p, %sb0
+  br label %cols
+cols:
+  %j = phi i64 [0, %load_a], [%j1, %cols_body]
+  %more_j = icmp slt i64 %j, %n
+  br i1 %more_j, label %cols_body, label %cols_done
+cols_body:
+  %bj = mul i64 %j, %sb1
+  %bi = add i64 %bi0, %bj
+  %pb = getelementptr {t}, {t}* %b, i64 %bi
+  %bv = load {t}, {t}* %pb
+  %prod = mul {t} %av, %bv
+  %ci = add i64 %crow, %j
+  %pc = getelementptr {t}, {t}* %c, i64 %ci
+  %cv = load {t}, {t}* %pc
+  %sum = add {t} %cv, %prod
+  store {t} %sum, {t}* %pc
+  %j1 = add i64 %j, 1
+  br label %cols
+cols_done:
+  %p1 = add i64 %p, 1
+  br label %inner
+rows_next:
+  %i1 = add i64 %i, 1
+  br label %rows
+done:
+  ret void
+}}
+"""
+
+
+def matmul_ir(dtype: DType) -> str:
+    """The LLVM IR module of ``tw_matmul_<dtype>``."""
+    t = str(scalar_type(dtype))
+    if dtype.name in _GEMM:
+        one = _GEMM_ONE.format(dt=dtype.name, t=t, sym=_GEMM[dtype.name])
+    elif dtype.name in INT_DTYPES:
+        one = _INT_ONE.format(dt=dtype.name, t=t)
+    else:
+        raise UnimplementedError(f"the cpu target has no native MatMul for {dtype.name}")
+    return one + _BATCH_LOOP.format(dt=dtype.name, t=t)
+
+
+def matmul_function(dtype: DType) -> tuple[Any, jit.CompiledModule]:
+    """The compiled batched matmul for `dtype` and the module that holds its code."""
+    if dtype.name in _GEMM and not register_blas():
+        raise UnimplementedError("no BLAS available (SciPy is not installed)")
+    module = jit.compile_module(matmul_ir(dtype), [f"tw_matmul_{dtype.name}"],
+                                loop_vectorize=dtype.name in INT_DTYPES)
+    return MatMulFn(module.address(f"tw_matmul_{dtype.name}")), module
+
+
+# ---------------------------------------------------------------------- the kernel
+
+def _batch_offsets(a_batch: tuple, b_batch: tuple, a_size: int, b_size: int
+                   ) -> tuple[tuple, np.ndarray, np.ndarray]:
+    """The broadcast batch shape and, per batch entry, the element offset of its matrix
+    in a and in b."""
+    try:
+        batch = tuple(np.broadcast_shapes(a_batch, b_batch))
+    except ValueError:
+        raise InvalidArgumentError(f"batch dimensions cannot be broadcast together: "
+                                   f"{list(a_batch)} vs {list(b_batch)}") from None
+
+    def offsets(own: tuple, size: int) -> np.ndarray:
+        idx = np.arange(int(np.prod(own, dtype=np.int64)), dtype=np.int64).reshape(own) * size
+        return np.ascontiguousarray(np.broadcast_to(idx, batch)).reshape(-1)
+
+    return batch, offsets(a_batch, a_size), offsets(b_batch, b_size)
+
+
+class MatMulKernel:
+    """MatMul of f32/f64 (BLAS) or integers (loop kernel), batched and transposed; the
+    executor's per-node kernel protocol."""
+
+    def __init__(self, node: Node) -> None:
+        t = node.outputs[0].type
+        if not isinstance(t, TensorType):
+            raise UnimplementedError("MatMul of a non-tensor")
+        self.node = node
+        self.dtype = t.dtype
+        self.ta = bool(node.attrs.get("transpose_a"))
+        self.tb = bool(node.attrs.get("transpose_b"))
+        self.fn, self._module = matmul_function(self.dtype)
+        self._plans: dict[tuple, tuple] = {}
+
+    def _plan(self, a_shape: tuple, b_shape: tuple) -> tuple:
+        (ar, ac), (br, bc) = a_shape[-2:], b_shape[-2:]
+        m, k = (ac, ar) if self.ta else (ar, ac)
+        kb, n = (bc, br) if self.tb else (br, bc)
+        if k != kb:
+            raise InvalidArgumentError(f"inner dimensions differ: a has shape {list(a_shape)}, "
+                                       f"b has shape {list(b_shape)}")
+        batch, aoff, boff = _batch_offsets(a_shape[:-2], b_shape[:-2], ar * ac, br * bc)
+        dims = np.array([m, n, k, int(self.ta), int(self.tb)], dtype=np.int64)
+        return batch + (m, n), aoff, boff, dims, k
+
+    def __call__(self, inputs: Sequence[Any], resources: Any = None, counters: Any = None,
+                 step: Any = None, step_id: int = 0) -> list[np.ndarray]:
+        a, b = (contiguous(x) for x in inputs)
+        key = (a.shape, b.shape)
+        plan = self._plans.get(key)
+        if plan is None:
+            try:
+                plan = self._plans[key] = self._plan(a.shape, b.shape)
+            except InvalidArgumentError as e:
+                raise e.with_context(**self.node.error_context()) from None
+        out_shape, aoff, boff, dims, k = plan
+        if k == 0 or 0 in out_shape:
+            return [np.zeros(out_shape, self.dtype.np)]
+        c = np.empty(out_shape, self.dtype.np)
+        self.fn(a.ctypes.data, b.ctypes.data, c.ctypes.data, len(aoff), aoff.ctypes.data,
+                boff.ctypes.data, dims.ctypes.data)
+        return [c]
+
+
+def supports_matmul(dtype: DType) -> bool:
+    """Whether MatMul of `dtype` has a native kernel here."""
+    return dtype.name in INT_DTYPES or (dtype.name in _GEMM and has_blas())
+

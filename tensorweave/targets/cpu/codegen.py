@@ -1,0 +1,450 @@
+"""LLVM IR for fused loop nests.
+
+A fused cluster (the region of a ``Fusion`` node) becomes a `Program`: its inputs, its
+ops in order (each writes one slot) and which slots it returns. A `Layout` says how the
+loops run for one family of shapes: the loop dims after dropping size-1 dims and merging
+neighbours that every operand treats alike, which trailing dims are reduced, and for
+each operand (inputs, then elementwise outputs) which dims it spans; a dim it does not
+span is broadcast (stride 0). Sizes are run-time values, so one compiled kernel serves
+every shape with the same layout.
+
+The generated function is
+
+    i32 @<name>(i8** inputs, i8** outputs, i64* sizes)
+
+It loads the buffer pointers and calls an internal body whose buffer parameters are
+``noalias``. The body runs the loop nest; the innermost dim is processed `width` lanes at
+a time with explicit vector instructions (loads of contiguous operands, splats of
+broadcast ones) and then one element at a time for the remainder. Reductions (over the
+trailing dims) keep vector accumulators that are combined, after each row, in a fixed
+tree order; float sums and means accumulate in f64 (so float32 sums do not drift) in
+blocks of `BLOCK` vectors added into a running total (so float64 sums stay accurate
+too). The return value is 0, or a status from `elementwise` (an integer division by
+zero, a negative integer power).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import llvmlite.ir as ir
+
+from ...compiler.dtypes import DType, bool_, float64, int64
+from ...errors import UnimplementedError
+from .elementwise import EMITTERS, F64, I1, I8, I32, I64, Lanes, OpInfo, emit_op, memory_type, \
+    nan_max, scalar_type
+
+REDUCTIONS = frozenset({"Sum", "Mean", "Max", "Min", "Prod", "All", "Any"})
+BLOCK = 256  # vectors per block of a blocked (two-level) float sum
+
+
+# ------------------------------------------------------------------------ descriptions
+
+@dataclass(frozen=True)
+class Instr:
+    """One op of a program: reads `args` slots, writes the next slot."""
+
+    op: str
+    attrs: tuple  # the op's attributes that change the generated code, as sorted items
+    args: tuple[int, ...]
+    in_dtypes: tuple[DType, ...]
+    out_dtype: DType
+
+    @property
+    def is_reduction(self) -> bool:
+        return self.op in REDUCTIONS
+
+
+@dataclass(frozen=True)
+class Program:
+    """A fused cluster: slots 0..n-1 are the inputs, slot n+i is instrs[i]'s result."""
+
+    input_dtypes: tuple[DType, ...]
+    instrs: tuple[Instr, ...]
+    outputs: tuple[int, ...]
+
+    def dtype(self, slot: int) -> DType:
+        n = len(self.input_dtypes)
+        return self.input_dtypes[slot] if slot < n else self.instrs[slot - n].out_dtype
+
+    def instr(self, slot: int) -> Instr | None:
+        n = len(self.input_dtypes)
+        return None if slot < n else self.instrs[slot - n]
+
+    @property
+    def has_reductions(self) -> bool:
+        return any(i.is_reduction for i in self.instrs)
+
+    def full_outputs(self) -> list[int]:
+        """Positions (in `outputs`) of the outputs that are not reductions."""
+        return [k for k, s in enumerate(self.outputs)
+                if not (self.instr(s) is not None and self.instr(s).is_reduction)]
+
+
+@dataclass(frozen=True)
+class Layout:
+    """The loop structure: `n_outer` kept dims then `n_inner` reduced dims; `masks[j]`
+    tells which of those dims operand j (inputs, then the full outputs) spans."""
+
+    n_outer: int
+    n_inner: int
+    masks: tuple[tuple[bool, ...], ...]
+
+    @property
+    def rank(self) -> int:
+        return self.n_outer + self.n_inner
+
+
+def check_supported(program: Program) -> None:
+    """Raise UnimplementedError unless every op and dtype has native code."""
+    for dt in program.input_dtypes:
+        scalar_type(dt)
+    for ins in program.instrs:
+        scalar_type(ins.out_dtype)
+        if not ins.is_reduction and ins.op not in EMITTERS:
+            raise UnimplementedError(f"the cpu target cannot generate code for op {ins.op}")
+
+
+def vector_width(program: Program, vector_bits: int) -> int:
+    """Lanes per vector: a full register of the widest element type in the program."""
+    widest = max([8] + [d.bits for d in program.input_dtypes if d is not bool_]
+                 + [i.out_dtype.bits for i in program.instrs if i.out_dtype is not bool_])
+    return max(4, min(32, vector_bits // widest))
+
+
+# ----------------------------------------------------------------------- reductions
+
+@dataclass(frozen=True)
+class _Acc:
+    """How one reduction accumulates: type, initial value, combine, finalize."""
+
+    acc_dtype: DType
+    init: Any
+
+
+def _accumulator(ins: Instr) -> _Acc:
+    src = ins.in_dtypes[0]
+    if ins.op in ("All", "Any"):
+        return _Acc(bool_, 1 if ins.op == "All" else 0)
+    if ins.op in ("Sum", "Mean", "Prod"):
+        acc = float64 if src.kind == "float" else int64
+        one = 1.0 if acc is float64 else 1
+        return _Acc(acc, one if ins.op == "Prod" else 0 * one)
+    # Max / Min in the input's own type
+    if src.kind == "float":
+        inf = float("inf")
+        return _Acc(src, -inf if ins.op == "Max" else inf)
+    lo, hi = (0, 2 ** src.bits - 1) if src.kind == "uint" else \
+        (-(2 ** (src.bits - 1)), 2 ** (src.bits - 1) - 1)
+    return _Acc(src, lo if ins.op == "Max" else hi)
+
+
+def _combine(cx: Lanes, ins: Instr, acc_dtype: DType, a: ir.Value, x: ir.Value) -> ir.Value:
+    b = cx.b
+    if ins.op in ("Sum", "Mean"):
+        return b.fadd(a, x) if acc_dtype.kind == "float" else b.add(a, x)
+    if ins.op == "Prod":
+        return b.fmul(a, x) if acc_dtype.kind == "float" else b.mul(a, x)
+    if ins.op in ("Max", "Min"):
+        return nan_max(cx, acc_dtype, a, x, ">" if ins.op == "Max" else "<")
+    return b.and_(a, x) if ins.op == "All" else b.or_(a, x)
+
+
+def _to_acc(cx: Lanes, src: DType, acc: DType, x: ir.Value) -> ir.Value:
+    if src is acc:
+        return x
+    if acc.kind == "float":
+        return cx.b.fpext(x, cx.ty(acc))
+    return cx.b.sext(x, cx.ty(acc)) if src.kind == "int" else cx.b.zext(x, cx.ty(acc))
+
+
+def _from_acc(cx: Lanes, acc: DType, dst: DType, x: ir.Value) -> ir.Value:
+    if acc is dst:
+        return x
+    if acc.kind == "float":
+        return cx.b.fptrunc(x, cx.ty(dst))
+    return cx.b.trunc(x, cx.ty(dst))
+
+
+# ------------------------------------------------------------------------- the builder
+
+class KernelBuilder:
+    """Builds the LLVM module of one (program, layout, width)."""
+
+    def __init__(self, program: Program, layout: Layout, width: int, name: str = "tw_fused"
+                 ) -> None:
+        self.p = program
+        self.layout = layout
+        self.width = width
+        self.name = name
+        self.module = ir.Module(name=name)
+        self.n_in = len(program.input_dtypes)
+        self.full = program.full_outputs()
+        self.reductions = [k for k in range(len(program.outputs)) if k not in self.full]
+
+    # ---------------------------------------------------------------- entry points
+    def build(self) -> str:
+        """The module's IR text."""
+        body = self._body()
+        self._wrapper(body)
+        return str(self.module)
+
+    def _operand_dtypes(self) -> list[DType]:
+        """Element types of the buffers: inputs, then every output (in order)."""
+        return list(self.p.input_dtypes) + [self.p.dtype(s) for s in self.p.outputs]
+
+    def _wrapper(self, body: ir.Function) -> None:
+        pp = ir.PointerType(ir.PointerType(I8))
+        fn = ir.Function(self.module, ir.FunctionType(I32, [pp, pp, ir.PointerType(I64)]),
+                         self.name)
+        ins, outs, sizes = fn.args
+        b = ir.IRBuilder(fn.append_basic_block("entry"))
+        args = []
+        for j, dt in enumerate(self._operand_dtypes()):
+            table, k = (ins, j) if j < self.n_in else (outs, j - self.n_in)
+            raw = b.load(b.gep(table, [I64(k)]))
+            args.append(b.bitcast(raw, ir.PointerType(memory_type(dt))))
+        b.ret(b.call(body, args + [sizes]))
+
+    def _body(self) -> ir.Function:
+        dts = self._operand_dtypes()
+        ftype = ir.FunctionType(I32, [ir.PointerType(memory_type(d)) for d in dts]
+                                + [ir.PointerType(I64)])
+        fn = ir.Function(self.module, ftype, self.name + ".body")
+        fn.linkage = "internal"
+        fn.attributes.add("alwaysinline")
+        fn.attributes.add("nounwind")
+        for a in fn.args[:-1]:
+            a.add_attribute("noalias")
+        self.fn = fn
+        self.entry = fn.append_basic_block("entry")
+        self.b = ir.IRBuilder(self.entry)
+        self.buffers = list(fn.args[:-1])
+        self.status = self.b.alloca(I32, name="status")
+        self.b.store(I32(0), self.status)
+        sizes_ptr = fn.args[-1]
+        self.sizes = [self.b.load(self.b.gep(sizes_ptr, [I64(d)]), name=f"n{d}")
+                      for d in range(self.layout.rank)]
+        self.strides = [self._strides(m) for m in self.layout.masks]
+        outer_mask = (True,) * self.layout.n_outer + (False,) * self.layout.n_inner
+        self.row_strides = self._strides(outer_mask)
+        self._dims(0, [I64(0)] * len(self.layout.masks), I64(0))
+        self.b.ret(self.b.load(self.status))
+        return fn
+
+    # ----------------------------------------------------------------- loop nests
+    def _strides(self, mask: Sequence[bool]) -> list[ir.Value]:
+        """Element strides of an operand spanning the dims in `mask` (0 where it does not)."""
+        out: list[ir.Value] = [I64(0)] * len(mask)
+        running: ir.Value = I64(1)
+        for d in reversed(range(len(mask))):
+            if mask[d]:
+                out[d] = running
+                running = self.b.mul(running, self.sizes[d])
+        return out
+
+    def _alloca(self, t: ir.Type, name: str = "") -> ir.Value:
+        """A stack slot in the entry block (promoted to a register by mem2reg)."""
+        with self.b.goto_block(self.entry):
+            self.b.position_at_start(self.entry)
+            return self.b.alloca(t, name=name)
+
+    def _loop(self, start: ir.Value, stop: ir.Value, step: int,
+              body: Callable[[ir.Value], None], name: str) -> None:
+        """``for (i = start; i < stop; i += step) body(i)``."""
+        b = self.b
+        counter = self._alloca(I64, name)
+        b.store(start, counter)
+        cond = self.fn.append_basic_block(name + ".cond")
+        block = self.fn.append_basic_block(name + ".body")
+        after = self.fn.append_basic_block(name + ".end")
+        b.branch(cond)
+        b.position_at_end(cond)
+        i = b.load(counter)
+        b.cbranch(b.icmp_signed("<", i, stop), block, after)
+        b.position_at_end(block)
+        body(i)
+        b.store(b.add(i, I64(step)), counter)
+        b.branch(cond)
+        b.position_at_end(after)
+
+    def _dims(self, d: int, offsets: list[ir.Value], row: ir.Value) -> None:
+        """Emit the loops over dims d.. with operand offsets (and the reduction-row index)
+        accumulated over the outer dims so far."""
+        layout = self.layout
+        if d == layout.n_outer and layout.n_inner:
+            self._reduction_row(offsets, row)
+            return
+        if d == layout.rank - 1:
+            self._innermost(d, offsets)
+            return
+
+        def body(i: ir.Value) -> None:
+            self._dims(d + 1, self._advance(offsets, d, i),
+                       self.b.add(row, self.b.mul(i, self.row_strides[d])))
+        self._loop(I64(0), self.sizes[d], 1, body, f"d{d}")
+
+    def _advance(self, offsets: list[ir.Value], d: int, i: ir.Value) -> list[ir.Value]:
+        return [o if not self.layout.masks[j][d] else
+                self.b.add(o, self.b.mul(i, self.strides[j][d]))
+                for j, o in enumerate(offsets)]
+
+    def _innermost(self, d: int, offsets: list[ir.Value]) -> None:
+        """The vectorized innermost loop of an elementwise kernel, then its remainder."""
+        n = self.sizes[d]
+        vec_stop = self.b.sub(n, self.b.srem(n, I64(self.width)))
+        self._loop(I64(0), vec_stop, self.width,
+                   lambda i: self._element(self.width, d, offsets, i), "vec")
+        self._loop(vec_stop, n, 1, lambda i: self._element(1, d, offsets, i), "rem")
+
+    # ------------------------------------------------------------------ the body
+    def _element(self, width: int, d: int, offsets: list[ir.Value], i: ir.Value
+                 ) -> dict[int, ir.Value]:
+        """Compute every slot for lanes i..i+width-1 of innermost dim d; store the full
+        outputs; return the slot values (reductions read theirs from here)."""
+        cx = Lanes(self.module, self.b, width, self.status)
+        offs = self._advance(offsets, d, i)
+        values: dict[int, ir.Value] = {}
+
+        def value(slot: int) -> ir.Value:
+            if slot not in values:
+                values[slot] = self._load(cx, slot, offs[slot], d)
+            return values[slot]
+
+        for k, ins in enumerate(self.p.instrs):
+            slot = self.n_in + k
+            if ins.is_reduction:
+                values[slot] = value(ins.args[0])  # the caller accumulates it
+                continue
+            args = [value(a) for a in ins.args] if ins.op not in ("ZerosLike", "OnesLike") else []
+            info = OpInfo(ins.op, dict(ins.attrs), ins.in_dtypes, ins.out_dtype, k)
+            values[slot] = emit_op(cx, info, args)
+        for pos, k in enumerate(self.full):
+            j = self.n_in + pos  # operand index of this output's buffer in masks/offsets
+            self._store(cx, self.p.outputs[k], values[self.p.outputs[k]], self.n_in + k,
+                        offs[j], self.layout.masks[j][d])
+        return values
+
+    def _load(self, cx: Lanes, slot: int, offset: ir.Value, d: int) -> ir.Value:
+        dt = self.p.input_dtypes[slot]
+        b = self.b
+        ptr = b.gep(self.buffers[slot], [offset])
+        if cx.width > 1 and self.layout.masks[slot][d]:
+            vt = ir.VectorType(memory_type(dt), cx.width)
+            v = b.load(b.bitcast(ptr, ir.PointerType(vt)), align=dt.itemsize)
+        else:
+            v = cx.splat(b.load(ptr))
+        if dt is bool_:
+            v = b.icmp_unsigned("!=", v, cx.const(I8, 0))
+        return v
+
+    def _store(self, cx: Lanes, slot: int, v: ir.Value, buffer: int, offset: ir.Value,
+               contiguous: bool) -> None:
+        dt = self.p.dtype(slot)
+        b = self.b
+        if dt is bool_:
+            v = b.zext(v, cx.wrap(I8))
+        ptr = b.gep(self.buffers[buffer], [offset])
+        if cx.width > 1 and contiguous:
+            b.store(v, b.bitcast(ptr, ir.PointerType(v.type)), align=dt.itemsize)
+        else:
+            if cx.width > 1:  # every lane holds the same value (the output is broadcast)
+                v = b.extract_element(v, I32(0))
+            b.store(v, ptr)
+
+    # --------------------------------------------------------------- reductions
+    def _reduction_row(self, offsets: list[ir.Value], row: ir.Value) -> None:
+        """One output row of every reduction: init, loop over the reduced dims, store."""
+        b, w = self.b, self.width
+        reds = [(k, self.p.instr(self.p.outputs[k])) for k in self.reductions]
+        accs = []
+        for k, ins in reds:
+            acc = _accumulator(ins)
+            at = scalar_type(acc.acc_dtype)
+            vec_slot = self._alloca(ir.VectorType(at, w), f"acc{k}.v")
+            blk_slot = self._alloca(ir.VectorType(at, w), f"acc{k}.b")
+            sc_slot = self._alloca(at, f"acc{k}.s")
+            vcx = Lanes(self.module, b, w, self.status)
+            b.store(vcx.dconst(acc.acc_dtype, acc.init), vec_slot)
+            b.store(Lanes(self.module, b, 1, self.status).dconst(acc.acc_dtype, acc.init),
+                    sc_slot)
+            accs.append((k, ins, acc, vec_slot, blk_slot, sc_slot))
+        self._inner_dims(self.layout.n_outer, offsets, accs)
+        count = I64(1)
+        for d in range(self.layout.n_outer, self.layout.rank):
+            count = b.mul(count, self.sizes[d])
+        for k, ins, acc, vec_slot, _, sc_slot in accs:
+            cx1 = Lanes(self.module, b, 1, self.status)
+            total = _combine(cx1, ins, acc.acc_dtype,
+                             self._horizontal(ins, acc, b.load(vec_slot)), b.load(sc_slot))
+            if ins.op == "Mean":
+                if acc.acc_dtype.kind == "float":
+                    total = b.fdiv(total, b.sitofp(count, F64))
+                else:
+                    total = b.sdiv(total, b.select(b.icmp_signed("==", count, I64(0)),
+                                                   I64(1), count))
+            out = _from_acc(cx1, acc.acc_dtype, ins.out_dtype, total)
+            if ins.out_dtype is bool_:
+                out = b.zext(out, I8)
+            b.store(out, b.gep(self.buffers[self.n_in + k], [row]))
+
+    def _horizontal(self, ins: Instr, acc: _Acc, v: ir.Value) -> ir.Value:
+        """Combine the lanes of `v` pairwise (halves, then quarters ...): a fixed order."""
+        b = self.b
+        n = self.width
+        while n > 1:
+            half = n // 2
+            cx = Lanes(self.module, b, half, self.status)
+            lo = b.shuffle_vector(v, v, ir.Constant(ir.VectorType(I32, half), list(range(half))))
+            hi = b.shuffle_vector(v, v, ir.Constant(ir.VectorType(I32, half),
+                                                    list(range(half, n))))
+            if half == 1:
+                lo, hi = b.extract_element(lo, I32(0)), b.extract_element(hi, I32(0))
+                cx = Lanes(self.module, b, 1, self.status)
+            v = _combine(cx, ins, acc.acc_dtype, lo, hi)
+            n = half
+        return v
+
+    def _inner_dims(self, d: int, offsets: list[ir.Value], accs: list) -> None:
+        if d == self.layout.rank - 1:
+            self._reduce_innermost(d, offsets, accs)
+            return
+        self._loop(I64(0), self.sizes[d], 1,
+                   lambda i: self._inner_dims(d + 1, self._advance(offsets, d, i), accs),
+                   f"r{d}")
+
+    def _reduce_innermost(self, d: int, offsets: list[ir.Value], accs: list) -> None:
+        """Blocked vector accumulation over the innermost reduced dim, then the rest."""
+        b, w = self.b, self.width
+        n = self.sizes[d]
+        vec_stop = b.sub(n, b.srem(n, I64(w)))
+        vcx = Lanes(self.module, b, w, self.status)
+
+        def accumulate(width: int, i: ir.Value, slot_of: Callable) -> None:
+            values = self._element(width, d, offsets, i)
+            cx = Lanes(self.module, b, width, self.status)
+            for k, ins, acc, *slots in accs:
+                x = _to_acc(cx, ins.in_dtypes[0], acc.acc_dtype, values[self.p.outputs[k]])
+                ptr = slot_of(slots)
+                b.store(_combine(cx, ins, acc.acc_dtype, b.load(ptr), x), ptr)
+
+        def block(start: ir.Value) -> None:
+            for _, _, acc, _, blk_slot, _ in accs:
+                b.store(vcx.dconst(acc.acc_dtype, acc.init), blk_slot)
+            end = b.add(start, I64(BLOCK * w))
+            end = b.select(b.icmp_signed("<", end, vec_stop), end, vec_stop)
+            self._loop(start, end, w, lambda i: accumulate(w, i, lambda s: s[1]), "vec")
+            for _, ins, acc, vec_slot, blk_slot, _ in accs:
+                b.store(_combine(vcx, ins, acc.acc_dtype, b.load(vec_slot), b.load(blk_slot)),
+                        vec_slot)
+
+        self._loop(I64(0), vec_stop, BLOCK * w, block, "blk")
+        self._loop(vec_stop, n, 1, lambda i: accumulate(1, i, lambda s: s[2]), "rem")
+
+
+def build_kernel(program: Program, layout: Layout, width: int, name: str = "tw_fused") -> str:
+    """The LLVM IR text of the kernel for `program` with `layout`."""
+    check_supported(program)
+    return KernelBuilder(program, layout, width, name).build()

@@ -1,0 +1,543 @@
+"""LLVM IR for elementwise ops, on scalars or on vectors of `width` lanes.
+
+Each emitter computes one op of a fused cluster from already computed operand values and
+reproduces the reference (NumPy) kernel's results:
+- integers wrap around; integer division and modulo by zero, and integers raised to
+  negative powers, set the kernel's status (the caller raises InvalidArgumentError, as
+  the reference kernel does) instead of trapping; ``MIN // -1`` gives MIN as in NumPy;
+- Maximum/Minimum and the Max/Min reductions propagate NaN; comparisons are ordered
+  (NaN compares false) except ``!=``;
+- floats to integers truncate; a value out of the integer's range (or NaN) gives the
+  integer's minimum, as x86 (and so NumPy) does, never LLVM poison;
+- float ops carry only the ``contract`` fast-math flag (so ``x * a + b`` may become one
+  FMA, rounding once): no reassociation, no approximate functions;
+- exp, log, sqrt, sin, cos, floor, ceil, fabs, pow and copysign are LLVM intrinsics
+  (lowered to libm calls or instructions); log1p is libm's; tanh and sigmoid are written
+  with exp: within 2 ulp of 1 in absolute terms (about 1.2e-7 in f32).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import llvmlite.ir as ir
+
+from ...compiler.dtypes import DType, bool_
+from ...errors import UnimplementedError
+
+I1 = ir.IntType(1)
+I8 = ir.IntType(8)
+I32 = ir.IntType(32)
+I64 = ir.IntType(64)
+F32 = ir.FloatType()
+F64 = ir.DoubleType()
+
+FLAGS = ("contract",)
+
+# status codes a kernel returns (times 4, plus 4 * the index of the op that failed)
+STATUS_DIV_BY_ZERO = 1
+STATUS_NEGATIVE_POWER = 2
+STATUS_MESSAGES = {STATUS_DIV_BY_ZERO: "integer division by zero",
+                   STATUS_NEGATIVE_POWER: "integers to negative integer powers are not allowed"}
+
+
+def scalar_type(dtype: DType) -> ir.Type:
+    """The LLVM type of one element in registers (bool is i1)."""
+    if dtype.kind == "float":
+        if dtype.bits == 32:
+            return F32
+        if dtype.bits == 64:
+            return F64
+        raise UnimplementedError(f"the cpu target has no native {dtype.name} arithmetic yet")
+    return ir.IntType(dtype.bits)
+
+
+def memory_type(dtype: DType) -> ir.Type:
+    """The LLVM type of one element in memory (bool is one byte, as in NumPy)."""
+    return I8 if dtype is bool_ else scalar_type(dtype)
+
+
+@dataclass
+class OpInfo:
+    """One op of a cluster as the emitters see it."""
+
+    op: str
+    attrs: dict[str, Any]
+    in_dtypes: tuple[DType, ...]
+    out_dtype: DType
+    index: int  # position in the cluster, reported with a failing status
+
+
+class Lanes:
+    """Emission context: a builder positioned in a loop body that computes `width` lanes
+    at once (width 1: plain scalars)."""
+
+    def __init__(self, module: ir.Module, builder: ir.IRBuilder, width: int,
+                 status: ir.Value) -> None:
+        self.module = module
+        self.b = builder
+        self.width = width
+        self.status = status  # i32* the kernel returns
+
+    # ---------------------------------------------------------------- types/consts
+    def wrap(self, t: ir.Type) -> ir.Type:
+        return t if self.width == 1 else ir.VectorType(t, self.width)
+
+    def ty(self, dtype: DType) -> ir.Type:
+        return self.wrap(scalar_type(dtype))
+
+    def const(self, t: ir.Type, value: Any) -> ir.Constant:
+        """`value` as a constant of scalar type `t`, splat over the lanes."""
+        c = ir.Constant(t, value)
+        return c if self.width == 1 else ir.Constant(ir.VectorType(t, self.width),
+                                                     [c] * self.width)
+
+    def dconst(self, dtype: DType, value: Any) -> ir.Constant:
+        if dtype is bool_:
+            return self.const(I1, int(bool(value)))
+        return self.const(scalar_type(dtype), value)
+
+    def splat(self, scalar: ir.Value) -> ir.Value:
+        """A scalar repeated over the lanes."""
+        if self.width == 1:
+            return scalar
+        vt = ir.VectorType(scalar.type, self.width)
+        one = self.b.insert_element(ir.Constant(vt, ir.Undefined), scalar, I32(0))
+        mask = ir.Constant(ir.VectorType(I32, self.width), [0] * self.width)
+        return self.b.shuffle_vector(one, ir.Constant(vt, ir.Undefined), mask)
+
+    # ----------------------------------------------------------------- functions
+    def _function(self, name: str, ret: ir.Type, args: Sequence[ir.Type]) -> ir.Function:
+        fn = self.module.globals.get(name)
+        if fn is None:
+            fn = ir.Function(self.module, ir.FunctionType(ret, list(args)), name)
+        return fn
+
+    def suffix(self, t: ir.Type) -> str:
+        """LLVM's overload suffix: f32, v8f32, i64 ..."""
+        if isinstance(t, ir.VectorType):
+            return f"v{t.count}{self.suffix(t.element)}"
+        if isinstance(t, ir.FloatType):
+            return "f32"
+        if isinstance(t, ir.DoubleType):
+            return "f64"
+        return f"i{t.width}"
+
+    def intrinsic(self, name: str, *args: ir.Value, ret: ir.Type | None = None) -> ir.Value:
+        """Call ``llvm.<name>.<suffix>`` overloaded on the first argument's type."""
+        t = args[0].type
+        fn = self._function(f"llvm.{name}.{self.suffix(t)}", ret or t, [a.type for a in args])
+        return self.b.call(fn, list(args))
+
+    def call_per_lane(self, fn: ir.Function, *args: ir.Value) -> ir.Value:
+        """Call a scalar function on each lane (for functions with no vector form)."""
+        if self.width == 1:
+            return self.b.call(fn, list(args))
+        out = ir.Constant(ir.VectorType(fn.function_type.return_type, self.width), ir.Undefined)
+        for lane in range(self.width):
+            scalars = [self.b.extract_element(a, I32(lane)) for a in args]
+            out = self.b.insert_element(out, self.b.call(fn, scalars), I32(lane))
+        return out
+
+    def libm(self, name: str, dtype: DType, *args: ir.Value) -> ir.Value:
+        """A libm function (``log1p`` -> log1pf for f32)."""
+        st = scalar_type(dtype)
+        fn = self._function(name + ("f" if dtype.bits == 32 else ""), st, [st] * len(args))
+        return self.call_per_lane(fn, *args)
+
+    def any_true(self, mask: ir.Value) -> ir.Value:
+        if self.width == 1:
+            return mask
+        return self.intrinsic("vector.reduce.or", mask, ret=I1)
+
+    def fail_if(self, bad: ir.Value, code: int, info: OpInfo) -> None:
+        """Record status `code` (naming `info`'s op) when any lane of `bad` is true."""
+        flag = self.any_true(bad)
+        old = self.b.load(self.status)
+        self.b.store(self.b.select(flag, I32(code + 4 * info.index), old), self.status)
+
+    # ------------------------------------------------------------------ helpers
+    def fcmp(self, op: str, x: ir.Value, y: ir.Value) -> ir.Value:
+        if op == "!=":
+            return self.b.fcmp_unordered("!=", x, y)
+        return self.b.fcmp_ordered(op, x, y)
+
+    def icmp(self, dtype: DType, op: str, x: ir.Value, y: ir.Value) -> ir.Value:
+        if dtype.kind == "int":
+            return self.b.icmp_signed(op, x, y)
+        return self.b.icmp_unsigned(op, x, y)
+
+    def cmp(self, dtype: DType, op: str, x: ir.Value, y: ir.Value) -> ir.Value:
+        return self.fcmp(op, x, y) if dtype.kind == "float" else self.icmp(dtype, op, x, y)
+
+
+# ---------------------------------------------------------------------------- the ops
+
+Emitter = Callable[[Lanes, OpInfo, list[ir.Value]], ir.Value]
+EMITTERS: dict[str, Emitter] = {}
+
+
+def emitter(*names: str) -> Callable[[Emitter], Emitter]:
+    def deco(fn: Emitter) -> Emitter:
+        for n in names:
+            EMITTERS[n] = fn
+        return fn
+    return deco
+
+
+def _is_float(info: OpInfo) -> bool:
+    return info.in_dtypes[0].kind == "float"
+
+
+@emitter("Identity", "StopGradient")
+def _identity(cx: Lanes, info: OpInfo, a: list[ir.Value]) -> ir.Value:
+    return a[0]
+
+
+@emitter("ZerosLike", "OnesLike")
+def _fill_like(cx: Lanes, info: OpInfo, a: list[ir.Value]) -> ir.Value:
+    value = 0 if info.op == "ZerosLike" else 1
+    return cx.dconst(info.out_dtype, float(value) if info.out_dtype.kind == "float" else value)
+
+
+@emitter("Neg")
+def _neg(cx, info, a):
+    return cx.b.fneg(a[0]) if _is_float(info) else cx.b.sub(cx.dconst(info.out_dtype, 0), a[0])
+
+
+@emitter("Abs")
+def _abs(cx, info, a):
+    x, dt = a[0], info.out_dtype
+    if dt.kind == "float":
+        return cx.intrinsic("fabs", x)
+    if dt.kind == "uint":
+        return x
+    return cx.b.select(cx.b.icmp_signed("<", x, cx.dconst(dt, 0)),
+                       cx.b.sub(cx.dconst(dt, 0), x), x)
+
+
+@emitter("Square")
+def _square(cx, info, a):
+    return cx.b.fmul(a[0], a[0], flags=FLAGS) if _is_float(info) else cx.b.mul(a[0], a[0])
+
+
+@emitter("Sign")
+def _sign(cx, info, a):
+    x, dt, b = a[0], info.out_dtype, cx.b
+    one, minus, zero = cx.dconst(dt, 1), cx.dconst(dt, -1), cx.dconst(dt, 0)
+    if dt.kind == "float":  # NaN and +-0 give themselves
+        return b.select(cx.fcmp(">", x, zero), one, b.select(cx.fcmp("<", x, zero), minus, x))
+    if dt.kind == "uint":
+        return b.select(b.icmp_unsigned("!=", x, zero), one, zero)
+    return b.select(b.icmp_signed(">", x, zero), one,
+                    b.select(b.icmp_signed("<", x, zero), minus, zero))
+
+
+@emitter("Relu")
+def _relu(cx, info, a):
+    x, dt = a[0], info.out_dtype
+    zero = cx.dconst(dt, 0)
+    if dt.kind == "uint":
+        return x
+    return cx.b.select(cx.cmp(dt, "<", x, zero), zero, x)  # NaN stays NaN
+
+
+def _unary_intrinsic(name: str) -> Emitter:
+    def emit(cx, info, a):
+        return cx.intrinsic(name, a[0])
+    return emit
+
+
+for _op, _name in (("Exp", "exp"), ("Log", "log"), ("Sqrt", "sqrt"), ("Sin", "sin"),
+                   ("Cos", "cos"), ("Floor", "floor"), ("Ceil", "ceil")):
+    EMITTERS[_op] = _unary_intrinsic(_name)
+
+
+@emitter("Log1p")
+def _log1p(cx, info, a):
+    return cx.libm("log1p", info.out_dtype, a[0])
+
+
+@emitter("Rsqrt")
+def _rsqrt(cx, info, a):
+    return cx.b.fdiv(cx.dconst(info.out_dtype, 1.0), cx.intrinsic("sqrt", a[0]))
+
+
+@emitter("Reciprocal")
+def _reciprocal(cx, info, a):
+    return cx.b.fdiv(cx.dconst(info.out_dtype, 1.0), a[0])
+
+
+@emitter("Tanh")
+def _tanh(cx, info, a):
+    # tanh|x| = (1 - e) / (1 + e) with e = exp(-2|x|) <= 1: no overflow; sign restored
+    x, dt, b = a[0], info.out_dtype, cx.b
+    one = cx.dconst(dt, 1.0)
+    e = cx.intrinsic("exp", b.fmul(cx.intrinsic("fabs", x), cx.dconst(dt, -2.0)))
+    t = b.fdiv(b.fsub(one, e), b.fadd(one, e))
+    return cx.intrinsic("copysign", t, x)
+
+
+@emitter("Sigmoid")
+def _sigmoid(cx, info, a):
+    # the reference kernel's formula: exp of a non-positive argument only
+    x, dt, b = a[0], info.out_dtype, cx.b
+    one = cx.dconst(dt, 1.0)
+    e = cx.intrinsic("exp", b.fneg(cx.intrinsic("fabs", x)))
+    denom = b.fadd(one, e)
+    return b.select(cx.fcmp(">=", x, cx.dconst(dt, 0.0)), b.fdiv(one, denom), b.fdiv(e, denom))
+
+
+@emitter("LogicalNot")
+def _not(cx, info, a):
+    return cx.b.xor(a[0], cx.const(I1, 1))
+
+
+@emitter("LogicalAnd")
+def _and(cx, info, a):
+    return cx.b.and_(a[0], a[1])
+
+
+@emitter("LogicalOr")
+def _or(cx, info, a):
+    return cx.b.or_(a[0], a[1])
+
+
+def _arith(float_op: str, int_op: str) -> Emitter:
+    def emit(cx, info, a):
+        if _is_float(info):
+            return getattr(cx.b, float_op)(a[0], a[1], flags=FLAGS)
+        return getattr(cx.b, int_op)(a[0], a[1])
+    return emit
+
+
+EMITTERS["Add"] = EMITTERS["BiasAdd"] = _arith("fadd", "add")
+EMITTERS["Sub"] = _arith("fsub", "sub")
+EMITTERS["Mul"] = _arith("fmul", "mul")
+
+
+@emitter("AddN")
+def _add_n(cx, info, a):
+    total = a[0]
+    for x in a[1:]:  # left to right, like the reference kernel
+        total = cx.b.fadd(total, x, flags=FLAGS) if _is_float(info) else cx.b.add(total, x)
+    return total
+
+
+@emitter("SquaredDifference")
+def _squared_difference(cx, info, a):
+    if _is_float(info):
+        d = cx.b.fsub(a[0], a[1], flags=FLAGS)
+        return cx.b.fmul(d, d, flags=FLAGS)
+    d = cx.b.sub(a[0], a[1])
+    return cx.b.mul(d, d)
+
+
+def nan_max(cx: Lanes, dtype: DType, x: ir.Value, y: ir.Value, op: str = ">") -> ir.Value:
+    """max (op '>') or min (op '<') of x and y; NaN if either is NaN."""
+    if dtype.kind != "float":
+        return cx.b.select(cx.icmp(dtype, op, x, y), x, y)
+    take_x = cx.b.or_(cx.fcmp(op, x, y), cx.b.fcmp_unordered("uno", x, x))
+    return cx.b.select(take_x, x, y)
+
+
+@emitter("Maximum")
+def _maximum(cx, info, a):
+    return nan_max(cx, info.out_dtype, a[0], a[1], ">")
+
+
+@emitter("Minimum")
+def _minimum(cx, info, a):
+    return nan_max(cx, info.out_dtype, a[0], a[1], "<")
+
+
+def _comparison(op: str) -> Emitter:
+    def emit(cx, info, a):
+        dt = info.in_dtypes[0]
+        if dt is bool_:
+            return cx.b.icmp_unsigned(op, a[0], a[1])
+        return cx.cmp(dt, op, a[0], a[1])
+    return emit
+
+
+for _op, _cmp in (("Equal", "=="), ("NotEqual", "!="), ("Less", "<"), ("LessEqual", "<="),
+                  ("Greater", ">"), ("GreaterEqual", ">=")):
+    EMITTERS[_op] = _comparison(_cmp)
+
+
+@emitter("Select")
+def _select(cx, info, a):
+    return cx.b.select(a[0], a[1], a[2])
+
+
+# -------------------------------------------------------------------- division family
+
+def _safe_divisor(cx: Lanes, info: OpInfo, y: ir.Value) -> tuple[ir.Value, ir.Value]:
+    """(divisor that cannot trap, mask of lanes where y is -1 for signed types); records
+    a division by zero."""
+    dt, b = info.out_dtype, cx.b
+    zero, one = cx.dconst(dt, 0), cx.dconst(dt, 1)
+    is_zero = b.icmp_unsigned("==", y, zero)
+    cx.fail_if(is_zero, STATUS_DIV_BY_ZERO, info)
+    if dt.kind == "uint":
+        return b.select(is_zero, one, y), None
+    minus_one = b.icmp_signed("==", y, cx.dconst(dt, -1))
+    # x / -1 is -x (wrapping, so MIN / -1 is MIN); hardware division would trap on it
+    return b.select(b.or_(is_zero, minus_one), one, y), minus_one
+
+
+def _int_divmod(cx: Lanes, info: OpInfo, x: ir.Value, y: ir.Value, floor: bool
+                ) -> tuple[ir.Value, ir.Value]:
+    """Integer quotient and remainder, truncating or flooring (Python's // and %)."""
+    b, dt = cx.b, info.out_dtype
+    safe, minus_one = _safe_divisor(cx, info, y)
+    if dt.kind == "uint":
+        return b.udiv(x, safe), b.urem(x, safe)
+    zero = cx.dconst(dt, 0)
+    q = b.select(minus_one, b.sub(zero, x), b.sdiv(x, safe))
+    r = b.srem(x, safe)  # 0 where y is -1 (safe is 1 there)
+    if floor:
+        adjust = b.and_(b.icmp_signed("!=", r, zero),
+                        b.xor(b.icmp_signed("<", r, zero), b.icmp_signed("<", y, zero)))
+        q = b.select(adjust, b.sub(q, cx.dconst(dt, 1)), q)
+        r = b.select(adjust, b.add(r, y), r)
+    return q, r
+
+
+def _float_divmod(cx: Lanes, info: OpInfo, x: ir.Value, y: ir.Value
+                  ) -> tuple[ir.Value, ir.Value]:
+    """NumPy's npy_divmod for floats: (floor division, remainder with the sign of y)."""
+    b, dt = cx.b, info.out_dtype
+    zero, one, half = cx.dconst(dt, 0.0), cx.dconst(dt, 1.0), cx.dconst(dt, 0.5)
+    mod = b.frem(x, y)
+    y_zero = cx.fcmp("==", y, zero)
+    div = b.fdiv(b.fsub(x, mod), y)
+    adjust = b.and_(cx.fcmp("!=", mod, zero),
+                    b.xor(cx.fcmp("<", y, zero), cx.fcmp("<", mod, zero)))
+    mod = b.select(adjust, b.fadd(mod, y), mod)
+    div = b.select(adjust, b.fsub(div, one), div)
+    mod = b.select(cx.fcmp("==", mod, zero), cx.intrinsic("copysign", zero, y), mod)
+    floordiv = cx.intrinsic("floor", div)
+    floordiv = b.select(cx.fcmp(">", b.fsub(div, floordiv), half), b.fadd(floordiv, one), floordiv)
+    quotient = b.fdiv(x, y)
+    floordiv = b.select(cx.fcmp("==", div, zero), cx.intrinsic("copysign", zero, quotient),
+                        floordiv)
+    return b.select(y_zero, quotient, floordiv), b.select(y_zero, b.frem(x, y), mod)
+
+
+@emitter("Div")
+def _div(cx, info, a):
+    if _is_float(info):
+        return cx.b.fdiv(a[0], a[1])
+    return _int_divmod(cx, info, a[0], a[1], floor=False)[0]
+
+
+@emitter("FloorDiv")
+def _floor_div(cx, info, a):
+    if _is_float(info):
+        return _float_divmod(cx, info, a[0], a[1])[0]
+    return _int_divmod(cx, info, a[0], a[1], floor=True)[0]
+
+
+@emitter("FloorMod")
+def _floor_mod(cx, info, a):
+    if _is_float(info):
+        return _float_divmod(cx, info, a[0], a[1])[1]
+    return _int_divmod(cx, info, a[0], a[1], floor=True)[1]
+
+
+# ---------------------------------------------------------------------------- Pow
+
+def _int_pow_function(cx: Lanes, dtype: DType) -> ir.Function:
+    """``ipow(base, exp)`` by squaring, wrapping like NumPy (exp >= 0 is checked first)."""
+    t = scalar_type(dtype)
+    name = f"tw.ipow.{dtype.name}"
+    fn = cx.module.globals.get(name)
+    if fn is not None:
+        return fn
+    fn = ir.Function(cx.module, ir.FunctionType(t, [t, t]), name)
+    fn.linkage = "internal"
+    base, exp = fn.args
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    loop, body, done = fn.append_basic_block("loop"), fn.append_basic_block("body"), \
+        fn.append_basic_block("done")
+    entry = b.block
+    b.branch(loop)
+    b.position_at_end(loop)
+    acc = b.phi(t)
+    cur = b.phi(t)
+    e = b.phi(t)
+    acc.add_incoming(ir.Constant(t, 1), entry)
+    cur.add_incoming(base, entry)
+    e.add_incoming(exp, entry)
+    b.cbranch(b.icmp_signed(">", e, ir.Constant(t, 0)) if dtype.kind == "int"
+              else b.icmp_unsigned(">", e, ir.Constant(t, 0)), body, done)
+    b.position_at_end(body)
+    odd = b.icmp_unsigned("!=", b.and_(e, ir.Constant(t, 1)), ir.Constant(t, 0))
+    acc_next = b.select(odd, b.mul(acc, cur), acc)
+    acc.add_incoming(acc_next, body)
+    cur.add_incoming(b.mul(cur, cur), body)
+    e.add_incoming(b.lshr(e, ir.Constant(t, 1)), body)
+    b.branch(loop)
+    b.position_at_end(done)
+    b.ret(acc)
+    return fn
+
+
+@emitter("Pow")
+def _pow(cx, info, a):
+    dt = info.out_dtype
+    if dt.kind == "float":
+        return cx.intrinsic("pow", a[0], a[1])
+    if dt.kind == "int":
+        cx.fail_if(cx.b.icmp_signed("<", a[1], cx.dconst(dt, 0)), STATUS_NEGATIVE_POWER, info)
+    return cx.call_per_lane(_int_pow_function(cx, dt), a[0], a[1])
+
+
+# ---------------------------------------------------------------------------- Cast
+
+def _float_to_int(cx: Lanes, x: ir.Value, src: DType, dst: DType) -> ir.Value:
+    """Truncate toward zero; NaN or out of range gives the minimum of a 32/64-bit integer
+    (x86's answer), which then wraps to narrower integers, as NumPy does on x86."""
+    bits = max(dst.bits, 32)
+    lo = -(2 ** (bits - 1))
+    b, ft = cx.b, scalar_type(src)
+    in_range = b.and_(cx.fcmp(">=", x, cx.const(ft, float(lo))),
+                      cx.fcmp("<", x, cx.const(ft, float(-lo))))
+    safe = b.select(in_range, x, cx.const(ft, 0.0))  # fptosi of anything else is poison
+    as_int = b.select(in_range, b.fptosi(safe, cx.wrap(ir.IntType(bits))),
+                      cx.const(ir.IntType(bits), lo))
+    return as_int if bits == dst.bits else b.trunc(as_int, cx.ty(dst))
+
+
+@emitter("Cast")
+def _cast(cx, info, a):
+    x, src, dst, b = a[0], info.in_dtypes[0], info.out_dtype, cx.b
+    if src is dst:
+        return x
+    if dst is bool_:
+        zero = cx.dconst(src, 0.0 if src.kind == "float" else 0)
+        return cx.fcmp("!=", x, zero) if src.kind == "float" else b.icmp_unsigned("!=", x, zero)
+    if src is bool_:
+        return b.uitofp(x, cx.ty(dst)) if dst.kind == "float" else b.zext(x, cx.ty(dst))
+    if src.kind == "float" and dst.kind == "float":
+        return b.fpext(x, cx.ty(dst)) if dst.bits > src.bits else b.fptrunc(x, cx.ty(dst))
+    if src.kind == "float":
+        return _float_to_int(cx, x, src, dst)
+    if dst.kind == "float":
+        return b.sitofp(x, cx.ty(dst)) if src.kind == "int" else b.uitofp(x, cx.ty(dst))
+    if dst.bits == src.bits:
+        return x
+    if dst.bits < src.bits:
+        return b.trunc(x, cx.ty(dst))
+    return b.sext(x, cx.ty(dst)) if src.kind == "int" else b.zext(x, cx.ty(dst))
+
+
+def emit_op(cx: Lanes, info: OpInfo, args: list[ir.Value]) -> ir.Value:
+    """The value of one elementwise op applied to `args`."""
+    fn = EMITTERS.get(info.op)
+    if fn is None:
+        raise UnimplementedError(f"the cpu target cannot generate code for op {info.op}")
+    return fn(cx, info, args)

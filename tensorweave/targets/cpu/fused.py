@@ -1,0 +1,279 @@
+"""Running a Fusion node natively: from the region to a `Program`, from input shapes to a
+`Layout` and a compiled kernel, and the call itself.
+
+`FusedKernel(node)` prepares once what does not depend on shapes (the program). Each
+call looks the input shapes up in a small table of plans; a plan holds the compiled
+function for the layout of those shapes, the loop sizes and the output shapes. A
+layout is compiled once per process (`jit` caches by IR text), however many nodes or
+shapes use it.
+
+Whenever the native path cannot serve a call (a layout the kernel does not handle,
+such as reductions whose inputs turn out to differ in shape at run time), the call runs
+the region with the reference kernels instead: slower, never wrong.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ...compiler.ir import Graph, Node
+from ...compiler.types import TensorType
+from ...errors import InvalidArgumentError, TensorWeaveError, UnimplementedError
+from . import jit
+from .codegen import REDUCTIONS, Instr, Layout, Program, build_kernel, check_supported, \
+    vector_width
+from .elementwise import STATUS_MESSAGES
+
+KernelFn = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)
+
+# attributes that change the generated code (others, like names, do not)
+_CODE_ATTRS = {"Cast": ("dtype",), "Sum": ("keepdims",), "Mean": ("keepdims",),
+               "Max": ("keepdims",), "Min": ("keepdims",), "Prod": ("keepdims",),
+               "All": ("keepdims",), "Any": ("keepdims",), "ZerosLike": ("dtype",),
+               "OnesLike": ("dtype",)}
+
+
+def contiguous(a: Any) -> np.ndarray:
+    """`a` as a C-contiguous array (copied only if it is not one; 0-d stays 0-d, which
+    np.ascontiguousarray does not do)."""
+    a = np.asarray(a)
+    return a if a.flags.c_contiguous else np.ascontiguousarray(a)
+
+
+class _Fallback(Exception):
+    """This call cannot run natively: use the reference kernels."""
+
+
+def _normalized_axes(node: Node) -> tuple[int, ...]:
+    rank = node.inputs[0].type.rank
+    axes = node.attrs.get("axes")
+    return tuple(range(rank)) if axes is None else tuple(sorted(a % rank for a in axes))
+
+
+def program_of(region: Graph) -> tuple[Program, list[Node], dict[int, int]]:
+    """The program of a Fusion region, its nodes (by instruction index) and, for each
+    reduction instruction, how many trailing axes it reduces."""
+    slots = {v: i for i, v in enumerate(region.args)}
+    instrs, nodes, reduced = [], [], {}
+    for node in region.topological_order():
+        if len(node.outputs) != 1 or node.regions:
+            raise UnimplementedError(f"op {node.op} cannot be fused natively")
+        types = [v.type for v in node.inputs] + [node.outputs[0].type]
+        if not all(isinstance(t, TensorType) for t in types):
+            raise UnimplementedError("a fused op reads or writes a non-tensor")
+        if node.op in REDUCTIONS:
+            rank = node.inputs[0].type.rank
+            axes = _normalized_axes(node)
+            if not axes or axes != tuple(range(rank - len(axes), rank)):
+                raise UnimplementedError(f"{node.op} over axes {list(axes)} is not over "
+                                         f"trailing axes")
+            reduced[len(instrs)] = len(axes)
+        attrs = tuple((k, node.attrs.get(k)) for k in _CODE_ATTRS.get(node.op, ()))
+        instrs.append(Instr(node.op, attrs, tuple(slots[v] for v in node.inputs),
+                            tuple(v.type.dtype for v in node.inputs), node.outputs[0].type.dtype))
+        slots[node.outputs[0]] = len(region.args) + len(instrs) - 1
+        nodes.append(node)
+    if any(r not in slots for r in region.results):
+        raise UnimplementedError("a fused region returns a value it does not compute")
+    program = Program(tuple(a.type.dtype for a in region.args), tuple(instrs),
+                      tuple(slots[r] for r in region.results))
+    check_supported(program)
+    return program, nodes, reduced
+
+
+@dataclass
+class Plan:
+    """Everything a call with one tuple of input shapes needs."""
+
+    fn: Any                      # the compiled kernel (None: nothing to compute)
+    sizes: np.ndarray            # int64 loop sizes
+    out_shapes: list[tuple]
+    checks: list[tuple[Node, str]]  # errors to raise if this plan runs (empty reductions)
+
+
+class FusedKernel:
+    """The native kernel of one Fusion node (the executor's per-node kernel protocol:
+    ``kernel(inputs, resources, counters, step=None, step_id=0) -> outputs``)."""
+
+    def __init__(self, node: Node) -> None:
+        self.node = node
+        self.region = node.regions[0]
+        self.program, self.nodes, self.reduced = program_of(self.region)
+        self.width = vector_width(self.program, jit.host_info().vector_bits)
+        self.out_dtypes = [self.program.dtype(s).np for s in self.program.outputs]
+        self._plans: dict[tuple, Plan | None] = {}
+        self._compiled: dict[Layout, Any] = {}
+        self._modules: list[jit.CompiledModule] = []  # keeps the machine code alive
+
+    # ------------------------------------------------------------------ calling
+    def __call__(self, inputs: Sequence[Any], resources: Any = None, counters: Any = None,
+                 step: Any = None, step_id: int = 0) -> list[np.ndarray]:
+        arrays = [contiguous(a) for a in inputs]
+        key = tuple(a.shape for a in arrays)
+        try:
+            plan = self._plans[key]
+        except KeyError:
+            plan = self._plans[key] = self._plan(key)
+        if plan is None:
+            return self._reference(arrays, resources, counters, step, step_id)
+        for node, message in plan.checks:
+            raise InvalidArgumentError(message, **node.error_context())
+        outs = [np.empty(s, d) for s, d in zip(plan.out_shapes, self.out_dtypes)]
+        if plan.fn is not None:
+            ins = (ctypes.c_void_p * max(1, len(arrays)))(*[a.ctypes.data for a in arrays])
+            outp = (ctypes.c_void_p * max(1, len(outs)))(*[o.ctypes.data for o in outs])
+            status = plan.fn(ins, outp, plan.sizes.ctypes.data)
+            if status:
+                self._raise(status)
+        return outs
+
+    def _raise(self, status: int) -> None:
+        node = self.nodes[status // 4]
+        raise InvalidArgumentError(STATUS_MESSAGES.get(status % 4, f"kernel status {status}"),
+                                   **node.error_context())
+
+    def _reference(self, arrays, resources, counters, step, step_id) -> list[np.ndarray]:
+        from ..reference.executor import PreparedKernel
+        with np.errstate(all="ignore"):
+            return PreparedKernel(self.node)(arrays, resources, counters, step, step_id)
+
+    # ----------------------------------------------------------------- planning
+    def _plan(self, shapes: tuple[tuple[int, ...], ...]) -> Plan | None:
+        try:
+            slot_shapes = self._slot_shapes(shapes)
+            return self._make_plan(slot_shapes)
+        except _Fallback:
+            return None
+
+    def _slot_shapes(self, shapes: tuple[tuple[int, ...], ...]) -> list[tuple[int, ...]]:
+        """The run-time shape of every slot; errors like the reference kernels'."""
+        out = list(shapes)
+        for k, (ins, node) in enumerate(zip(self.program.instrs, self.nodes)):
+            args = [out[a] for a in ins.args]
+            if ins.is_reduction:
+                n = self.reduced[k]
+                keep = dict(ins.attrs).get("keepdims")
+                s = args[0]
+                out.append(s[:len(s) - n] + ((1,) * n if keep else ()))
+            elif ins.op == "AddN":
+                if len(set(args)) > 1:
+                    raise InvalidArgumentError(
+                        "operands must have the same shape, got "
+                        + ", ".join(str(list(s)) for s in args), **node.error_context())
+                out.append(args[0])
+            elif ins.op in ("ZerosLike", "OnesLike") or len(args) == 1:
+                out.append(args[0])
+            else:
+                try:
+                    out.append(tuple(np.broadcast_shapes(*args)))
+                except ValueError:
+                    desc = " vs ".join(str(list(s)) for s in args)
+                    raise InvalidArgumentError(f"shapes cannot be broadcast together: {desc}",
+                                               **node.error_context()) from None
+        return out
+
+    def _loop_shape(self, slot_shapes: list[tuple]) -> tuple[tuple, int]:
+        """The loop shape and the number of trailing reduced dims."""
+        n_in = len(self.program.input_dtypes)
+        ew_slots = [s for s in range(len(slot_shapes))
+                    if s < n_in or not self.program.instrs[s - n_in].is_reduction]
+        red = [k for k, ins in enumerate(self.program.instrs) if ins.is_reduction]
+        if not red:
+            return tuple(np.broadcast_shapes(*[slot_shapes[s] for s in ew_slots])), 0
+        loops = {slot_shapes[self.program.instrs[k].args[0]] for k in red}
+        counts = {self.reduced[k] for k in red}
+        if len(loops) != 1 or len(counts) != 1:
+            raise _Fallback
+        loop = loops.pop()
+        for s in ew_slots:
+            if len(slot_shapes[s]) > len(loop) or \
+                    tuple(np.broadcast_shapes(slot_shapes[s], loop)) != loop:
+                raise _Fallback
+        return loop, counts.pop()
+
+    def _make_plan(self, slot_shapes: list[tuple]) -> Plan:
+        loop, n_red = self._loop_shape(slot_shapes)
+        n_in = len(self.program.input_dtypes)
+        outputs = self.program.outputs
+        full = self.program.full_outputs()
+        operand_shapes = [slot_shapes[s] for s in range(n_in)] + \
+            [slot_shapes[outputs[k]] for k in full]
+        out_shapes = [slot_shapes[s] for s in outputs]
+        checks = self._empty_reduction_checks(slot_shapes, loop, n_red)
+        layout, sizes = collapse(loop, n_red, operand_shapes)
+        if int(np.prod(loop[:len(loop) - n_red], dtype=np.int64)) == 0 or \
+                (not n_red and 0 in loop):
+            return Plan(None, sizes, out_shapes, checks)
+        return Plan(self._function(layout), sizes, out_shapes, checks)
+
+    def _empty_reduction_checks(self, slot_shapes, loop, n_red) -> list[tuple[Node, str]]:
+        """Reductions that the reference kernels reject: Max/Min, and integer Mean, over
+        axes with no elements while the output is not empty."""
+        if not n_red:
+            return []
+        rows = int(np.prod(loop[:len(loop) - n_red], dtype=np.int64))
+        count = int(np.prod(loop[len(loop) - n_red:], dtype=np.int64))
+        if rows == 0 or count:
+            return []
+        checks = []
+        for ins, node in zip(self.program.instrs, self.nodes):
+            shape = list(slot_shapes[ins.args[0]]) if ins.is_reduction else None
+            axes = list(_normalized_axes(node)) if ins.is_reduction else None
+            if ins.op in ("Max", "Min"):
+                checks.append((node, f"{ins.op} over axes with no elements is undefined "
+                                     f"(input shape {shape}, axes {axes})"))
+            elif ins.op == "Mean" and ins.in_dtypes[0].kind != "float":
+                checks.append((node, f"Mean of an integer tensor over axes with no elements "
+                                     f"(input shape {shape}, axes {axes})"))
+        return checks
+
+    def _function(self, layout: Layout) -> Any:
+        fn = self._compiled.get(layout)
+        if fn is None:
+            text = build_kernel(self.program, layout, self.width)
+            module = jit.compile_module(text, ["tw_fused"])
+            self._modules.append(module)
+            fn = self._compiled[layout] = KernelFn(module.address("tw_fused"))
+        return fn
+
+
+def collapse(loop: Sequence[int], n_red: int, operand_shapes: Sequence[Sequence[int]]
+             ) -> tuple[Layout, np.ndarray]:
+    """Drop size-1 loop dims and merge neighbours that every operand spans alike (on the
+    same side of the reduction); returns the layout and the loop sizes."""
+    rank = len(loop)
+    padded = [(1,) * (rank - len(s)) + tuple(s) for s in operand_shapes]
+    dims: list[tuple[int, tuple[bool, ...], bool]] = []  # (size, masks, reduced)
+    for d in range(rank):
+        if loop[d] == 1:
+            continue
+        masks = tuple(p[d] == loop[d] for p in padded)
+        reduced = d >= rank - n_red
+        if dims and dims[-1][1] == masks and dims[-1][2] == reduced:
+            size, _, _ = dims[-1]
+            dims[-1] = (size * loop[d], masks, reduced)
+        else:
+            dims.append((loop[d], masks, reduced))
+    n_ops = len(operand_shapes)
+    if n_red and not any(r for _, _, r in dims):
+        dims.append((1, (False,) * n_ops, True))  # a reduction needs an inner loop
+    if not dims:
+        dims.append((1, (False,) * n_ops, False))
+    n_inner = sum(1 for _, _, r in dims if r)
+    masks = tuple(tuple(m[j] for _, m, _ in dims) for j in range(n_ops))
+    layout = Layout(len(dims) - n_inner, n_inner, masks)
+    return layout, np.array([s for s, _, _ in dims], dtype=np.int64)
+
+
+def try_fused_kernel(node: Node) -> FusedKernel | None:
+    """The native kernel of a Fusion node, or None if its region has ops or dtypes the
+    cpu target has no code for."""
+    try:
+        return FusedKernel(node)
+    except (UnimplementedError, TensorWeaveError):
+        return None

@@ -1,0 +1,42 @@
+"""The example programs in examples/, run as a user would run them (in a subprocess, on
+the bundled digits) with fewer steps, checking what they print."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = ROOT / "examples"
+
+
+def run_example(name: str, *args: str, timeout: float = 300) -> str:
+    """Run ``examples/<name>.py`` with `args` from the repository root; its stdout.
+
+    A non-zero exit fails the test with the program's stderr."""
+    proc = subprocess.run([sys.executable, str(EXAMPLES / f"{name}.py"), *args], cwd=ROOT,
+                          capture_output=True, text=True, timeout=timeout)
+    assert proc.returncode == 0, f"{name}.py exited with {proc.returncode}:\n{proc.stderr}"
+    return proc.stdout
+
+
+def printed_losses(output: str) -> list[float]:
+    """The values of the ``step N  loss X`` lines, in order."""
+    return [float(v) for v in re.findall(r"^step\s+\d+\s+loss\s+(\S+)$", output, re.MULTILINE)]
+
+
+def printed_accuracy(output: str) -> float:
+    """The value of the ``test accuracy: X`` line."""
+    match = re.search(r"^test accuracy:\s*(\S+)$", output, re.MULTILINE)
+    assert match, f"no 'test accuracy:' line in the output:\n{output}"
+    return float(match.group(1))
+
+
+def test_mnist_mlp_trains():
+    out = run_example("mnist_mlp", "--steps", "200")
+    losses = printed_losses(out)
+    assert len(losses) >= 2, out  # steps 0, 100 and the last one
+    assert losses[-1] < losses[0], out
+    assert printed_accuracy(out) >= 0.9, out
