@@ -40,3 +40,16 @@ def test_mnist_mlp_trains():
     assert len(losses) >= 2, out  # steps 0, 100 and the last one
     assert losses[-1] < losses[0], out
     assert printed_accuracy(out) >= 0.9, out
+
+
+def test_mnist_softmax_paper_program_trains():
+    out = run_example("mnist_softmax")
+    losses = printed_losses(out)
+    assert len(losses) == 10 and losses[-1] < losses[0], out
+    assert printed_accuracy(out) >= 0.92, out
+
+
+def test_softmax_regression_native_style_trains():
+    out = run_example("softmax_regression", "--steps", "400")
+    assert printed_losses(out)[-1] < printed_losses(out)[0], out
+    assert printed_accuracy(out) >= 0.9, out
