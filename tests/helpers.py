@@ -3,11 +3,13 @@ with a NumPy reference, and insist on the exact dtype and shape."""
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 
 import numpy as np
 
 import tensorweave as tw
+from tensorweave.frontend import nest
 
 TARGETS = ("reference", "cpu")
 
@@ -42,9 +44,49 @@ def check_against_numpy(tw_fn: Callable, np_fn: Callable, *arrays, **tol) -> Non
     expected = np_fn(*arrays)
     eager = tw_fn(*[tw.constant(a) for a in arrays])
     _compare(eager, expected, tol)
+    reference = None
     for target in TARGETS:
         traced = tw.compile(tw_fn, target=target)(*arrays)
         _compare(traced, expected, tol)
+        reference = traced if target == "reference" else reference
+    _compare_bitwise(run_across_devices(tw_fn, arrays, 2), reference)
+
+
+@contextlib.contextmanager
+def logical_cpus(n: int):
+    """Run the block with `n` logical CPU devices in this process."""
+    tw.config.set_logical_devices("CPU", n)
+    try:
+        yield
+    finally:
+        tw.config.set_logical_devices("CPU", 1)
+
+
+def run_across_devices(tw_fn: Callable, arrays, n: int):
+    """`tw_fn` traced so that its inputs pass through CPU:0, the function itself runs on
+    CPU:n-1 and its outputs come back to CPU:0: every value crosses devices through
+    Send/Recv on the reference target's dataflow executor."""
+    def spread(*xs):
+        with tw.device("/cpu:0"):
+            xs = [tw.identity(x) for x in xs]
+        with tw.device(f"/cpu:{n - 1}"):
+            out = tw_fn(*xs)
+        with tw.device("/cpu:0"):
+            leaves, tree = nest.flatten(out)
+            return nest.unflatten(tree, [tw.identity(o) for o in leaves])
+
+    with logical_cpus(n):
+        return tw.compile(spread, target="reference")(*arrays)
+
+
+def _compare_bitwise(got, want) -> None:
+    got_leaves, _ = nest.flatten(got)
+    want_leaves, _ = nest.flatten(want)
+    assert len(got_leaves) == len(want_leaves)
+    for g, w in zip(got_leaves, want_leaves):
+        g, w = np.asarray(g), np.asarray(w)
+        assert g.dtype == w.dtype and g.shape == w.shape
+        assert g.tobytes() == w.tobytes(), "results differ across devices"
 
 
 def _compare(got, expected, tol) -> None:

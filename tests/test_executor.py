@@ -67,6 +67,16 @@ def _fails(x):
     raise tw.errors.InvalidArgumentError("ExecutorTestFails rejects every value")
 
 
+# A kernel with a bug: raises an exception that is no TensorWeaveError.
+Buggy = _test_op("ExecutorTestBuggy", inputs=["x"], doc="Raises RuntimeError.")
+Buggy.infer(lambda x: x)
+
+
+@Buggy.kernel("reference")
+def _buggy(x):
+    raise RuntimeError("kernel bug")
+
+
 # Waits until the step is cancelled (a well-behaved blocking kernel), at most 30 s.
 Hang = _test_op("ExecutorTestHang", inputs=["x"], stateful=True, tags=["blocking"],
                 doc="Blocks until the step is cancelled.")
@@ -301,6 +311,34 @@ def test_eight_threads_share_a_variable_without_losing_updates():
     np.testing.assert_array_equal(v.numpy(), np.full(4, 1 + 8 * per_thread, np.float32))
 
 
+def test_eight_threads_share_a_session_and_its_variable():
+    import tensorweave.compat.v1 as tf
+
+    graph = tf.Graph()
+    with graph.as_default():
+        counter = tf.Variable(tf.zeros([3]), name="counter")
+        delta = tf.placeholder(tf.float32, [3])
+        bump = counter.assign_add(delta)
+        init = tf.global_variables_initializer()
+    per_thread = 20
+    with tf.Session(graph=graph) as sess:
+        sess.run(init)
+
+        def worker():
+            for _ in range(per_thread):
+                sess.run(bump, {delta: np.ones(3, np.float32)})
+
+        def run_all():
+            threads = [threading.Thread(target=worker, daemon=True) for _ in range(8)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+
+        within(60, run_all)
+        np.testing.assert_array_equal(sess.run(counter), np.full(3, 8 * per_thread, np.float32))
+
+
 def test_concurrent_steps_of_one_executable_keep_their_values_apart(everything_expensive):
     @tw.compile
     def f(x):
@@ -428,6 +466,15 @@ def test_a_failing_op_skips_the_ops_after_it():
     np.testing.assert_array_equal(v.numpy(), [0, 0])
 
 
+def test_other_exceptions_keep_their_type_and_say_which_node_raised_them():
+    g = Graph("g")
+    x = g.add_arg(f32(2))
+    g.set_results([g.add_node("ExecutorTestBuggy", [x], name="buggy").outputs[0]])
+    with pytest.raises(RuntimeError, match="kernel bug") as err:
+        within(20, lambda: DataflowExecutable(g)(np.ones(2, np.float32)))
+    assert any("ExecutorTestBuggy 'buggy'" in note for note in err.value.__notes__)
+
+
 def _blocked_recv_graph(failing_op: str) -> Graph:
     """CPU:0 fails before it could send; CPU:1 waits in a Recv for that send."""
     g = Graph("two_devices")
@@ -537,3 +584,46 @@ def test_region_ops_run_their_region_through_the_context_hook():
     g.set_results([g.add_node("Neg", [call.outputs[0]]).outputs[0]])
     a = np.array([1, 2, 3], np.float32)
     same_bits(DataflowExecutable(g)(a), [-(a * a)])
+
+
+def test_regions_read_captured_values_once_their_producers_ran():
+    g = Graph("g")
+    x = g.add_arg(f32(3))
+    slow = g.add_node("ExecutorTestSleep", [x])  # the capture's producer takes a while
+    region = Graph("body")
+    r = region.add_arg(f32(3))
+    inner = region.add_node("Mul", [slow.outputs[0], x]).outputs[0]  # captures
+    region.set_results([region.add_node("Add", [inner, r]).outputs[0]])
+    one = const(g, np.ones(3, np.float32))
+    call = g.add_node("ExecutorTestCall", [one.outputs[0]], regions=[region])
+    g.set_results([call.outputs[0]])
+    a = np.array([1, 2, 3], np.float32)
+    expected = ReferenceExecutable(g, ResourceManager())(a)
+    same_bits(expected, [a * a + 1])
+    same_bits(within(20, lambda: DataflowExecutable(g)(a)), expected)
+
+
+def test_a_step_cancelled_from_outside_raises_the_cancelling_error():
+    from tensorweave.runtime.cancellation import CancellationManager
+
+    g = Graph("g")
+    x = g.add_arg(f32(2))
+    g.set_results([g.add_node("ExecutorTestHang", [x]).outputs[0]])
+    exe = DataflowExecutable(g)
+    cm = CancellationManager()
+    threading.Timer(0.1, cm.cancel, [tw.errors.CancelledError("the session was closed")]).start()
+    with pytest.raises(tw.errors.CancelledError, match="the session was closed"):
+        within(20, lambda: exe.run([np.ones(2, np.float32)], cancellation=cm, step_id=10**9))
+    # Already cancelled before it starts: no node runs, no partial results come back.
+    with pytest.raises(tw.errors.CancelledError, match="the session was closed"):
+        within(20, lambda: exe.run([np.ones(2, np.float32)], cancellation=cm))
+
+
+def test_region_ops_holding_blocking_ops_count_as_blocking():
+    region = Graph("body")
+    r = region.add_arg(f32(2))
+    region.set_results([region.add_node("ExecutorTestHang", [r]).outputs[0]])
+    g = Graph("g")
+    call = g.add_node("ExecutorTestCall", [g.add_arg(f32(2))], regions=[region])
+    plain = g.add_node("ExecutorTestCall", [call.outputs[0]], regions=[Graph("empty")])
+    assert rx.is_blocking(call) and not rx.is_blocking(plain)

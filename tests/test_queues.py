@@ -595,3 +595,20 @@ def test_input_pipeline_example_trains():
     assert "throughput:" in out.stdout
     accuracy = float(out.stdout.rsplit("test accuracy:", 1)[1])
     assert accuracy >= 0.8, out.stdout
+
+
+def test_compile_and_session_timeouts_cancel_a_blocked_step():
+    q = tw.queue.FIFOQueue(2, [tw.float32], shapes=[[]])
+
+    @tw.compile(timeout=0.2)
+    def take():
+        return q.dequeue()
+
+    with pytest.raises(tw.errors.DeadlineExceededError):
+        take()
+    tf.reset_default_graph()
+    tq = tf.FIFOQueue(2, [tf.float32], shapes=[[]])
+    out = tq.dequeue()
+    with tf.Session() as sess:
+        with pytest.raises(tw.errors.DeadlineExceededError):
+            sess.run(out, options=tf.RunOptions(timeout_in_ms=200))

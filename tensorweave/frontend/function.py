@@ -82,10 +82,11 @@ class ConcreteFunction:
     Python arguments onto it."""
 
     def __init__(self, graph: Graph, output_tree: Any, output_leaves: list[Any],
-                 specs: list[TensorSpec], target: str) -> None:
+                 specs: list[TensorSpec], target: str, timeout: float | None = None) -> None:
         self.graph = graph
         self.input_specs = specs
         self.target = target
+        self.timeout = timeout
         self._output_tree = output_tree
         self._output_leaves = output_leaves  # (True, result index) or (False, static value)
         self._executable = None
@@ -110,7 +111,10 @@ class ConcreteFunction:
 
     def call_flat(self, arrays: Sequence[np.ndarray]) -> list[np.ndarray]:
         """Run on arrays in argument order; returns results in graph order."""
-        results = self.executable(*arrays)
+        if self.timeout is None:
+            results = self.executable(*arrays)
+        else:
+            results = self.executable(*arrays, timeout=self.timeout)
         return [_own(r, arrays) for r in results]
 
     def structured(self, results: list[np.ndarray]) -> Any:
@@ -134,11 +138,12 @@ class Function:
     """A Python function compiled by `tw.compile`. Call it like the original."""
 
     def __init__(self, fn: Callable, input_signature: Sequence[Any] | None, target: str | None,
-                 name: str | None) -> None:
+                 name: str | None, timeout: float | None = None) -> None:
         self.python_function = fn
         self.input_signature = None if input_signature is None else list(input_signature)
         self.target = target or DEFAULT_TARGET
         self.name = name or getattr(fn, "__name__", "function")
+        self.timeout = timeout
         self._signature = inspect.signature(fn)
         self._cache: dict[Any, ConcreteFunction] = {}
         self._lock = threading.RLock()
@@ -216,7 +221,7 @@ class Function:
                                        f"tuples/lists/dicts of them")
             graph.set_results(results, result_names)
         self.tracing_count += 1
-        return ConcreteFunction(graph, out_tree, mapping, specs, self.target)
+        return ConcreteFunction(graph, out_tree, mapping, specs, self.target, self.timeout)
 
     def _concrete(self, args: tuple, kwargs: dict) -> tuple[ConcreteFunction, list[np.ndarray]]:
         leaves, tree, names = self._bind(args, kwargs)
@@ -264,15 +269,17 @@ def _leaf_names(signature: inspect.Signature, bound: inspect.BoundArguments) -> 
 
 
 def compile(fn: Callable | None = None, *, input_signature: Sequence[Any] | None = None,
-            target: str | None = None, name: str | None = None) -> Any:
+            target: str | None = None, name: str | None = None,
+            timeout: float | None = None) -> Any:
     """Compile a Python function into a graph: ``@tw.compile`` or
     ``@tw.compile(input_signature=[tw.TensorSpec([None, 784], tw.float32)])``.
 
     The function is traced on the first call for each input signature (array shapes and
     dtypes plus static Python arguments); later calls with the same signature run the
     compiled graph. Returns NumPy arrays in the structure the function returns.
-    `target` picks the code generator (``"reference"`` is the NumPy oracle).
+    `target` picks the code generator (``"reference"`` is the NumPy oracle); `timeout`
+    (seconds) bounds each call, which then raises ``tw.errors.DeadlineExceededError``.
     """
     def wrap(f: Callable) -> Function:
-        return Function(f, input_signature, target, name)
+        return Function(f, input_signature, target, name, timeout)
     return wrap if fn is None else wrap(fn)

@@ -11,49 +11,31 @@ itself, and variables lock their own buffers.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from ..compiler.ir import Graph, Node
 from ..errors import CompileError, InvalidArgumentError
+from .cancellation import CancellationManager
+from .devices import default_device_manager
 from .executor import Kernel, NodeTrace, PartitionExecutor, Step, new_step_id, run_step
 from .kernel_context import CallCounters
 from .rendezvous import LocalRendezvous, Rendezvous
 from .resources import ResourceManager, default_resource_manager
 
-DEFAULT_DEVICE = "/job:localhost/replica:0/task:0/device:CPU:0"
-
 _UNSET: Any = object()
 
 
-@dataclass
-class Partition:
-    """One device's part of a graph (the shape `passes.partition.split_by_device`
-    returns): its `graph` takes the original arguments at `arg_indices` and its results
-    are the original results at `result_indices`."""
-
-    device: str
-    graph: Graph
-    arg_indices: list[int]
-    result_indices: list[int]
-
-
-def split_graph(graph: Graph) -> list[Partition]:
-    """The partitions of `graph`, one per device. A graph with a single device (or
-    none assigned) is one partition, used as is."""
+def split_graph(graph: Graph) -> list[Any]:
+    """The partitions of `graph` (`passes.partition.Partition`s), one per device. A graph
+    with a single device (or none assigned) is one partition, used as is."""
+    # Imported here: the passes import the runtime's device registry.
+    from ..passes.partition import Partition, split_by_device
     devices = {n.assigned_device for n in graph.nodes}
     has_transfers = any(n.op in ("Send", "Recv") for n in graph.nodes)
     if len(devices - {None}) <= 1 and not has_transfers:
-        device = next(iter(devices - {None}), None) or DEFAULT_DEVICE
+        device = next(iter(devices - {None}), None) or default_device_manager().default_device.name
         return [Partition(device, graph, list(range(len(graph.args))),
                           list(range(len(graph.results))))]
-    try:
-        from ..passes.partition import split_by_device
-    except ModuleNotFoundError as e:
-        if e.name != "tensorweave.passes.partition":
-            raise
-        raise CompileError(f"graph '{graph.name}' spans devices {sorted(map(str, devices))} "
-                           f"but the partition pass is not available") from None
     return list(split_by_device(graph).values())
 
 
@@ -62,9 +44,18 @@ def _reference_kernels() -> tuple[Callable[[Node], Kernel], Callable]:
     return PreparedKernel, check_arguments
 
 
-_KERNEL_PROVIDERS: dict[str, Callable[[], tuple[Callable[[Node], Kernel], Callable]]] = {
-    "reference": _reference_kernels,
-}
+# A target's kernel provider returns (prepare, check_arguments): ``prepare(node)`` gives
+# the node's kernel ``(inputs, resources, counters, step) -> outputs`` (checked), and
+# ``check_arguments(graph, args)`` converts and checks call arguments.
+KernelProvider = Callable[[], tuple[Callable[[Node], Kernel], Callable]]
+
+_KERNEL_PROVIDERS: dict[str, KernelProvider] = {"reference": _reference_kernels}
+
+
+def register_kernel_provider(target: str, provider: KernelProvider) -> None:
+    """Let `DataflowExecutable` run graphs compiled for `target` with `provider`'s
+    per-node kernels (the first registration of a target wins)."""
+    _KERNEL_PROVIDERS.setdefault(target, provider)
 
 
 class DataflowExecutable:
@@ -80,7 +71,8 @@ class DataflowExecutable:
                  resources: ResourceManager | None = None, timeout: float | None = None,
                  rendezvous_factory: Callable[[], Rendezvous] = LocalRendezvous) -> None:
         if target not in _KERNEL_PROVIDERS:
-            raise CompileError(f"the dataflow executor has no kernels for target {target!r}")
+            raise CompileError(f"the dataflow executor has no kernels for target {target!r} "
+                               f"(known: {', '.join(sorted(_KERNEL_PROVIDERS))})")
         self.graph = graph
         self.target = target
         self.resources = resources or default_resource_manager()
@@ -121,12 +113,18 @@ class DataflowExecutable:
         return self.run(args, timeout=self.timeout if timeout is _UNSET else timeout)
 
     def run(self, args: Sequence[Any], timeout: float | None = None,
-            trace: list[NodeTrace] | None = None) -> list[Any]:
-        """Run one step. With a `trace` list, appends a `NodeTrace` per node run."""
+            trace: list[NodeTrace] | None = None, *, step_id: int | None = None,
+            cancellation: CancellationManager | None = None) -> list[Any]:
+        """Run one step. With a `trace` list, appends a `NodeTrace` per node run.
+
+        A caller that coordinates this step with others (several executables or tasks
+        running parts of one step) passes their shared `step_id`, which keys the
+        rendezvous, and may pass the `cancellation` that cancels them all."""
         arrays = self._check_arguments(self.graph, args)
         if timeout is not None and timeout <= 0:
             raise InvalidArgumentError(f"timeout must be positive, got {timeout}")
-        step = Step(new_step_id(), self.rendezvous_factory(), trace=trace)
+        step = Step(new_step_id() if step_id is None else step_id, self.rendezvous_factory(),
+                    cancellation, trace=trace)
         parts = [(ex, [arrays[i] for i in p.arg_indices])
                  for ex, p in zip(self.executors, self.partitions)]
         outputs = run_step(step, parts, timeout)

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import logging
 import os
 import queue
 import threading
@@ -37,7 +38,7 @@ import numpy as np
 
 from ..compiler.ir import Graph, Node
 from ..compiler.types import TensorType
-from ..errors import CancelledError, DeadlineExceededError
+from ..errors import CancelledError, DeadlineExceededError, TensorWeaveError
 from .cancellation import CancellationManager
 from .kernel_context import CallCounters, StepContext
 from .rendezvous import Rendezvous
@@ -58,6 +59,7 @@ CANCEL_GRACE_S = 2.0
 Kernel = Callable[[Sequence[Any], ResourceManager, CallCounters, StepContext], list[Any]]
 
 _step_ids = itertools.count(1)
+_log = logging.getLogger(__name__)
 
 
 def new_step_id() -> int:
@@ -123,7 +125,9 @@ class ThreadPool:
                 try:
                     fn(*args)
                 except BaseException:  # noqa: BLE001  (a task must not kill its thread)
-                    pass
+                    # Executor tasks report their errors to their step; anything reaching
+                    # here is a bug in the task itself.
+                    _log.exception("task %r on %s failed", fn, threading.current_thread().name)
                 task = self._next_task()
         finally:
             self._members.discard(threading.get_ident())
@@ -210,7 +214,8 @@ class Step:
     cancellation (as a `StepContext` for kernels), the count of nodes scheduled but not
     finished, and the first error."""
 
-    __slots__ = ("cancellation", "ctx", "lock", "outstanding", "error", "trace", "_done")
+    __slots__ = ("cancellation", "ctx", "lock", "outstanding", "error", "trace", "_done",
+                 "_abort_token")
 
     def __init__(self, step_id: int, rendezvous: Rendezvous,
                  cancellation: CancellationManager | None = None,
@@ -225,7 +230,18 @@ class Step:
         self._done = threading.Lock()
         self._done.acquire()
         # Cancelling the step releases every Recv blocked on its rendezvous.
-        self.cancellation.add_callback(rendezvous.abort)
+        self._abort_token = self.cancellation.add_callback(rendezvous.abort)
+
+    def close(self) -> None:
+        """Detach from the cancellation manager (it may outlive the step)."""
+        self.cancellation.remove_callback(self._abort_token)
+
+    def first_error(self) -> BaseException | None:
+        """The error the step fails with: its first op error, or the error it was
+        cancelled with from outside (its skipped nodes left no results)."""
+        if self.error is not None:
+            return self.error
+        return self.cancellation.error
 
     @property
     def step_id(self) -> int:
@@ -286,14 +302,19 @@ class PartitionExecutor:
             for v in n.outputs:
                 slot[v] = len(slot)
         self.num_slots = len(slot)
+        self.slot_values = list(slot)  # slot index -> IR value
         self.num_args = len(graph.args)
         self.in_slots = [tuple(slot[v] for v in n.inputs) for n in self.nodes]
         self.out_slots = [tuple(slot[v] for v in n.outputs) for n in self.nodes]
         self.result_slots = [slot[v] for v in graph.results]
+        # Values of this graph that a node's regions read: they are inputs too.
+        self.capture_slots = [tuple(dict.fromkeys(slot[v] for v in region_reads(n) if v in slot))
+                              for n in self.nodes]
         self.successors: list[list[int]] = [[] for _ in self.nodes]
         self.num_deps: list[int] = []
         for i, n in enumerate(self.nodes):
-            deps = {index[id(v.producer)] for v in n.inputs if v.producer is not None}
+            reads = [*n.inputs, *(v for v in region_reads(n) if v in slot)]
+            deps = {index[id(v.producer)] for v in reads if v.producer is not None}
             deps |= {index[id(c)] for c in n.control_inputs if id(c) in index}
             self.num_deps.append(len(deps))
             for d in sorted(deps):
@@ -308,9 +329,23 @@ class PartitionExecutor:
         return PartitionRun(self, step, args)
 
 
+def region_reads(node: Node) -> list[Any]:
+    """Every value read inside `node`'s regions, at any depth (captures among them)."""
+    out: list[Any] = []
+    for region in node.regions:
+        out += region.results
+        for n in region.nodes:
+            out += n.inputs
+            out += region_reads(n)
+    return out
+
+
 def is_blocking(node: Node) -> bool:
-    """True for ops that may wait on another op: they get a thread of their own."""
-    return node.op in BLOCKING_OPS or "blocking" in node.opdef.tags
+    """True for ops that may wait on another op: they get a thread of their own. A node
+    whose regions hold such an op waits too (regions run inside their node's kernel)."""
+    if node.op in BLOCKING_OPS or "blocking" in node.opdef.tags:
+        return True
+    return any(is_blocking(n) for region in node.regions for n in region.nodes)
 
 
 def is_cheap(node: Node) -> bool:
@@ -353,9 +388,19 @@ class PartitionRun:
         values = self.values
         start = time.perf_counter() if step.trace is not None else 0.0
         try:
-            outs = ex.kernels[i]([values[s] for s in ex.in_slots[i]], ex.resources,
-                                 ex.counters, step.ctx)
+            if ex.capture_slots[i]:
+                outs = ex.kernels[i]([values[s] for s in ex.in_slots[i]], ex.resources,
+                                     ex.counters, step.ctx, captures=self._captures(i))
+            else:
+                outs = ex.kernels[i]([values[s] for s in ex.in_slots[i]], ex.resources,
+                                     ex.counters, step.ctx)
         except BaseException as e:  # noqa: BLE001  (re-raised by run_step)
+            if not isinstance(e, TensorWeaveError):
+                # Kernels' own errors already name the node; say where anything else
+                # came from, since it is re-raised far from the thread it happened on.
+                node = ex.nodes[i]
+                e.add_note(f"raised by the kernel of {node.op} '{node.name}'"
+                           + (f" ({node.loc})" if node.loc else ""))
             step.fail(e)
             step.finished(0)
             return
@@ -377,6 +422,11 @@ class PartitionRun:
                 step.set_done()
         if ready:
             schedule(self, ready, inline)
+
+    def _captures(self, i: int) -> dict[Any, Any]:
+        """The values of this graph that node `i`'s regions read, by IR value."""
+        ex = self.executor
+        return {ex.slot_values[s]: self.values[s] for s in ex.capture_slots[i]}
 
     def _record(self, i: int, start: float) -> None:
         node = self.executor.nodes[i]
@@ -439,9 +489,13 @@ def run_step(step: Step, parts: Sequence[tuple[PartitionExecutor, Sequence[Any]]
     elif inline:
         inter_op_pool().submit(drain, inline)
     step.finished(0)
-    _wait(step, timeout)
-    if step.error is not None:
-        raise step.error
+    try:
+        _wait(step, timeout)
+    finally:
+        step.close()
+    error = step.first_error()
+    if error is not None:
+        raise error
     return [r.results() for r in runs]
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -78,6 +78,8 @@ class KernelContext:
     step_id: int = 0
     rendezvous: Rendezvous = NO_RENDEZVOUS
     cancellation: CancellationManager = field(default_factory=CancellationManager)
+    # Values of the enclosing graph(s) that this node's regions read (captures).
+    captures: Mapping[Any, Any] | None = None
 
     def next_call_index(self) -> int:
         """0 on this node's first run in this executable, then 1, 2, ..."""
@@ -90,4 +92,5 @@ class KernelContext:
         # Imported here: the reference target sits above the runtime in the layering.
         from ..targets.reference.executor import evaluate
         step = StepContext(self.step_id, self.rendezvous, self.cancellation)
-        return evaluate(graph, list(args), self.resources, self.counters, step=step)
+        return evaluate(graph, list(args), self.resources, self.counters, step=step,
+                        captures=self.captures)

@@ -108,7 +108,9 @@ class Session:
                 step = self._steps.get(key)
                 if step is None:
                     step = self._steps[key] = self._compile(values, targets, feed_values)
-        results = iter(step(*feed_arrays))
+        timeout_ms = getattr(options, "timeout_in_ms", 0) or 0
+        results = iter(step(*feed_arrays, timeout=timeout_ms / 1000) if timeout_ms > 0
+                       else step(*feed_arrays))
         out = [next(results) if k == "value" else None for k, _ in kinds]
         return nest.unflatten(tree, [_own(r) for r in out])
 
@@ -174,6 +176,13 @@ def _own(r: Any) -> Any:
     if isinstance(r, np.ndarray) and not r.flags.writeable:
         return r.copy()
     return r
+
+
+class RunOptions:
+    """Options for one `Session.run`: ``timeout_in_ms`` bounds the step (0: no bound)."""
+
+    def __init__(self, timeout_in_ms: int = 0, **_: Any) -> None:
+        self.timeout_in_ms = timeout_in_ms
 
 
 class InteractiveSession(Session):

@@ -7,7 +7,7 @@ types the IR promised.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -67,8 +67,10 @@ class PreparedKernel:
         self.attrs = {k: v for k, v in node.attrs.items() if not k.startswith("_")}
 
     def __call__(self, inputs: Sequence[Any], resources: ResourceManager, counters: CallCounters,
-                 step: StepContext | None = None, step_id: int = 0) -> list[Any]:
-        """Run the kernel on `inputs` (see `run_kernel`); returns its outputs, checked."""
+                 step: StepContext | None = None, step_id: int = 0, *,
+                 captures: Mapping[Value, Any] | None = None) -> list[Any]:
+        """Run the kernel on `inputs` (see `run_kernel`); returns its outputs, checked.
+        `captures` holds the values of enclosing graphs that the node's regions read."""
         node = self.node
         if self.fn is None:
             raise UnimplementedError(f"op {node.op} has no reference kernel",
@@ -76,10 +78,10 @@ class PreparedKernel:
         try:
             if self.context:
                 if step is None:
-                    ctx = KernelContext(node, resources, counters, step_id)
+                    ctx = KernelContext(node, resources, counters, step_id, captures=captures)
                 else:
                     ctx = KernelContext(node, resources, counters, step.step_id,
-                                        step.rendezvous, step.cancellation)
+                                        step.rendezvous, step.cancellation, captures)
                 result = self.fn(ctx, *inputs, **self.attrs)
             else:
                 result = self.fn(*inputs, **self.attrs)
@@ -128,15 +130,22 @@ class ReferenceExecutable:
 
 def evaluate(graph: Graph, args: Sequence[Any], resources: ResourceManager,
              counters: CallCounters, order: Sequence[Node] | None = None, *,
-             step: StepContext | None = None) -> list[Any]:
+             step: StepContext | None = None,
+             captures: Mapping[Value, Any] | None = None) -> list[Any]:
     """Run `graph` on already-checked arguments, one node after the other in this thread,
-    and return its results. Inside a step (`step` given) it stops with `CancelledError`
-    as soon as the step is cancelled."""
-    env: dict[Value, Any] = dict(zip(graph.args, args))
+    and return its results. `captures` gives the values of enclosing graphs that a
+    region reads. Inside a step (`step` given) it stops with `CancelledError` as soon as
+    the step is cancelled."""
+    env: dict[Value, Any] = dict(captures or {})
+    env.update(zip(graph.args, args))
     cancellation = step.cancellation if step is not None else None
-    for node in order if order is not None else graph.topological_order():
-        if cancellation is not None and cancellation.is_cancelled:
-            raise cancellation.cancelled_error()
-        outs = run_kernel(node, [env[v] for v in node.inputs], resources, counters, step=step)
-        env.update(zip(node.outputs, outs))
+    with np.errstate(all="ignore"):
+        for node in order if order is not None else graph.topological_order():
+            if cancellation is not None and cancellation.is_cancelled:
+                raise cancellation.cancelled_error()
+            # A node with regions sees everything defined so far (its regions may
+            # capture any of it).
+            outs = PreparedKernel(node)([env[v] for v in node.inputs], resources, counters, step,
+                                        captures=env if node.regions else None)
+            env.update(zip(node.outputs, outs))
     return [env[v] for v in graph.results]
