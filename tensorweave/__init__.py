@@ -25,6 +25,7 @@ from .compiler.dtypes import (
 from .frontend.autodiff import grad, gradients, stop_gradient, value_and_grad
 from .frontend.building import constant, convert_to_tensor
 from .frontend.context import colocate_with, control_dependencies, device, name_scope
+from .frontend.control_flow import case, cond, foldl, scan, while_loop
 from .frontend.function import ConcreteFunction, Function, TensorSpec, compile
 from .frontend.grouping import group, no_op
 from .frontend.ops import *  # noqa: F403
@@ -46,4 +47,5 @@ __all__ = ["errors", "DType", "as_dtype", "bfloat16", "bool", "bool_", "float16"
            "convert_to_tensor", "colocate_with", "control_dependencies", "device", "name_scope",
            "ConcreteFunction", "Function", "TensorSpec", "compile", "EagerTensor", "Tensor",
            "Variable", "group", "no_op", "grad", "gradients", "stop_gradient", "value_and_grad",
+           "case", "cond", "foldl", "scan", "while_loop",
            "nn", "optimizers", "random", "train", "config", "debugging", *_ops_all]

@@ -87,7 +87,10 @@ def convert_to_tensor(value: Any, dtype: DType | str | None = None, name: str | 
         if builder is None and value.builder.kind == "v1":
             return value  # v1 graph-mode tensors build into their own graph
         if builder is None or value.value.graph is not builder.graph:
-            _foreign_tensor(value, builder)
+            captured = _capture(value.value, builder)
+            if captured is None:
+                _foreign_tensor(value, builder)
+            value = Tensor(captured, builder)
         _check_dtype(value, dtype)
         return value
     if isinstance(value, EagerTensor):
@@ -108,6 +111,14 @@ def convert_to_tensor(value: Any, dtype: DType | str | None = None, name: str | 
 def _check_dtype(t: Tensor | EagerTensor, dtype: DType | None) -> None:
     if dtype is not None and t.dtype is not dtype:
         raise DTypeError(f"expected a {dtype.name} tensor, got {t.dtype.name}; use tw.cast")
+
+
+def _capture(value: Value, builder: GraphBuilder | None) -> Value | None:
+    """`value` (of another graph) as a value of the graph being built, when the builder
+    captures values of enclosing graphs (a control-flow region turns them into explicit
+    arguments); None when it cannot be used there."""
+    capture = getattr(builder, "capture", None)
+    return capture(value) if capture is not None else None
 
 
 def _foreign_tensor(t: Tensor, builder: GraphBuilder | None) -> None:
@@ -189,6 +200,9 @@ def apply_op1(op: str, inputs: Sequence[Any] = (), attrs: Mapping[str, Any] | No
 
 def _as_value(x: Any) -> Value:
     if isinstance(x, Value):
+        builder = current_builder()
+        if builder is not None and x.graph is not builder.graph:
+            return _capture(x, builder) or x  # e.g. a queue handle used in a loop body
         return x
     t = convert_to_tensor(x)
     assert isinstance(t, Tensor)

@@ -74,16 +74,19 @@ def _sum(grads: list[Tensor]) -> Tensor:
 
 def add_gradients(ys: Sequence[Value], xs: Sequence[Value],
                   grad_ys: Sequence[Value | None] | None = None,
-                  stop_gradients: Sequence[Value] = ()) -> list[Tensor | None]:
+                  stop_gradients: Sequence[Value] = (), *,
+                  graph: Graph | None = None) -> list[Tensor | None]:
     """Add nodes computing d(sum of ys)/d(x) for each x to the graph being built.
 
-    Must run with the builder of the graph that holds `ys` and `xs` current. Returns one
-    tensor per x, or None where no float path connects it to the ys.
+    `graph` holds `ys` and `xs` (default: the graph being built). Differentiating a
+    control-flow region builds its gradient into a new region whose builder captures
+    the region's values it reads. Returns one tensor per x, or None where no float path
+    connects it to the ys.
     """
     builder = current_builder()
     if builder is None:
         raise CompileError("add_gradients needs the graph being built to be current")
-    graph = builder.graph
+    graph = graph if graph is not None else builder.graph
     _load_gradients()
     stop = set(stop_gradients)
     grads: dict[Value, list[Tensor]] = {}

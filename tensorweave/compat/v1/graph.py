@@ -182,6 +182,9 @@ class Variable(_Variable):
         return slot
 
     def handle(self) -> ir.Value:
+        if getattr(current_builder(), "capture", None) is not None:
+            # Inside a tf.cond/tf.while_loop body: the body gets a handle of its own.
+            return super().handle()
         with self._graph.as_default():
             return super().handle()
 
@@ -207,7 +210,7 @@ class Variable(_Variable):
         with self._graph.as_default() if current_builder() is None else contextlib.nullcontext():
             value = convert_to_tensor(value, dtype=self.dtype)
             apply_op(op, [self.handle(), value])
-            node = self._graph.ir.nodes[-1]
+            node = current_builder().graph.nodes[-1]  # a body's graph inside tf.while_loop
             if not read_value:
                 return node
             # As in TensorFlow 1, fetching the returned value runs the assignment.

@@ -10,7 +10,7 @@ import importlib
 
 from . import core  # noqa: F401
 
-for _family in ("math", "array", "nn"):
+for _family in ("math", "array", "nn", "control"):
     try:
         importlib.import_module(f"{__name__}.{_family}")
     except ModuleNotFoundError as _e:  # a family not written yet
