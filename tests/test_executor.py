@@ -627,3 +627,11 @@ def test_region_ops_holding_blocking_ops_count_as_blocking():
     call = g.add_node("ExecutorTestCall", [g.add_arg(f32(2))], regions=[region])
     plain = g.add_node("ExecutorTestCall", [call.outputs[0]], regions=[Graph("empty")])
     assert rx.is_blocking(call) and not rx.is_blocking(plain)
+
+
+def test_compiling_limits_blas_threads_so_kernels_do_not_oversubscribe():
+    from threadpoolctl import threadpool_info
+
+    tw.compile(lambda a: a @ a)(np.eye(4, dtype=np.float32))
+    blas = [i for i in threadpool_info() if i["user_api"] == "blas"]
+    assert blas and all(i["num_threads"] == 1 for i in blas)

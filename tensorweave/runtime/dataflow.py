@@ -21,6 +21,7 @@ from .executor import Kernel, NodeTrace, PartitionExecutor, Step, new_step_id, r
 from .kernel_context import CallCounters
 from .rendezvous import LocalRendezvous, Rendezvous
 from .resources import ResourceManager, default_resource_manager
+from .threads import limit_blas_threads
 
 _UNSET: Any = object()
 
@@ -70,6 +71,7 @@ class DataflowExecutable:
     def __init__(self, graph: Graph, target: str = "reference",
                  resources: ResourceManager | None = None, timeout: float | None = None,
                  rendezvous_factory: Callable[[], Rendezvous] = LocalRendezvous) -> None:
+        limit_blas_threads()
         if target not in _KERNEL_PROVIDERS:
             raise CompileError(f"the dataflow executor has no kernels for target {target!r} "
                                f"(known: {', '.join(sorted(_KERNEL_PROVIDERS))})")
