@@ -3,6 +3,7 @@
     tw.config.set_logical_devices("CPU", 4)     # CPU:0..3 in this process
     tw.config.list_logical_devices("CPU")       # [LogicalDevice(name='/job:localhost/...
     tw.config.set_soft_device_placement(False)  # impossible requests raise instead
+    tw.config.set_lower_control_flow(True)      # cond/while_loop as Switch/Merge/...
 
 Placement happens when a function is compiled, so change these before the first call of
 the functions they should affect.
@@ -70,6 +71,22 @@ def get_soft_device_placement() -> bool:
     return _soft_placement
 
 
-__all__ = ["LogicalDevice", "PhysicalDevice", "get_soft_device_placement",
-           "list_logical_devices", "list_physical_devices", "set_logical_devices",
-           "set_soft_device_placement"]
+def set_lower_control_flow(enabled: bool | None) -> None:
+    """Whether compiled functions run ``tw.cond``/``tw.while_loop`` lowered to the dataflow
+    primitives (Switch, Merge, Enter, Exit, NextIteration) rather than as functional ops,
+    unless ``tw.compile(..., lower_control_flow=...)`` says otherwise. Off by default;
+    None goes back to the environment variable ``TW_LOWER_CONTROL_FLOW``. Like placement,
+    it applies when a function is compiled (its first call for each signature)."""
+    from .passes import lower_control_flow
+    lower_control_flow.set_default(enabled)
+
+
+def get_lower_control_flow() -> bool:
+    """Whether compiled functions lower control flow by default."""
+    from .passes import lower_control_flow
+    return lower_control_flow.default_enabled()
+
+
+__all__ = ["LogicalDevice", "PhysicalDevice", "get_lower_control_flow",
+           "get_soft_device_placement", "list_logical_devices", "list_physical_devices",
+           "set_logical_devices", "set_lower_control_flow", "set_soft_device_placement"]

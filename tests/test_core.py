@@ -146,3 +146,23 @@ def test_variable_dtype_and_shape_mismatch_on_assign():
     with pytest.raises(tw.errors.ShapeError, match=r"f32\[2\].*f32\[3\]"):
         v.assign(np.zeros(3, np.float32))
     assert v.numpy().tolist() == [0.0, 0.0]
+
+
+def test_equality_is_elementwise_against_values_and_identity_between_tensors():
+    @tw.compile
+    def f(x):
+        return x == 1.0, x != 2.0
+
+    eq, ne = f(np.array([1.0, 2.0], np.float32))
+    assert eq.tolist() == [True, False] and ne.tolist() == [True, False]
+
+    @tw.compile
+    def g(x):
+        if x == 0:  # a traced comparison, not a silent False
+            return x
+        return x
+
+    with pytest.raises(tw.errors.TracingError, match="tw.cond"):
+        g(np.float32(0))
+    a, b = tw.constant(1.0), tw.constant(1.0)
+    assert {a: 1, b: 2}[a] == 1 and (a == a) is True and (a == b) is False

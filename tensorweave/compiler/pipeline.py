@@ -6,7 +6,9 @@ graph; ``tensorweave dump --stage NAME`` prints the graph after that stage. In d
 
 A stage may belong to some targets only (``register_stage(..., targets=("cpu",))``, e.g.
 ``fused``): compiling for another target skips it, while `run_pipeline` without a target
-(what ``tensorweave dump`` does) runs every stage, so any stage can be printed.
+(what ``tensorweave dump`` does) runs every stage, so any stage can be printed. A stage
+may also be optional (``when=predicate``, e.g. ``lowered``): compiling runs it only when
+``predicate(target)`` is true at that moment.
 """
 
 from __future__ import annotations
@@ -25,16 +27,22 @@ Pass = Callable[[Graph], Graph | None]
 _STAGES: dict[str, list[Pass]] = {"traced": []}
 # stage name -> the targets that run it (absent: every target)
 _STAGE_TARGETS: dict[str, frozenset[str]] = {}
+# stage name -> predicate(target) deciding whether compiling runs it (absent: always)
+_STAGE_WHEN: dict[str, Callable[[str], bool]] = {}
 
 
 def register_stage(name: str, passes: list[Pass], *, after: str | None = None,
-                   targets: tuple[str, ...] | None = None) -> None:
+                   targets: tuple[str, ...] | None = None,
+                   when: Callable[[str], bool] | None = None) -> None:
     """Add a stage (after `after`, default: last) made of `passes`; with `targets`, only
-    compiling for one of those targets runs it."""
+    compiling for one of those targets runs it; with `when`, only compiling while
+    ``when(target)`` is true does."""
     if name in _STAGES:
         raise ValueError(f"stage {name!r} exists")
     if targets is not None:
         _STAGE_TARGETS[name] = frozenset(targets)
+    if when is not None:
+        _STAGE_WHEN[name] = when
     items = list(_STAGES.items())
     idx = len(items) if after is None else [k for k, _ in items].index(after) + 1
     items.insert(idx, (name, passes))
@@ -69,8 +77,7 @@ def run_pipeline(graph: Graph, until: str | None = None, target: str | None = No
     if check:
         verify(g)
     for name in names:
-        wanted = _STAGE_TARGETS.get(name)
-        if target is not None and wanted is not None and target not in wanted:
+        if target is not None and not _runs_for(name, target):
             if name == until:
                 break
             continue
@@ -83,6 +90,15 @@ def run_pipeline(graph: Graph, until: str | None = None, target: str | None = No
         if name == until:
             break
     return g
+
+
+def _runs_for(stage: str, target: str) -> bool:
+    """Whether compiling for `target` runs `stage`."""
+    wanted = _STAGE_TARGETS.get(stage)
+    if wanted is not None and target not in wanted:
+        return False
+    when = _STAGE_WHEN.get(stage)
+    return when is None or when(target)
 
 
 def compile_graph(graph: Graph, target: str = "reference", resources: Any = None) -> Any:

@@ -82,11 +82,13 @@ class ConcreteFunction:
     Python arguments onto it."""
 
     def __init__(self, graph: Graph, output_tree: Any, output_leaves: list[Any],
-                 specs: list[TensorSpec], target: str, timeout: float | None = None) -> None:
+                 specs: list[TensorSpec], target: str, timeout: float | None = None,
+                 lower_control_flow: bool | None = None) -> None:
         self.graph = graph
         self.input_specs = specs
         self.target = target
         self.timeout = timeout
+        self.lower_control_flow = lower_control_flow
         self._output_tree = output_tree
         self._output_leaves = output_leaves  # (True, result index) or (False, static value)
         self._executable = None
@@ -99,7 +101,9 @@ class ConcreteFunction:
             with self._lock:
                 if self._executable is None:
                     from ..compiler.pipeline import compile_graph
-                    self._executable = compile_graph(self.graph, self.target)
+                    from ..passes.lower_control_flow import lowering
+                    with lowering(self.lower_control_flow):
+                        self._executable = compile_graph(self.graph, self.target)
         return self._executable
 
     def ir(self, stage: str = "traced") -> str:
@@ -138,12 +142,14 @@ class Function:
     """A Python function compiled by `tw.compile`. Call it like the original."""
 
     def __init__(self, fn: Callable, input_signature: Sequence[Any] | None, target: str | None,
-                 name: str | None, timeout: float | None = None) -> None:
+                 name: str | None, timeout: float | None = None,
+                 lower_control_flow: bool | None = None) -> None:
         self.python_function = fn
         self.input_signature = None if input_signature is None else list(input_signature)
         self.target = target or DEFAULT_TARGET
         self.name = name or getattr(fn, "__name__", "function")
         self.timeout = timeout
+        self.lower_control_flow = lower_control_flow
         self._signature = inspect.signature(fn)
         self._cache: dict[Any, ConcreteFunction] = {}
         self._lock = threading.RLock()
@@ -221,7 +227,8 @@ class Function:
                                        f"tuples/lists/dicts of them")
             graph.set_results(results, result_names)
         self.tracing_count += 1
-        return ConcreteFunction(graph, out_tree, mapping, specs, self.target, self.timeout)
+        return ConcreteFunction(graph, out_tree, mapping, specs, self.target, self.timeout,
+                                self.lower_control_flow)
 
     def _concrete(self, args: tuple, kwargs: dict) -> tuple[ConcreteFunction, list[np.ndarray]]:
         leaves, tree, names = self._bind(args, kwargs)
@@ -270,7 +277,7 @@ def _leaf_names(signature: inspect.Signature, bound: inspect.BoundArguments) -> 
 
 def compile(fn: Callable | None = None, *, input_signature: Sequence[Any] | None = None,
             target: str | None = None, name: str | None = None,
-            timeout: float | None = None) -> Any:
+            timeout: float | None = None, lower_control_flow: bool | None = None) -> Any:
     """Compile a Python function into a graph: ``@tw.compile`` or
     ``@tw.compile(input_signature=[tw.TensorSpec([None, 784], tw.float32)])``.
 
@@ -279,7 +286,10 @@ def compile(fn: Callable | None = None, *, input_signature: Sequence[Any] | None
     compiled graph. Returns NumPy arrays in the structure the function returns.
     `target` picks the code generator (``"reference"`` is the NumPy oracle); `timeout`
     (seconds) bounds each call, which then raises ``tw.errors.DeadlineExceededError``.
+    `lower_control_flow` runs ``tw.cond``/``tw.while_loop`` as the dataflow primitives
+    Switch, Merge, Enter, Exit and NextIteration (the ``lowered`` stage) instead of as
+    functional ops; None: ``tw.config.set_lower_control_flow``'s default (off).
     """
     def wrap(f: Callable) -> Function:
-        return Function(f, input_signature, target, name, timeout)
+        return Function(f, input_signature, target, name, timeout, lower_control_flow)
     return wrap if fn is None else wrap(fn)

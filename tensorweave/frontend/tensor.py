@@ -1,9 +1,9 @@
 """Tensors as users see them: `Tensor` (symbolic, inside a graph) and `EagerTensor`
 (a computed value, outside any graph). Both support Python's operators.
 
-Like TensorFlow 1, ``==`` and hashing are by identity (tensors are dict keys in
-``feed_dict``); use `tw.equal` for elementwise equality. ``<``, ``<=``, ``>``, ``>=`` are
-elementwise.
+Between two tensors, ``==`` and hashing are by identity, as in TensorFlow 1 (tensors
+are dict keys in ``feed_dict``); against a number or array, ``==`` and ``!=`` are
+elementwise. ``<``, ``<=``, ``>``, ``>=`` are always elementwise; `tw.equal` always is.
 """
 
 from __future__ import annotations
@@ -26,6 +26,11 @@ def _math():
 def _array():
     from .ops import array
     return array
+
+
+def _is_plain_value(o) -> bool:
+    """A Python number/bool or a NumPy array or scalar (not a tensor-like object)."""
+    return isinstance(o, (bool, int, float, np.ndarray, np.generic))
 
 
 class TensorOps:
@@ -64,8 +69,19 @@ class TensorOps:
     def __invert__(self): return _math().logical_not(self)
     def __getitem__(self, key): return _array().getitem(self, key)
 
-    __eq__ = object.__eq__
-    __ne__ = object.__ne__
+    def __eq__(self, o):
+        # Against a number or array: elementwise (so `if x == 0:` while tracing raises the
+        # tw.cond hint instead of silently being False). Between tensors: identity, as
+        # in TensorFlow 1, so tensors stay usable as dict keys (feed_dict).
+        if _is_plain_value(o):
+            return _math().equal(self, o)
+        return self is o
+
+    def __ne__(self, o):
+        if _is_plain_value(o):
+            return _math().not_equal(self, o)
+        return self is not o
+
     __hash__ = object.__hash__
 
     @property

@@ -7,7 +7,7 @@ Stage ``fused`` (cpu target only; the reference target runs graphs unfused):
 What is fused
 - elementwise ops: every op tagged ``elementwise`` (arithmetic, comparisons, logic,
   Select, Cast, AddN, Identity, StopGradient ...) plus BiasAdd (an Add that broadcasts
-  along the last axis), ZerosLike and OnesLike; broadcasting is allowed;
+  along the last axis), ZerosLike, OnesLike and BroadcastTo; broadcasting is allowed;
 - reductions (`REDUCTIONS`) over the trailing axes of their input (``reduce_sum(x, -1)``,
   ``reduce_max(x, [1, 2])`` of a rank-3 tensor, or all axes), together with the
   elementwise ops that compute their input: the softmax and cross-entropy patterns.
@@ -20,16 +20,19 @@ Rules
 - all reductions of one cluster reduce the same loop shape over the same trailing axes,
   and every other member's shape broadcasts to that loop shape;
 - clusters stay convex: no path leaves a cluster and comes back into it, so the graph
-  stays acyclic once each cluster is one node.
+  stays acyclic once each cluster is one node;
+- nothing downstream of a dataflow control-flow op (Switch, Merge, Enter, Exit,
+  NextIteration, LoopCond: the ``lowered`` stage) is fused yet: dead tensors and frames
+  are per node, and a cluster would share one deadness and one frame among its nodes.
 
 Clusters grow greedily along data edges in topological order, so each is a maximal
 connected set under these rules. A cluster that would be a lone Identity or
-StopGradient is left alone: there is nothing to compute.
+StopGradient (or BroadcastTo: a view) is left alone: there is nothing to compute.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 
 from ..compiler.dtypes import bool_, float32, float64, int8, int16, int32, int64, uint8
 from ..compiler.ir import Graph, Node, Value
@@ -40,9 +43,12 @@ from ..compiler.types import TensorType
 FUSIBLE_DTYPES = frozenset({float32, float64, int8, int16, int32, int64, uint8, bool_})
 REDUCTIONS = frozenset({"Sum", "Mean", "Max", "Min", "Prod", "All", "Any"})
 # Not tagged elementwise but computed element by element all the same.
-EXTRA_ELEMENTWISE = frozenset({"BiasAdd", "ZerosLike", "OnesLike"})
+EXTRA_ELEMENTWISE = frozenset({"BiasAdd", "ZerosLike", "OnesLike", "BroadcastTo"})
+# Dataflow control flow: what runs downstream of these is decided per node at run time.
+CONTROL_FLOW_OPS = frozenset({"Switch", "Merge", "Enter", "Exit", "NextIterationSource",
+                              "NextIteration", "LoopCond"})
 # Ops that compute nothing: not worth a kernel of their own.
-PASS_THROUGH = frozenset({"Identity", "StopGradient"})
+PASS_THROUGH = frozenset({"Identity", "StopGradient", "BroadcastTo"})
 
 
 # ------------------------------------------------------------------ what can be fused
@@ -98,10 +104,6 @@ class _Cluster:
         self.reduce: tuple[tuple, int] | None = (node.inputs[0].type.shape, k) if k else None
         self.min_pos = self.max_pos = pos
 
-    @property
-    def reductions(self) -> list[Node]:
-        return [n for n in self.nodes if n.op in REDUCTIONS]
-
 
 def _dims_compatible(a: Sequence, b: Sequence) -> bool:
     return len(a) == len(b) and all(x is None or y is None or x == y for x, y in zip(a, b))
@@ -128,10 +130,21 @@ class _Clustering:
                 if p in self.succ:
                     self.succ[p].append(n)
         self.cluster_of: dict[Node, _Cluster] = {}
+        self.excluded = self._downstream_of_control_flow()
+
+    def _downstream_of_control_flow(self) -> set[Node]:
+        out = {n for n in self.order if n.op in CONTROL_FLOW_OPS}
+        stack = list(out)
+        while stack:
+            for s in self.succ[stack.pop()]:
+                if s not in out:
+                    out.add(s)
+                    stack.append(s)
+        return out
 
     def run(self) -> list[_Cluster]:
         for n in self.order:
-            if not is_fusible(n):
+            if n in self.excluded or not is_fusible(n):
                 continue
             self.cluster_of[n] = _Cluster(n, self.pos[n])
             for v in n.inputs:
@@ -199,13 +212,15 @@ class _Clustering:
 
 # --------------------------------------------------------------------------- rewriting
 
-def _values_used_outside(graph: Graph, members: set[Node]) -> set[Value]:
-    """Values read by a node that is not in `members` (nested regions included) or
-    returned by `graph`."""
+def _values_used_outside(graph: Graph, cluster_of: dict[Node, _Cluster]) -> set[Value]:
+    """Values read outside the cluster that computes them: by a node of no cluster or of
+    another cluster (nested regions included), or returned by `graph`."""
     used: set[Value] = set(graph.results)
     for n in graph.walk():
-        if n not in members:
-            used.update(n.inputs)
+        mine = cluster_of.get(n) if n.graph is graph else None
+        for v in n.inputs:
+            if v.producer is not None and cluster_of.get(v.producer) is not mine:
+                used.add(v)
     return used
 
 
@@ -241,8 +256,10 @@ def _arg_name(v: Value, i: int) -> str:
     return v.name.replace(":", "_") if v.name else f"in{i}"
 
 
-def _rewrite(graph: Graph, cluster: _Cluster, used_outside: set[Value]) -> Node:
-    """Replace the cluster's nodes in `graph` by one Fusion node; returns it."""
+def _fusion_node(graph: Graph, cluster: _Cluster, used_outside: set[Value]
+                 ) -> tuple[Node, list[Value]]:
+    """A new Fusion node (appended to `graph`) computing the cluster; returns it and the
+    member outputs its outputs replace."""
     members = set(cluster.nodes)
     inputs, outputs = _cluster_boundary(cluster, used_outside)
     region = _build_region(cluster, inputs, outputs)
@@ -255,14 +272,20 @@ def _rewrite(graph: Graph, cluster: _Cluster, used_outside: set[Value]) -> Node:
     fused = graph.add_node("Fusion", inputs, name="fusion", regions=[region],
                            control_inputs=list(controls), device=first.device, loc=first.loc)
     fused.assigned_device = first.assigned_device
-    graph.replace_all_uses(dict(zip(outputs, fused.outputs)))
+    return fused, outputs
+
+
+def _redirect_control_edges(graph: Graph, fusion_of: dict[Node, Node]) -> None:
+    """Control edges from or to cluster members now go from or to their Fusion node."""
     for g in graph._self_and_regions():
         for n in g.nodes:
-            if any(c in members for c in n.control_inputs):
-                kept = [c for c in n.control_inputs if c not in members]
-                n.control_inputs = kept + ([fused] if fused not in kept else [])
-    graph.remove_nodes(cluster.nodes)
-    return fused
+            if any(c in fusion_of for c in n.control_inputs):
+                new: dict[Node, None] = {}
+                for c in n.control_inputs:
+                    target = fusion_of.get(c, c)
+                    if target is not n:
+                        new.setdefault(target, None)
+                n.control_inputs = list(new)
 
 
 def find_clusters(graph: Graph) -> list[list[Node]]:
@@ -272,27 +295,25 @@ def find_clusters(graph: Graph) -> list[list[Node]]:
 
 def fuse(graph: Graph) -> None:
     """Replace each cluster of fusible nodes of `graph` by one ``Fusion`` node (in place);
-    nodes inside existing regions are left as they are."""
-    clusters = _Clustering(graph).run()
+    nodes inside existing regions are left as they are. Linear in the graph's size apart
+    from the clustering itself: all clusters are rewritten in one sweep."""
+    clustering = _Clustering(graph)
+    clusters = clustering.run()
     if not clusters:
         return
-    all_members = {n for c in clusters for n in c.nodes}
-    used_outside = _values_used_outside(graph, all_members)
-    # A value read by another cluster is used outside its own cluster too.
-    for c in clusters:
-        own = set(c.nodes)
-        for other in clusters:
-            if other is not c:
-                for n in other.nodes:
-                    used_outside.update(v for v in n.inputs if v.producer in own)
+    kept = {id(c) for c in clusters}
+    cluster_of = {n: c for n, c in clustering.cluster_of.items() if id(c) in kept}
+    used_outside = _values_used_outside(graph, cluster_of)
+    replacements: dict[Value, Value] = {}
+    fusion_of: dict[Node, Node] = {}
     for c in sorted(clusters, key=lambda c: c.max_pos):
-        _rewrite(graph, c, used_outside)
+        fused, outputs = _fusion_node(graph, c, used_outside)
+        replacements.update(zip(outputs, fused.outputs))
+        fusion_of.update((n, fused) for n in c.nodes)
+    graph.replace_all_uses(replacements)
+    _redirect_control_edges(graph, fusion_of)
+    graph.remove_nodes(list(fusion_of))
     graph.sort()
-
-
-def fusion_nodes(graph: Graph) -> Iterable[Node]:
-    """The Fusion nodes of `graph` (top level)."""
-    return (n for n in graph.nodes if n.op == "Fusion")
 
 
 def _register() -> None:

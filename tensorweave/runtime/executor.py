@@ -18,6 +18,23 @@ The first error of a step cancels it: its `CancellationManager` fires, which abo
 rendezvous (waking every blocked Recv) and runs the callbacks of blocked queue ops;
 nodes not started yet are skipped, and `run_step` re-raises the first error, which
 already names its op, node and source line.
+
+Dataflow control flow (graphs lowered by ``passes.lower_control_flow``; the static side
+is `frames.FrameLayout`), as in TensorFlow's executor:
+- dead tensors: a `Switch` outputs `frames.DEAD` on its untaken side; a node with a dead
+  input (data or control) does not run and its outputs are dead; a `Merge` takes the
+  first live input and is dead only when all its inputs are (or a dead Enter reaches
+  it); a Send of a dead value sends the `DEAD` marker, and its Recv's outputs are dead.
+  A dead graph result is an `InternalError`.
+- frames: an `Enter` starts (or joins) the instance of its child frame that belongs to
+  the current iteration of the enclosing frame; `NextIteration` moves a value to the
+  next iteration, started at once if fewer than ``parallel_iterations`` iterations are
+  in flight, else when the oldest one is done; `Exit` hands a value back to the
+  enclosing iteration. Each iteration keeps its own values and pending counts, dropped
+  as soon as it is done (in order), so a loop of any length runs in memory bounded by
+  the iterations in flight, and everything is iterative (no recursion).
+- Send/Recv inside a frame use keys that also name the frame instance and iteration.
+Graphs without control flow take a shorter path: one iteration, nothing dead.
 """
 
 from __future__ import annotations
@@ -38,10 +55,25 @@ import numpy as np
 
 from ..compiler.ir import Graph, Node
 from ..compiler.types import TensorType
-from ..errors import CancelledError, DeadlineExceededError, TensorWeaveError
+from ..errors import CancelledError, DeadlineExceededError, InternalError, TensorWeaveError
 from .cancellation import CancellationManager
+from .frames import (
+    DEAD,
+    ENTER,
+    EXIT,
+    MERGE,
+    NEXT_ITERATION,
+    NORMAL,
+    RECV,
+    ROOT,
+    SEND,
+    SWITCH,
+    Edge,
+    FrameLayout,
+    StaticFrame,
+)
 from .kernel_context import CallCounters, StepContext
-from .rendezvous import Rendezvous
+from .rendezvous import Rendezvous, make_key
 from .resources import ResourceManager
 
 # An op touching at most this many elements (inputs plus outputs, all shapes known) is
@@ -287,7 +319,11 @@ class NodeTrace:
 
 class PartitionExecutor:
     """Runs the nodes of one partition (a graph on one device) as their inputs become
-    ready. Immutable after construction: any number of steps may use it at once."""
+    ready. Immutable after construction: any number of steps may use it at once.
+
+    A partition with dataflow control flow (lowered loops and conditionals) also has a
+    `FrameLayout`: its nodes run once per iteration of their loop frame, and values are
+    kept per iteration (see `PartitionRun`)."""
 
     def __init__(self, graph: Graph, prepare: Callable[[Node], Kernel], resources: ResourceManager,
                  counters: CallCounters, device: str = "") -> None:
@@ -296,33 +332,36 @@ class PartitionExecutor:
         self.resources = resources
         self.counters = counters
         self.nodes = graph.topological_order()
-        index = {id(n): i for i, n in enumerate(self.nodes)}
-        slot: dict[Any, int] = {v: i for i, v in enumerate(graph.args)}
+        defined = set(graph.args)
         for n in self.nodes:
-            for v in n.outputs:
-                slot[v] = len(slot)
-        self.num_slots = len(slot)
-        self.slot_values = list(slot)  # slot index -> IR value
-        self.num_args = len(graph.args)
-        self.in_slots = [tuple(slot[v] for v in n.inputs) for n in self.nodes]
-        self.out_slots = [tuple(slot[v] for v in n.outputs) for n in self.nodes]
-        self.result_slots = [slot[v] for v in graph.results]
+            defined.update(n.outputs)
         # Values of this graph that a node's regions read: they are inputs too.
-        self.capture_slots = [tuple(dict.fromkeys(slot[v] for v in region_reads(n) if v in slot))
-                              for n in self.nodes]
-        self.successors: list[list[int]] = [[] for _ in self.nodes]
-        self.num_deps: list[int] = []
-        for i, n in enumerate(self.nodes):
-            reads = [*n.inputs, *(v for v in region_reads(n) if v in slot)]
-            deps = {index[id(v.producer)] for v in reads if v.producer is not None}
-            deps |= {index[id(c)] for c in n.control_inputs if id(c) in index}
-            self.num_deps.append(len(deps))
-            for d in sorted(deps):
-                self.successors[d].append(i)
-        self.roots = [i for i, k in enumerate(self.num_deps) if k == 0]
+        self.capture_values = [tuple(dict.fromkeys(v for v in region_reads(n) if v in defined))
+                               for n in self.nodes]
+        layout = FrameLayout(graph, self.nodes,
+                             [[*n.inputs, *c] for n, c in zip(self.nodes, self.capture_values)])
+        self.layout = layout
+        self.control_flow = layout.control_flow
+        self.frames = layout.frames
+        self.kinds = layout.kinds
+        self.local = layout.local
+        self.out_frame = layout.out_frame
+        self.num_args = layout.num_args
+        self.in_slots = layout.in_slots
+        self.out_slots = layout.out_slots
+        self.result_slots = layout.result_slots
+        self.capture_slots = [tuple(layout.slot[v] for v in c) for c in self.capture_values]
+        self.successors = layout.successors
+        self.edges = layout.edges
+        self.source_of = layout.source_of
+        self.roots = layout.roots
+        self.constant_enter = [k == ENTER and bool(n.attrs["is_constant"])
+                               for k, n in zip(self.kinds, self.nodes)]
         self.kernels = [prepare(n) for n in self.nodes]
         self.blocking = [is_blocking(n) for n in self.nodes]
-        self.cheap = [is_cheap(n) for n in self.nodes]
+        # Control-flow primitives only move references: always run them inline.
+        self.cheap = [k not in (NORMAL, SEND, RECV) or is_cheap(n)
+                      for k, n in zip(self.kinds, self.nodes)]
 
     def start(self, step: Step, args: Sequence[Any]) -> PartitionRun:
         """The state of this partition in `step`, fed with `args` (one per graph arg)."""
@@ -361,36 +400,129 @@ def is_cheap(node: Node) -> bool:
     return total <= CHEAP_ELEMENTS
 
 
-class PartitionRun:
-    """One partition's part of one step: the values computed so far and the pending
-    input counts."""
+# ------------------------------------------------------------- frames and iterations
 
-    __slots__ = ("executor", "step", "values", "pending")
+class Iteration:
+    """One iteration of one frame instance in one step: the values of the frame's slots,
+    the pending-input count and deadness of each of its nodes, how many of its node runs
+    are scheduled and not finished, how many child frames it started that are not done
+    (`children`, by static frame index)."""
+
+    __slots__ = ("frame", "number", "values", "pending", "dead", "outstanding_ops",
+                 "outstanding_frames", "children")
+
+    def __init__(self, info: StaticFrame, frame: Frame | None, number: int,
+                 track_dead: bool = True) -> None:
+        self.frame = frame
+        self.number = number
+        self.values: list[Any] = [None] * info.num_slots
+        self.pending = list(info.pending)
+        self.dead = [False] * len(info.pending) if track_dead else None
+        self.outstanding_ops = 0
+        self.outstanding_frames = 0
+        self.children: dict[int, Frame] | None = None
+
+
+class Frame:
+    """One instance of a loop frame (the root frame: the whole step): the iterations in
+    flight, the NextIteration values waiting for a free iteration (`next_roots`), the
+    loop invariants (values of constant Enters, given to every iteration), the Exits
+    that were dead in the last iteration, and how many Enters have not delivered yet.
+    `tag` names the instance in rendezvous keys (frame names and enclosing iterations)."""
+
+    __slots__ = ("info", "parent_iteration", "tag", "iterations", "iteration_count",
+                 "outstanding_iterations", "pending_inputs", "next_roots", "invariants",
+                 "dead_exits")
+
+    def __init__(self, info: StaticFrame, parent_iteration: Iteration | None, tag: str) -> None:
+        self.info = info
+        self.parent_iteration = parent_iteration
+        self.tag = tag
+        self.iterations: dict[int, Iteration] = {0: Iteration(info, self, 0)}
+        self.iteration_count = 0
+        self.outstanding_iterations = 1
+        self.pending_inputs = info.num_enters
+        self.next_roots: list[tuple[int, Any]] = []
+        self.invariants: list[tuple[int, list[Any] | None]] = []
+        self.dead_exits: list[int] = []
+
+
+def _read_only_index(i: int) -> np.ndarray:
+    a = np.array(i, np.int32)
+    a.flags.writeable = False
+    return a
+
+
+_INDICES = [_read_only_index(i) for i in range(8)]
+
+
+def _index_value(i: int) -> np.ndarray:
+    """The i32 scalar `i` (read-only, shared for the usual few inputs): a Merge's
+    value_index output."""
+    return _INDICES[i] if i < len(_INDICES) else _read_only_index(i)
+
+
+class PartitionRun:
+    """One partition's part of one step: the root frame (whose single iteration holds
+    the graph's arguments and results) and, under it, the loop frames in flight.
+
+    Scheduling state (pending counts, frames, iterations) changes only under the step's
+    lock; kernels run outside it. A node is *dead* when it does not run because an input
+    is dead (a Merge: when every input is); its outputs are then `DEAD`. When an
+    iteration has nothing left to run and the one before it is done, its state is
+    dropped (at most ``parallel_iterations`` iterations of a frame are alive), and a
+    frame whose iterations and Enters are all done is dropped, after passing its dead
+    Exits on to the enclosing frame."""
+
+    __slots__ = ("executor", "step", "top")
 
     def __init__(self, executor: PartitionExecutor, step: Step, args: Sequence[Any]) -> None:
         self.executor = executor
         self.step = step
-        self.values: list[Any] = [None] * executor.num_slots
-        self.values[:executor.num_args] = args
-        self.pending = list(executor.num_deps)
+        info = executor.frames[ROOT]
+        if executor.control_flow:
+            # The root frame has one iteration for the whole step: nothing retires it,
+            # so the frame need not list it (and the two hold no cycle).
+            self.top = Frame(info, None, "").iterations.pop(0)
+        else:  # one iteration, nothing dead: no frame to keep
+            self.top = Iteration(info, None, 0, track_dead=False)
+        self.top.values[:executor.num_args] = args
+        self.top.outstanding_ops = len(executor.roots)
 
     def results(self) -> list[Any]:
-        return [self.values[s] for s in self.executor.result_slots]
+        ex = self.executor
+        values = self.top.values
+        out = [values[s] for s in ex.result_slots]
+        if ex.control_flow and any(v is DEAD for v in out):
+            k = next(k for k, v in enumerate(out) if v is DEAD)
+            raise InternalError(f"result {k} ('{ex.graph.result_names[k]}') of "
+                                f"'{ex.graph.name}' is dead: it depends on a conditional "
+                                f"branch that did not run")
+        return out
 
-    def execute(self, i: int, inline: deque) -> None:
-        """Run node `i` (unless the step is cancelled) and schedule the successors it
-        makes ready: cheap ones onto `inline`, for this thread to run next."""
+    # --------------------------------------------------------------------- running
+    def execute(self, i: int, it: Iteration, inline: deque) -> None:
+        """Run node `i` in iteration `it` (unless the step is cancelled) and schedule the
+        successors it makes ready: cheap ones onto `inline`, for this thread to run next.
+
+        The hot path of every step: graphs without control flow take the short branches
+        (no deadness, one iteration), written out here rather than in helpers."""
         ex = self.executor
         step = self.step
         if step.cancellation.is_cancelled:
             step.finished(0)  # skipped: successors are never scheduled
             return
-        values = self.values
         start = time.perf_counter() if step.trace is not None else 0.0
+        values = it.values
         try:
-            if ex.capture_slots[i]:
+            kind = ex.kinds[i]
+            if kind != NORMAL:
+                outs = self._primitive(i, kind, it)
+            elif it.dead is not None and it.dead[ex.local[i]]:
+                outs = None  # a dead input: the kernel does not run
+            elif ex.capture_slots[i]:
                 outs = ex.kernels[i]([values[s] for s in ex.in_slots[i]], ex.resources,
-                                     ex.counters, step.ctx, captures=self._captures(i))
+                                     ex.counters, step.ctx, captures=self._captures(i, it))
             else:
                 outs = ex.kernels[i]([values[s] for s in ex.in_slots[i]], ex.resources,
                                      ex.counters, step.ctx)
@@ -406,48 +538,274 @@ class PartitionRun:
             return
         if step.trace is not None:
             self._record(i, start)
-        for s, v in zip(ex.out_slots[i], outs):
-            values[s] = v
-        ready = []
-        succ = ex.successors[i]
-        pending = self.pending
-        with step.lock:
-            for j in succ:
-                pending[j] -= 1
-                if pending[j] == 0:
-                    ready.append(j)
-            # This node is done, the ready ones are now outstanding (Step.finished).
-            step.outstanding += len(ready) - 1
-            if step.outstanding == 0:
-                step.set_done()
+        ready: list[tuple[int, Iteration]] = []
+        if ex.control_flow:
+            with step.lock:
+                self._propagate(i, kind, it, outs, ready)
+                step.outstanding += len(ready) - 1
+                if step.outstanding == 0:
+                    step.set_done()
+        else:
+            for s, v in zip(ex.out_slots[i], outs):
+                values[s] = v
+            pending = it.pending
+            with step.lock:
+                for j in ex.successors[i]:
+                    pending[j] -= 1
+                    if pending[j] == 0:
+                        ready.append((j, it))
+                # This node is done, the ready ones are now outstanding (Step.finished).
+                step.outstanding += len(ready) - 1
+                if step.outstanding == 0:
+                    step.set_done()
         if ready:
             schedule(self, ready, inline)
 
-    def _captures(self, i: int) -> dict[Any, Any]:
+    def _captures(self, i: int, it: Iteration) -> dict[Any, Any]:
         """The values of this graph that node `i`'s regions read, by IR value."""
         ex = self.executor
-        return {ex.slot_values[s]: self.values[s] for s in ex.capture_slots[i]}
+        values = it.values
+        return {v: values[s] for v, s in zip(ex.capture_values[i], ex.capture_slots[i])}
 
+    def _primitive(self, i: int, kind: int, it: Iteration) -> list[Any] | None:
+        """What a control-flow primitive (or a Send/Recv in a graph with control flow)
+        outputs; None when the node is dead."""
+        ex = self.executor
+        values = it.values
+        if kind == MERGE:  # its outputs were chosen when it became ready
+            return None if it.dead[ex.local[i]] else [values[s] for s in ex.out_slots[i]]
+        if it.dead[ex.local[i]]:
+            if kind == SEND:  # the receiving side must learn that the value is dead
+                self._transfer_send(i, it, DEAD)
+            return None
+        if kind == SWITCH:
+            data, pred = (values[s] for s in ex.in_slots[i])
+            return [DEAD, data] if bool(pred) else [data, DEAD]
+        if kind == SEND:
+            self._transfer_send(i, it, values[ex.in_slots[i][0]])
+            return []
+        if kind == RECV:
+            return self._transfer_recv(i, it)
+        # Enter, Exit, LoopCond and NextIteration forward their (first) input.
+        return [values[ex.in_slots[i][0]]]
+
+    # ------------------------------------------------------------ Send and Recv
+    def _transfer_key(self, i: int, it: Iteration) -> str:
+        """The rendezvous key of Send/Recv node `i` in iteration `it`: the plain key of
+        the transfer in the root frame; inside a loop, the frame instance and the
+        iteration too, so that each iteration has its own transfer."""
+        key = make_key(self.executor.nodes[i].attrs["key"], self.step.step_id)
+        frame = it.frame
+        return key if frame.parent_iteration is None else f"{key};{frame.tag}{it.number}"
+
+    def _transfer_send(self, i: int, it: Iteration, value: Any) -> None:
+        self.step.ctx.rendezvous.send(self._transfer_key(i, it), value)
+
+    def _transfer_recv(self, i: int, it: Iteration) -> list[Any] | None:
+        node = self.executor.nodes[i]
+        value = self.step.ctx.rendezvous.recv(self._transfer_key(i, it))
+        if value is DEAD:
+            return None
+        arr = np.asarray(value)
+        t = node.outputs[0].type
+        if arr.dtype != t.dtype.np or not t.accepts(t.dtype, arr.shape):
+            raise InternalError(f"received {arr.dtype}{list(arr.shape)}, the Recv expects {t}",
+                                **node.error_context())
+        return [arr]
+
+    # ------------------------------------------------------- propagation (locked)
+    def _propagate(self, i: int, kind: int, it: Iteration, outs: list[Any] | None,
+                   ready: list[tuple[int, Iteration]]) -> None:
+        """Deliver node `i`'s outputs from iteration `it` (None: the node is dead) where
+        its kind sends them, collect the nodes that become ready, and retire `i`'s run
+        (which may complete iterations and frames). Called under the step's lock."""
+        ex = self.executor
+        if kind == ENTER:
+            child = self._child_frame(it, ex.out_frame[i])
+            if ex.constant_enter[i]:
+                child.invariants.append((i, outs))
+                for t in list(child.iterations.values()):
+                    self._deliver(i, outs, t, ready)
+            else:
+                self._deliver(i, outs, child.iterations[0], ready)
+            child.pending_inputs -= 1
+            if child.pending_inputs == 0:
+                self._cleanup(child, 0, ready)
+        elif kind == EXIT:
+            frame = it.frame
+            if outs is not None:
+                self._deliver(i, outs, frame.parent_iteration, ready)
+            elif it.number == frame.iteration_count:
+                # Dead in what is so far the last iteration: if no iteration follows,
+                # the enclosing frame gets it dead once this frame is done.
+                frame.dead_exits.append(i)
+        elif kind == NEXT_ITERATION:
+            if outs is not None:  # a dead value ends the loop instead of going round
+                self._next_iteration(i, outs[0], it, ready)
+        else:
+            self._deliver(i, outs, it, ready)
+        it.outstanding_ops -= 1
+        if it.outstanding_ops == 0 and it.outstanding_frames == 0:
+            self._cleanup(it.frame, it.number, ready)
+
+    def _deliver(self, i: int, outs: list[Any] | None, t: Iteration,
+                 ready: list[tuple[int, Iteration]]) -> None:
+        """Store node `i`'s outputs in iteration `t` and count them as arrived at its
+        successors there: a non-Merge is ready when all its inputs arrived (dead if one
+        is dead); a Merge as soon as one live input arrives (it takes that one), or dead
+        when all are dead or a dead one comes from an Enter."""
+        ex = self.executor
+        values = t.values
+        slots = ex.out_slots[i]
+        if outs is None:
+            for s in slots:
+                values[s] = DEAD
+        else:
+            for s, v in zip(slots, outs):
+                values[s] = v
+        node_dead = outs is None
+        pending = t.pending
+        dead = t.dead
+        kinds = ex.kinds
+        local = ex.local
+        for e in ex.edges[i]:
+            j = e.dst
+            loc = local[j]
+            if kinds[j] == MERGE:
+                if pending[loc] < 0 or not self._merge_input(j, loc, e, slots, t,
+                                                             kinds[i] == ENTER):
+                    continue  # fired already, or still waiting
+            else:
+                if node_dead or any(values[slots[k]] is DEAD for k in e.outputs):
+                    dead[loc] = True
+                pending[loc] -= 1
+                if pending[loc]:
+                    continue
+            ready.append((j, t))
+            t.outstanding_ops += 1
+
+    def _merge_input(self, j: int, loc: int, e: Edge, slots: tuple[int, ...], t: Iteration,
+                     from_enter: bool) -> bool:
+        """Inputs of Merge `j` arrived through edge `e`; True when it fires now (its
+        outputs, or its deadness, set)."""
+        ex = self.executor
+        values = t.values
+        for pos, k in e.merge_inputs:
+            v = values[slots[k]]
+            if v is not DEAD:
+                out = ex.out_slots[j]
+                values[out[0]] = v
+                values[out[1]] = _index_value(pos)
+                t.pending[loc] = -1
+                return True
+            t.pending[loc] -= 1
+        # A dead Enter kills the Merge at once: a loop entered with dead values (in an
+        # untaken branch) must not wait for a NextIteration that never comes.
+        if t.pending[loc] <= 0 or from_enter:
+            t.pending[loc] = -1
+            t.dead[loc] = True
+            return True
+        return False
+
+    def _next_iteration(self, i: int, value: Any, it: Iteration,
+                        ready: list[tuple[int, Iteration]]) -> None:
+        """NextIteration `i` of iteration `it` passes `value` on: to its source in the
+        next iteration, started now if fewer than ``parallel_iterations`` are in flight,
+        else once one is done."""
+        frame = it.frame
+        source = self.executor.source_of[i]
+        t = frame.iterations.get(it.number + 1)
+        if t is None:
+            if frame.outstanding_iterations >= frame.info.parallel_iterations:
+                frame.next_roots.append((source, value))
+                return
+            t = self._new_iteration(frame, ready)
+        self._deliver(source, [value, None], t, ready)
+
+    def _new_iteration(self, frame: Frame, ready: list[tuple[int, Iteration]]) -> Iteration:
+        """Start the next iteration of `frame`: the values waiting for it and the loop
+        invariants arrive in it."""
+        frame.iteration_count += 1
+        t = Iteration(frame.info, frame, frame.iteration_count)
+        frame.iterations[t.number] = t
+        frame.outstanding_iterations += 1
+        frame.dead_exits.clear()  # an Exit dead in an earlier iteration is not the loop's
+        roots, frame.next_roots = frame.next_roots, []
+        for source, value in roots:
+            self._deliver(source, [value, None], t, ready)
+        for i, outs in frame.invariants:
+            self._deliver(i, outs, t, ready)
+        return t
+
+    def _child_frame(self, it: Iteration, index: int) -> Frame:
+        """The instance of static frame `index` that iteration `it` runs (made on the
+        first Enter into it)."""
+        children = it.children
+        if children is None:
+            children = it.children = {}
+        frame = children.get(index)
+        if frame is None:
+            info = self.executor.frames[index]
+            frame = children[index] = Frame(info, it, f"{it.frame.tag}{info.name}@{it.number}/")
+            it.outstanding_frames += 1
+        return frame
+
+    def _cleanup(self, frame: Frame, n: int, ready: list[tuple[int, Iteration]]) -> None:
+        """Iteration `n` of `frame` may be done: drop the done iterations from `n` on
+        (starting waiting ones in their place); if that completes the frame, drop it and
+        go on with the enclosing iteration (a loop, not a recursion)."""
+        while frame.parent_iteration is not None:
+            while n <= frame.iteration_count and _iteration_done(frame, n):
+                del frame.iterations[n]
+                frame.outstanding_iterations -= 1
+                n += 1
+                if frame.next_roots:
+                    self._new_iteration(frame, ready)
+            if frame.pending_inputs or frame.outstanding_iterations:
+                return
+            parent = frame.parent_iteration
+            for i in frame.dead_exits:
+                self._deliver(i, None, parent, ready)
+            del parent.children[frame.info.index]
+            parent.outstanding_frames -= 1
+            if parent.outstanding_ops or parent.outstanding_frames:
+                return
+            frame, n = parent.frame, parent.number
+
+    # -------------------------------------------------------------------- tracing
     def _record(self, i: int, start: float) -> None:
         node = self.executor.nodes[i]
         self.step.trace.append(NodeTrace(node.name, node.op, self.executor.device,
                                          threading.get_ident(), start, time.perf_counter()))
 
 
-def schedule(run: PartitionRun, ready: Sequence[int], inline: deque) -> None:
-    """Send ready nodes of `run` where they should run (see the module docstring). The
-    caller has already counted them as outstanding."""
+def _iteration_done(frame: Frame, n: int) -> bool:
+    """Nothing of iteration `n` can run any more: none of its nodes is scheduled, none
+    of its child frames is alive, and the iteration before it is done (for iteration 0:
+    every Enter into the frame has delivered)."""
+    t = frame.iterations[n]
+    if t.outstanding_ops or t.outstanding_frames:
+        return False
+    if n == 0:
+        return frame.pending_inputs == 0
+    return n - 1 not in frame.iterations
+
+
+def schedule(run: PartitionRun, ready: Sequence[tuple[int, Iteration]], inline: deque) -> None:
+    """Send ready (node, iteration) pairs of `run` where they should run (see the module
+    docstring). The caller has already counted them as outstanding."""
     ex = run.executor
     expensive = None
-    for j in ready:
+    for item in ready:
+        j = item[0]
         if ex.blocking[j]:
-            blocking_pool().submit(_run_one, run, j)
+            blocking_pool().submit(_run_one, run, item)
         elif ex.cheap[j]:
-            inline.append((run, j))
+            inline.append((run, item))
         else:
             if expensive is not None:
                 inter_op_pool().submit(_run_one, run, expensive)
-            expensive = j
+            expensive = item
     if expensive is not None:
         if inline:
             inter_op_pool().submit(_run_one, run, expensive)
@@ -456,17 +814,18 @@ def schedule(run: PartitionRun, ready: Sequence[int], inline: deque) -> None:
 
 
 def drain(inline: deque) -> None:
-    """Run queued (run, node) pairs, and those they make ready, on this thread."""
+    """Run queued (run, (node, iteration)) pairs, and those they make ready, on this
+    thread."""
     # NumPy kernels report floating-point problems as values (inf, nan), not warnings;
     # set once here rather than around every kernel.
     with np.errstate(all="ignore"):
         while inline:
-            run, i = inline.popleft()
-            run.execute(i, inline)
+            run, (i, it) = inline.popleft()
+            run.execute(i, it, inline)
 
 
-def _run_one(run: PartitionRun, i: int) -> None:
-    drain(deque([(run, i)]))
+def _run_one(run: PartitionRun, item: tuple[int, Iteration]) -> None:
+    drain(deque([(run, item)]))
 
 
 # ------------------------------------------------------------------------ run a step
@@ -483,7 +842,7 @@ def run_step(step: Step, parts: Sequence[tuple[PartitionExecutor, Sequence[Any]]
     inline: deque = deque()
     for run in runs:
         if run.executor.roots:
-            schedule(run, run.executor.roots, inline)
+            schedule(run, [(i, run.top) for i in run.executor.roots], inline)
     if timeout is None:
         drain(inline)
     elif inline:

@@ -1,6 +1,6 @@
 """The built-in op families; importing this package registers every op."""
 
-from . import control, core, fusion, grad_support, io, queue, state, transfer  # noqa: F401
+from . import control, core, dataflow_control, fusion, grad_support, io, queue, state, transfer  # noqa: F401
 
 for _family in ("math", "array", "nn", "random"):
     try:

@@ -6,8 +6,9 @@ kernel (`fused`, `codegen`, `elementwise`), MatMul calls BLAS (`blas`), and ever
 op runs its reference kernel (`kernels` lists what is native). The graph runs on the
 dataflow executor, like the reference target, with these per-node kernels.
 
-Not yet (issue 4): one native function per partition, intra-op parallelism, an on-disk
-compile cache, ahead-of-time libraries, native conv/pooling.
+Not yet (issue 4): one native function per partition (today every node is still
+dispatched from Python), intra-op parallelism, output-buffer reuse, an on-disk compile
+cache, ahead-of-time libraries, native conv/pooling/softmax-family ops and gradients.
 """
 
 from __future__ import annotations
@@ -21,10 +22,9 @@ TARGET = "cpu"
 
 
 def _register_with_executor() -> None:
-    """Give the dataflow executor the cpu target's kernels. It keeps its providers in a
-    table keyed by target name; this is the one entry the cpu target adds to it."""
-    from ...runtime import dataflow
-    dataflow._KERNEL_PROVIDERS.setdefault(TARGET, kernel_provider)
+    """Give the dataflow executor the cpu target's per-node kernels."""
+    from ...runtime.dataflow import register_kernel_provider
+    register_kernel_provider(TARGET, kernel_provider)
 
 
 def compile_graph(graph: Graph, resources: Any = None) -> Any:

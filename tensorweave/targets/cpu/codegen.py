@@ -33,8 +33,19 @@ import llvmlite.ir as ir
 
 from ...compiler.dtypes import DType, bool_, float64, int64
 from ...errors import UnimplementedError
-from .elementwise import EMITTERS, F64, I1, I8, I32, I64, Lanes, OpInfo, emit_op, memory_type, \
-    nan_max, scalar_type
+from .elementwise import (
+    EMITTERS,
+    F64,
+    I8,
+    I32,
+    I64,
+    Lanes,
+    OpInfo,
+    emit_op,
+    memory_type,
+    nan_max,
+    scalar_type,
+)
 
 REDUCTIONS = frozenset({"Sum", "Mean", "Max", "Min", "Prod", "All", "Any"})
 BLOCK = 256  # vectors per block of a blocked (two-level) float sum

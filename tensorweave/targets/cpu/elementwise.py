@@ -11,9 +11,11 @@ reproduces the reference (NumPy) kernel's results:
   integer's minimum, as x86 (and so NumPy) does, never LLVM poison;
 - float ops carry only the ``contract`` fast-math flag (so ``x * a + b`` may become one
   FMA, rounding once): no reassociation, no approximate functions;
-- exp, log, sqrt, sin, cos, floor, ceil, fabs, pow and copysign are LLVM intrinsics
-  (lowered to libm calls or instructions); log1p is libm's; tanh and sigmoid are written
-  with exp: within 2 ulp of 1 in absolute terms (about 1.2e-7 in f32).
+- log, sqrt, sin, cos, floor, ceil, fabs, pow and copysign are LLVM intrinsics (lowered to
+  libm calls or instructions), and so is exp in f64; log1p, and tanh in f64, are libm's;
+- in f32, exp and tanh are inlined Cephes code (range reduction and polynomials, 1-2 ulp)
+  that vectorizes, where the intrinsic would be one libm call per lane; sigmoid is the
+  reference kernel's formula with exp of a non-positive argument.
 """
 
 from __future__ import annotations
@@ -191,7 +193,7 @@ def _is_float(info: OpInfo) -> bool:
     return info.in_dtypes[0].kind == "float"
 
 
-@emitter("Identity", "StopGradient")
+@emitter("Identity", "StopGradient", "BroadcastTo")
 def _identity(cx: Lanes, info: OpInfo, a: list[ir.Value]) -> ir.Value:
     return a[0]
 
@@ -250,9 +252,64 @@ def _unary_intrinsic(name: str) -> Emitter:
     return emit
 
 
-for _op, _name in (("Exp", "exp"), ("Log", "log"), ("Sqrt", "sqrt"), ("Sin", "sin"),
-                   ("Cos", "cos"), ("Floor", "floor"), ("Ceil", "ceil")):
+for _op, _name in (("Log", "log"), ("Sqrt", "sqrt"), ("Sin", "sin"), ("Cos", "cos"),
+                   ("Floor", "floor"), ("Ceil", "ceil")):
     EMITTERS[_op] = _unary_intrinsic(_name)
+
+
+# ------------------------------------------------------------ vector exp and tanh (f32)
+# llvm.exp.v8f32 becomes eight calls to libm's expf, tanh one call per lane: for float32
+# the kernels inline Cephes' expf and tanhf instead, which vectorize (1-2 ulp).
+
+_EXPF_POLY = (1.9875691500e-4, 1.3981999507e-3, 8.3334519073e-3, 4.1665795894e-2,
+              1.6666665459e-1, 5.0000001201e-1)
+_TANHF_POLY = (-5.70498872745e-3, 2.06390887954e-2, -5.37397155531e-2, 1.33314422036e-1,
+               -3.33332819422e-1)
+
+
+def _horner(cx: Lanes, x: ir.Value, coefficients: Sequence[float]) -> ir.Value:
+    acc = cx.const(F32, coefficients[0])
+    for c in coefficients[1:]:
+        acc = cx.b.fadd(cx.b.fmul(acc, x, flags=FLAGS), cx.const(F32, c), flags=FLAGS)
+    return acc
+
+
+def _pow2(cx: Lanes, n: ir.Value) -> ir.Value:
+    """2**n as a float32 for integer n in [-126, 127] (built in the exponent bits)."""
+    biased = cx.b.shl(cx.b.add(n, cx.const(I32, 127)), cx.const(I32, 23))
+    return cx.b.bitcast(biased, cx.wrap(F32))
+
+
+def exp_f32(cx: Lanes, x: ir.Value) -> ir.Value:
+    """exp(x) for float32 lanes: Cephes' range reduction and polynomial; overflow gives
+    inf, underflow gradual (denormals) then 0, NaN stays NaN."""
+    b = cx.b
+    hi, lo = 88.72283905206835, -103.97207708
+    nan = b.fcmp_unordered("uno", x, x)
+    xc = b.select(nan, cx.const(F32, 0.0), x)
+    xc = b.select(cx.fcmp(">", xc, cx.const(F32, hi)), cx.const(F32, hi), xc)
+    xc = b.select(cx.fcmp("<", xc, cx.const(F32, lo)), cx.const(F32, lo), xc)
+    fx = cx.intrinsic("floor", b.fadd(b.fmul(xc, cx.const(F32, 1.44269504088896341)),
+                                      cx.const(F32, 0.5)))
+    r = b.fsub(xc, b.fmul(fx, cx.const(F32, 0.693359375)))
+    r = b.fsub(r, b.fmul(fx, cx.const(F32, -2.12194440e-4)))
+    p = b.fadd(b.fadd(b.fmul(_horner(cx, r, _EXPF_POLY), b.fmul(r, r), flags=FLAGS), r,
+                      flags=FLAGS), cx.const(F32, 1.0))
+    n = b.fptosi(fx, cx.wrap(I32))
+    half = b.ashr(n, cx.const(I32, 1))  # two steps: 2**n alone may not be a normal float
+    y = b.fmul(b.fmul(p, _pow2(cx, half)), _pow2(cx, b.sub(n, half)))
+    y = b.select(cx.fcmp(">", x, cx.const(F32, hi)), cx.const(F32, float("inf")), y)
+    y = b.select(cx.fcmp("<", x, cx.const(F32, lo)), cx.const(F32, 0.0), y)
+    return b.select(nan, x, y)
+
+
+def _exp(cx: Lanes, dtype: DType, x: ir.Value) -> ir.Value:
+    return exp_f32(cx, x) if dtype.bits == 32 else cx.intrinsic("exp", x)
+
+
+@emitter("Exp")
+def _exp_op(cx, info, a):
+    return _exp(cx, info.out_dtype, a[0])
 
 
 @emitter("Log1p")
@@ -272,12 +329,21 @@ def _reciprocal(cx, info, a):
 
 @emitter("Tanh")
 def _tanh(cx, info, a):
-    # tanh|x| = (1 - e) / (1 + e) with e = exp(-2|x|) <= 1: no overflow; sign restored
-    x, dt, b = a[0], info.out_dtype, cx.b
-    one = cx.dconst(dt, 1.0)
-    e = cx.intrinsic("exp", b.fmul(cx.intrinsic("fabs", x), cx.dconst(dt, -2.0)))
-    t = b.fdiv(b.fsub(one, e), b.fadd(one, e))
-    return cx.intrinsic("copysign", t, x)
+    x, b = a[0], cx.b
+    if info.out_dtype.bits != 32:
+        # libm's tanh, lane by lane: from exp, (1 - e) / (1 + e) loses all relative
+        # precision near 0 (tanh(1e-300) would come out 0)
+        return cx.libm("tanh", info.out_dtype, x)
+    # Cephes tanhf: an odd polynomial below 0.625, 1 - 2 / (exp(2|x|) + 1) above
+    ax = cx.intrinsic("fabs", x)
+    one = cx.const(F32, 1.0)
+    e = exp_f32(cx, b.fadd(ax, ax))
+    big = b.fsub(one, b.fdiv(cx.const(F32, 2.0), b.fadd(e, one)))
+    z = b.fmul(x, x)
+    small = b.fadd(b.fmul(b.fmul(_horner(cx, z, _TANHF_POLY), z, flags=FLAGS), x, flags=FLAGS),
+                   x, flags=FLAGS)
+    return b.select(cx.fcmp(">", ax, cx.const(F32, 0.625)), cx.intrinsic("copysign", big, x),
+                    small)
 
 
 @emitter("Sigmoid")
@@ -285,7 +351,7 @@ def _sigmoid(cx, info, a):
     # the reference kernel's formula: exp of a non-positive argument only
     x, dt, b = a[0], info.out_dtype, cx.b
     one = cx.dconst(dt, 1.0)
-    e = cx.intrinsic("exp", b.fneg(cx.intrinsic("fabs", x)))
+    e = _exp(cx, dt, b.fneg(cx.intrinsic("fabs", x)))
     denom = b.fadd(one, e)
     return b.select(cx.fcmp(">=", x, cx.dconst(dt, 0.0)), b.fdiv(one, denom), b.fdiv(e, denom))
 

@@ -25,9 +25,11 @@ from ...compiler.ir import Graph, Node
 from ...compiler.types import TensorType
 from ...errors import InvalidArgumentError, TensorWeaveError, UnimplementedError
 from . import jit
-from .codegen import REDUCTIONS, Instr, Layout, Program, build_kernel, check_supported, \
-    vector_width
+from .codegen import REDUCTIONS, Instr, Layout, Program, build_kernel, check_supported, vector_width
 from .elementwise import STATUS_MESSAGES
+
+MAX_PLANS = 256  # input-shape tuples remembered per kernel
+_NO_PLAN: Any = object()
 
 KernelFn = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)
 
@@ -35,7 +37,7 @@ KernelFn = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p, ct
 _CODE_ATTRS = {"Cast": ("dtype",), "Sum": ("keepdims",), "Mean": ("keepdims",),
                "Max": ("keepdims",), "Min": ("keepdims",), "Prod": ("keepdims",),
                "All": ("keepdims",), "Any": ("keepdims",), "ZerosLike": ("dtype",),
-               "OnesLike": ("dtype",)}
+               "OnesLike": ("dtype",), "BroadcastTo": ("shape",)}
 
 
 def contiguous(a: Any) -> np.ndarray:
@@ -47,6 +49,13 @@ def contiguous(a: Any) -> np.ndarray:
 
 class _Fallback(Exception):
     """This call cannot run natively: use the reference kernels."""
+
+
+def _broadcasts_to(shape: tuple, target: tuple) -> bool:
+    try:
+        return len(shape) <= len(target) and np.broadcast_shapes(shape, target) == target
+    except ValueError:
+        return False
 
 
 def _normalized_axes(node: Node) -> tuple[int, ...]:
@@ -95,6 +104,9 @@ class Plan:
     out_shapes: list[tuple]
     checks: list[tuple[Node, str]]  # errors to raise if this plan runs (empty reductions)
 
+    def __post_init__(self) -> None:
+        self.sizes_address = self.sizes.ctypes.data  # the plan keeps `sizes` alive
+
 
 class FusedKernel:
     """The native kernel of one Fusion node (the executor's per-node kernel protocol:
@@ -115,9 +127,10 @@ class FusedKernel:
                  step: Any = None, step_id: int = 0) -> list[np.ndarray]:
         arrays = [contiguous(a) for a in inputs]
         key = tuple(a.shape for a in arrays)
-        try:
-            plan = self._plans[key]
-        except KeyError:
+        plan = self._plans.get(key, _NO_PLAN)
+        if plan is _NO_PLAN:
+            if len(self._plans) >= MAX_PLANS:  # many shapes (unknown dims): start over
+                self._plans.clear()
             plan = self._plans[key] = self._plan(key)
         if plan is None:
             return self._reference(arrays, resources, counters, step, step_id)
@@ -127,7 +140,7 @@ class FusedKernel:
         if plan.fn is not None:
             ins = (ctypes.c_void_p * max(1, len(arrays)))(*[a.ctypes.data for a in arrays])
             outp = (ctypes.c_void_p * max(1, len(outs)))(*[o.ctypes.data for o in outs])
-            status = plan.fn(ins, outp, plan.sizes.ctypes.data)
+            status = plan.fn(ins, outp, plan.sizes_address)
             if status:
                 self._raise(status)
         return outs
@@ -166,6 +179,13 @@ class FusedKernel:
                         "operands must have the same shape, got "
                         + ", ".join(str(list(s)) for s in args), **node.error_context())
                 out.append(args[0])
+            elif ins.op == "BroadcastTo":
+                shape = tuple(dict(ins.attrs)["shape"])
+                if not _broadcasts_to(args[0], shape):
+                    raise InvalidArgumentError(f"cannot broadcast input of shape "
+                                               f"{list(args[0])} to shape {list(shape)}",
+                                               **node.error_context())
+                out.append(shape)
             elif ins.op in ("ZerosLike", "OnesLike") or len(args) == 1:
                 out.append(args[0])
             else:
@@ -204,6 +224,9 @@ class FusedKernel:
         operand_shapes = [slot_shapes[s] for s in range(n_in)] + \
             [slot_shapes[outputs[k]] for k in full]
         out_shapes = [slot_shapes[s] for s in outputs]
+        if 0 in loop and any(0 not in slot_shapes[outputs[k]] for k in full):
+            # an output smaller than the (empty) loop space would never be written
+            raise _Fallback
         checks = self._empty_reduction_checks(slot_shapes, loop, n_red)
         layout, sizes = collapse(loop, n_red, operand_shapes)
         if int(np.prod(loop[:len(loop) - n_red], dtype=np.int64)) == 0 or \

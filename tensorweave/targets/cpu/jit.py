@@ -21,7 +21,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
-import llvmlite
 import llvmlite.binding as llvm
 
 from ...errors import CompileError
@@ -104,12 +103,6 @@ def target_machine() -> llvm.TargetMachine:
     """The shared host target machine for optimization and assembly (never given to an
     execution engine)."""
     return new_target_machine()
-
-
-def cache_key_salt() -> str:
-    """What, besides the IR, decides the machine code (for on-disk caches later)."""
-    info = host_info()
-    return f"{info.triple}|{info.cpu}|{info.features}|llvmlite {llvmlite.__version__}"
 
 
 def parse_and_optimize(ir_text: str, loop_vectorize: bool = False) -> llvm.ModuleRef:

@@ -5,10 +5,14 @@
 ``kernel(inputs, resources, counters, step) -> outputs`` for one node.
 
 Native today:
-- ``Fusion`` nodes (made by the ``fused`` stage) whose ops and dtypes have code
-  generators: every op `passes.fusion` fuses (see `elementwise.EMITTERS` and the
-  reductions Sum, Mean, Max, Min, Prod, All, Any over trailing axes) in f32, f64, i8,
-  i16, i32, i64, u8 and bool; one JIT-compiled loop nest each (`fused.FusedKernel`);
+- ``Fusion`` nodes (made by the ``fused`` stage), one JIT-compiled loop nest each
+  (`fused.FusedKernel`), in f32, f64, i8, i16, i32, i64, u8 and bool, of these ops:
+  Neg, Abs, Square, Sign, Relu, Exp, Log, Log1p, Sqrt, Rsqrt, Sin, Cos, Tanh, Sigmoid,
+  Floor, Ceil, Reciprocal, LogicalNot, Add, Sub, Mul, Div, FloorDiv, FloorMod, Pow,
+  Maximum, Minimum, SquaredDifference, Equal, NotEqual, Less, LessEqual, Greater,
+  GreaterEqual, LogicalAnd, LogicalOr, AddN, Select, Cast, Identity, StopGradient,
+  BiasAdd, ZerosLike, OnesLike, BroadcastTo (`elementwise.EMITTERS`), and the
+  reductions Sum, Mean, Max, Min, Prod, All, Any over trailing axes (`codegen`);
 - ``MatMul`` in f32/f64 through SciPy's BLAS (sgemm/dgemm by function pointer) and in
   i8/i16/i32/i64/u8 through a generated loop kernel, batched and transposed
   (`blas.MatMulKernel`).
