@@ -4,9 +4,11 @@ with a NumPy reference, and insist on the exact dtype and shape."""
 from __future__ import annotations
 
 import contextlib
+import threading
 from collections.abc import Callable
 
 import numpy as np
+import pytest
 
 import tensorweave as tw
 from tensorweave.frontend import nest
@@ -133,3 +135,23 @@ def check_gradients(fn: Callable, *arrays, argnums=None, eps: float = 1e-6,
             f"gradient of argument {i}: {got.dtype}{got.shape}, argument is {x.dtype}{x.shape}"
         np.testing.assert_allclose(got, numeric, rtol=rtol, atol=atol,
                                    err_msg=f"gradient of argument {i}")
+
+
+def within(seconds: float, fn: Callable[[], object]) -> object:
+    """Run `fn` on a thread; fail the test if it has not finished after `seconds`."""
+    box: dict[str, object] = {}
+
+    def body() -> None:
+        try:
+            box["result"] = fn()
+        except BaseException as e:  # noqa: BLE001 - re-raised on the test's thread
+            box["error"] = e
+
+    t = threading.Thread(target=body, daemon=True)
+    t.start()
+    t.join(seconds)
+    if t.is_alive():
+        pytest.fail(f"did not finish within {seconds} s (deadlock?)")
+    if "error" in box:
+        raise box["error"]
+    return box.get("result")

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
 
 import numpy as np
 import pytest
@@ -27,29 +26,10 @@ from tensorweave.runtime.executor import ThreadPool
 from tensorweave.runtime.resources import ResourceManager
 from tensorweave.targets import compile_for_target
 from tensorweave.targets.reference import ReferenceExecutable
+from tests.helpers import within
 
 CPU0 = "/job:localhost/replica:0/task:0/device:CPU:0"
 CPU1 = "/job:localhost/replica:0/task:0/device:CPU:1"
-
-
-def within(seconds: float, fn: Callable[[], object]) -> object:
-    """Run `fn` on a thread; fail the test if it has not finished after `seconds`."""
-    box: dict[str, object] = {}
-
-    def body() -> None:
-        try:
-            box["result"] = fn()
-        except BaseException as e:  # noqa: BLE001 - re-raised on the test's thread
-            box["error"] = e
-
-    t = threading.Thread(target=body, daemon=True)
-    t.start()
-    t.join(seconds)
-    if t.is_alive():
-        pytest.fail(f"did not finish within {seconds} s (deadlock?)")
-    if "error" in box:
-        raise box["error"]
-    return box.get("result")
 
 
 def _test_op(name: str, **kwargs):

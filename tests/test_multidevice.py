@@ -4,7 +4,6 @@ branches that really run on different devices, at the same time."""
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 
 import numpy as np
@@ -13,28 +12,9 @@ import pytest
 import tensorweave as tw
 from tensorweave.runtime.dataflow import DataflowExecutable
 from tensorweave.runtime.devices import DeviceSpec
+from tests.helpers import within
 
 DEVICE_COUNTS = (1, 2, 4)
-
-
-def within(seconds: float, fn: Callable[[], object]) -> object:
-    """Run `fn` on a thread; fail the test if it has not finished after `seconds`."""
-    box: dict[str, object] = {}
-
-    def body() -> None:
-        try:
-            box["result"] = fn()
-        except BaseException as e:  # noqa: BLE001 - re-raised on the test's thread
-            box["error"] = e
-
-    t = threading.Thread(target=body, daemon=True)
-    t.start()
-    t.join(seconds)
-    if t.is_alive():
-        pytest.fail(f"did not finish within {seconds} s (deadlock?)")
-    if "error" in box:
-        raise box["error"]
-    return box.get("result")
 
 
 @pytest.fixture(autouse=True)

@@ -25,28 +25,9 @@ from tensorweave.compiler.parser import parse_graph
 from tensorweave.compiler.printer import print_graph
 from tensorweave.runtime import queues as rq
 from tensorweave.runtime.cancellation import CancellationManager
+from tests.helpers import within
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def within(seconds: float, fn: Callable[[], object]) -> object:
-    """Run `fn` on a thread; fail the test if it has not finished after `seconds`."""
-    box: dict[str, object] = {}
-
-    def body() -> None:
-        try:
-            box["result"] = fn()
-        except BaseException as e:  # noqa: BLE001 - re-raised on the test's thread
-            box["error"] = e
-
-    t = threading.Thread(target=body, daemon=True)
-    t.start()
-    t.join(seconds)
-    if t.is_alive():
-        pytest.fail(f"did not finish within {seconds} s (deadlock?)")
-    if "error" in box:
-        raise box["error"]
-    return box.get("result")
 
 
 def start(fn: Callable[[], object]) -> tuple[threading.Thread, dict]:
