@@ -20,14 +20,14 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
-import statistics
 import sys
-import time
 from collections.abc import Callable
 
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from timing import median_time  # noqa: E402
 
 import tensorweave as tw  # noqa: E402
 from tensorweave.compiler.ir import Graph  # noqa: E402
@@ -37,19 +37,6 @@ from tensorweave.runtime.dataflow import DataflowExecutable  # noqa: E402
 from tensorweave.runtime.kernel_context import StepContext  # noqa: E402
 from tensorweave.runtime.resources import ResourceManager  # noqa: E402
 from tensorweave.targets.reference import ReferenceExecutable  # noqa: E402
-
-
-def median_time(fn: Callable[[], object], repeats: int, inner: int = 1) -> float:
-    """Median seconds per call of `fn` over `repeats` timings of `inner` calls each."""
-    fn()  # warm up
-    samples = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        for _ in range(inner):
-            fn()
-        samples.append((time.perf_counter() - start) / inner)
-    return statistics.median(samples)
-
 
 # ----------------------------------------------------------------------- overhead
 

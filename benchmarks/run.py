@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import sys
 import time
 from collections.abc import Callable
@@ -37,6 +36,8 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+from timing import median_time  # noqa: E402
+
 import tensorweave as tw  # noqa: E402
 from tensorweave.runtime.threads import limit_blas_threads  # noqa: E402
 
@@ -44,17 +45,6 @@ TARGETS = ("reference", "cpu")
 GELU_C = 0.7978845608028654  # sqrt(2 / pi)
 
 
-def median_time(fn: Callable[[], object], repeats: int, inner: int = 1, warmup: int = 1) -> float:
-    """Median seconds per call of `fn` over `repeats` timings of `inner` calls each."""
-    for _ in range(warmup):
-        fn()
-    samples = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        for _ in range(inner):
-            fn()
-        samples.append((time.perf_counter() - start) / inner)
-    return statistics.median(samples)
 
 
 @dataclass

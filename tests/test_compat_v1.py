@@ -203,3 +203,12 @@ def test_global_step_is_incremented():
 def test_placeholder_needs_a_rank():
     with pytest.raises(tw.errors.TracingError, match="known rank"):
         tf.placeholder(tf.float32)
+
+
+def test_fetching_a_fed_tensor_does_not_alias_the_fed_array():
+    x = tf.placeholder(tf.float32, [2])
+    fed = np.array([1.0, 2.0], np.float32)
+    with tf.Session() as sess:
+        out = sess.run(x, {x: fed})
+    out[0] = 9.0
+    assert fed[0] == 1.0

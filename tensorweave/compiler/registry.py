@@ -1,8 +1,9 @@
 """The op registry: every op is declared exactly once.
 
 A declaration (`OpDef`) names the op's inputs, its attributes with kinds and defaults,
-its number of outputs, whether it has state, and holds the functions that give it
-meaning: type inference, one kernel per target, and the gradient.
+whether it has state, and holds the functions that give it meaning: type inference
+(whose list of output types also fixes the number of outputs), one kernel per target,
+and the gradient.
 
     MatMul = def_op("MatMul", inputs=["a", "b"],
                     attrs={"transpose_a": attr("bool", False), "transpose_b": attr("bool", False)})
@@ -114,7 +115,7 @@ class OpDef:
     """The declaration of one op. Create with `def_op`."""
 
     def __init__(self, name: str, inputs: Sequence[str], attrs: Mapping[str, AttrSpec],
-                 num_outputs: int | Callable[..., int], stateful: bool, side_effects: bool | None,
+                 stateful: bool, side_effects: bool | None,
                  tags: Sequence[str], doc: str, num_regions: int) -> None:
         variadic = [i for i, s in enumerate(inputs) if s.startswith("*")]
         if len(variadic) > 1 or (variadic and variadic[0] != len(inputs) - 1):
@@ -123,7 +124,6 @@ class OpDef:
         self.inputs = tuple(inputs)
         self.variadic = bool(variadic)
         self.attrs = dict(attrs)
-        self.num_outputs = num_outputs
         self.stateful = stateful
         self.side_effects = stateful if side_effects is None else side_effects
         self.tags = frozenset(tags)
@@ -210,7 +210,7 @@ _REGISTRY: dict[str, OpDef] = {}
 
 
 def def_op(name: str, inputs: Sequence[str] = (), attrs: Mapping[str, AttrSpec] | None = None, *,
-           num_outputs: int | Callable[..., int] = 1, stateful: bool = False,
+           stateful: bool = False,
            side_effects: bool | None = None, tags: Sequence[str] = (), doc: str = "",
            num_regions: int = 0) -> OpDef:
     """Declare a new op and return its `OpDef`.
@@ -222,7 +222,7 @@ def def_op(name: str, inputs: Sequence[str] = (), attrs: Mapping[str, AttrSpec] 
     """
     if name in _REGISTRY:
         raise ValueError(f"op {name!r} is already registered")
-    op = OpDef(name, inputs, attrs or {}, num_outputs, stateful, side_effects, tags, doc,
+    op = OpDef(name, inputs, attrs or {}, stateful, side_effects, tags, doc,
                num_regions)
     _REGISTRY[name] = op
     return op

@@ -66,10 +66,6 @@ def _python_array(value: Any, dtype: DType | None) -> np.ndarray:
     return arr
 
 
-def is_tensor_like(value: Any) -> bool:
-    return isinstance(value, (Tensor, EagerTensor)) or hasattr(value, "_as_tensor")
-
-
 def convert_to_tensor(value: Any, dtype: DType | str | None = None, name: str | None = None,
                       *, dtype_hint: DType | str | None = None) -> Tensor | EagerTensor:
     """Convert a tensor, variable, NumPy array or Python value to a tensor of the current
@@ -273,4 +269,4 @@ def convert_operands(*values: Any) -> list[Tensor | EagerTensor]:
 
 
 __all__ = ["apply_op", "apply_op1", "convert_to_tensor", "convert_operands", "constant",
-           "user_location", "is_tensor_like"]
+           "user_location"]

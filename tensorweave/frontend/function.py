@@ -119,7 +119,7 @@ class ConcreteFunction:
             results = self.executable(*arrays)
         else:
             results = self.executable(*arrays, timeout=self.timeout)
-        return [_own(r, arrays) for r in results]
+        return [own_result(r, arrays) for r in results]
 
     def structured(self, results: list[np.ndarray]) -> Any:
         leaves = [results[x] if is_result else x for is_result, x in self._output_leaves]
@@ -129,7 +129,7 @@ class ConcreteFunction:
         return self.structured(self.call_flat([np.asarray(a) for a in arrays]))
 
 
-def _own(result: np.ndarray, inputs: Sequence[np.ndarray]) -> np.ndarray:
+def own_result(result: np.ndarray, inputs: Sequence[np.ndarray]) -> np.ndarray:
     """Never hand back a buffer the caller or the graph still owns (an input, a constant)."""
     if not isinstance(result, np.ndarray):
         return result

@@ -21,7 +21,7 @@ from ...compiler.pipeline import compile_graph
 from ...compiler.types import format_shape
 from ...errors import InvalidArgumentError
 from ...frontend import nest
-from ...frontend.function import DEFAULT_TARGET
+from ...frontend.function import DEFAULT_TARGET, own_result
 from ...frontend.tensor import Tensor
 from ...passes.prune import extract_subgraph
 from ...runtime.queues import close_all_queues
@@ -112,7 +112,7 @@ class Session:
         results = iter(step(*feed_arrays, timeout=timeout_ms / 1000) if timeout_ms > 0
                        else step(*feed_arrays))
         out = [next(results) if k == "value" else None for k, _ in kinds]
-        return nest.unflatten(tree, [_own(r) for r in out])
+        return nest.unflatten(tree, [own_result(r, feed_arrays) for r in out])
 
     def _resolve_fetch(self, f: Any) -> tuple[str, Any]:
         g = self.graph
@@ -170,12 +170,6 @@ class Session:
                 self._resources.get_or_create(n.attrs["shared_name"],
                                               lambda a=n.attrs: queue_from_attrs(a))
         return compile_graph(sub, self.compile_target, resources=self._resources)
-
-
-def _own(r: Any) -> Any:
-    if isinstance(r, np.ndarray) and not r.flags.writeable:
-        return r.copy()
-    return r
 
 
 class RunOptions:

@@ -302,7 +302,6 @@ def _pack_kernel(*values, axis):
 
 
 Unpack = def_op("Unpack", ["value"], {"num": attr("int"), "axis": attr("int", 0)},
-                num_outputs=lambda *, num, **_: num,
                 doc="Split a tensor into `num` tensors along `axis`, removing it (tf.unstack).")
 
 
@@ -326,7 +325,6 @@ def _unpack_kernel(x, *, num, axis):
 
 Split = def_op("Split", ["value"], {"axis": attr("int", 0), "num_split": attr("int", 0),
                                     "size_splits": attr("ints", ())},
-               num_outputs=lambda *, num_split, size_splits, **_: num_split or len(size_splits),
                doc="Split along `axis` into `num_split` equal parts, or into parts of sizes "
                    "`size_splits` (one may be -1: the rest).")
 

@@ -63,7 +63,7 @@ def _executor_only(op: str) -> Any:
 
 # ------------------------------------------------------------------------------- Switch
 
-Switch = def_op("Switch", ["data", "pred"], num_outputs=2, stateful=True, side_effects=False,
+Switch = def_op("Switch", ["data", "pred"], stateful=True, side_effects=False,
                 doc="Forwards `data` to output 1 (output_true) when the bool scalar `pred` "
                     "is true, else to output 0 (output_false); the other output is dead.")
 
@@ -79,7 +79,7 @@ Switch.kernel("reference")(_executor_only("Switch"))
 
 # -------------------------------------------------------------------------------- Merge
 
-Merge = def_op("Merge", ["*inputs"], num_outputs=2, stateful=True, side_effects=False,
+Merge = def_op("Merge", ["*inputs"], stateful=True, side_effects=False,
                doc="Forwards the first live input (output 0) and its index (output 1, "
                    "i32); dead only when every input is dead.")
 
@@ -143,7 +143,7 @@ Exit.kernel("reference")(_executor_only("Exit"))
 # ------------------------------------------------------------------------ NextIteration
 
 NextIterationSource = def_op(
-    "NextIterationSource", [], {"value_type": attr("type")}, num_outputs=2, stateful=True,
+    "NextIterationSource", [], {"value_type": attr("type")}, stateful=True,
     side_effects=False,
     doc="The value that the paired NextIteration passed on from the previous iteration "
         "(output 0, of type `value_type`), and the token that pairs them (output 1).")

@@ -131,7 +131,7 @@ def _class_logits(logits) -> TensorType:
 
 
 SoftmaxCrossEntropyWithLogits = def_op(
-    "SoftmaxCrossEntropyWithLogits", ["logits", "labels"], num_outputs=2,
+    "SoftmaxCrossEntropyWithLogits", ["logits", "labels"],
     doc="Cross entropy between softmax(logits) and the distribution `labels` along the last "
         "axis. Outputs (loss, backprop): loss has the shape of logits without its last axis; "
         "backprop = softmax(logits) - labels is the gradient of the loss sum w.r.t. logits.")
@@ -162,7 +162,7 @@ def _softmax_xent_kernel(logits, labels):
 
 
 SparseSoftmaxCrossEntropyWithLogits = def_op(
-    "SparseSoftmaxCrossEntropyWithLogits", ["logits", "labels"], num_outputs=2,
+    "SparseSoftmaxCrossEntropyWithLogits", ["logits", "labels"],
     doc="Cross entropy between softmax(logits) and one-hot integer `labels` (class indices, "
         "shape of logits without its last axis). Outputs (loss, backprop) as "
         "SoftmaxCrossEntropyWithLogits; a label outside [0, classes) is an error.")

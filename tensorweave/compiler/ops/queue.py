@@ -136,12 +136,12 @@ def queue_from_attrs(attrs: dict) -> Any:
 
 # --------------------------------------------------------------------------- enqueue
 
-QueueEnqueue = def_op("QueueEnqueue", ["handle", "*components"], _TIMEOUT, num_outputs=0,
+QueueEnqueue = def_op("QueueEnqueue", ["handle", "*components"], _TIMEOUT,
                       stateful=True, tags=["blocking"],
                       doc="Add one element (a tuple of tensors) to the queue; blocks while "
                           "the queue is full.")
 QueueEnqueueMany = def_op("QueueEnqueueMany", ["handle", "*components"], _TIMEOUT,
-                          num_outputs=0, stateful=True, tags=["blocking"],
+                          stateful=True, tags=["blocking"],
                           doc="Add the slices of the components along their first dimension, "
                               "in order; blocks while the queue is full.")
 
@@ -185,20 +185,16 @@ def _enqueue_many_kernel(ctx, queue, *components, timeout_ms):
 
 # --------------------------------------------------------------------------- dequeue
 
-def _num_components(*, dtypes, **_):
-    return len(dtypes)
-
-
 QueueDequeue = def_op("QueueDequeue", ["handle"], {**_SHAPE_ATTRS, **_TIMEOUT},
-                      num_outputs=_num_components, stateful=True, tags=["blocking"],
+                      stateful=True, tags=["blocking"],
                       doc="Remove one element from the queue; blocks while it is empty.")
 QueueDequeueMany = def_op("QueueDequeueMany", ["handle"],
                           {"n": attr("int"), **_SHAPE_ATTRS, **_TIMEOUT},
-                          num_outputs=_num_components, stateful=True, tags=["blocking"],
+                          stateful=True, tags=["blocking"],
                           doc="Remove `n` elements, batched along a new first dimension.")
 QueueDequeueUpTo = def_op("QueueDequeueUpTo", ["handle"],
                           {"n": attr("int"), **_SHAPE_ATTRS, **_TIMEOUT},
-                          num_outputs=_num_components, stateful=True, tags=["blocking"],
+                          stateful=True, tags=["blocking"],
                           doc="Like QueueDequeueMany, but a closed queue yields its last "
                               "elements (fewer than `n`) instead of failing.")
 
@@ -248,7 +244,7 @@ QueueSize = def_op("QueueSize", ["handle"], stateful=True, side_effects=False,
 QueueIsClosed = def_op("QueueIsClosed", ["handle"], stateful=True, side_effects=False,
                        doc="Whether the queue was closed (bool scalar).")
 QueueClose = def_op("QueueClose", ["handle"], {"cancel_pending_enqueues": attr("bool", False)},
-                    num_outputs=0, stateful=True,
+                    stateful=True,
                     doc="Close the queue: no more enqueues; blocked enqueues fail if "
                         "`cancel_pending_enqueues`.")
 

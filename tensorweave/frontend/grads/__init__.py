@@ -6,13 +6,4 @@ attributes as tensors) and one gradient per output, and returns one gradient per
 so gradient graphs are ordinary IR.
 """
 
-import importlib
-
-from . import core  # noqa: F401
-
-for _family in ("math", "array", "nn", "control"):
-    try:
-        importlib.import_module(f"{__name__}.{_family}")
-    except ModuleNotFoundError as _e:  # a family not written yet
-        if _e.name != f"{__name__}.{_family}":
-            raise
+from . import array, control, core, math, nn  # noqa: F401

@@ -1,16 +1,10 @@
-"""The public op functions, by family. Each module lists its public names in ``__all__``."""
+"""The public op functions, by family. Each module lists its public names in ``__all__``;
+the math and array families are also the top-level ``tw.`` namespace."""
 
-import importlib
+from . import array, math, nn, random  # noqa: F401
+from .array import *  # noqa: F403
+from .array import __all__ as _array_all
+from .math import *  # noqa: F403
+from .math import __all__ as _math_all
 
-__all__: list[str] = []
-for _family in ("math", "array", "nn", "random"):
-    try:
-        _mod = importlib.import_module(f"{__name__}.{_family}")
-    except ModuleNotFoundError as _e:  # a family not written yet
-        if _e.name != f"{__name__}.{_family}":
-            raise
-        continue
-    if _family in ("math", "array"):
-        for _name in _mod.__all__:
-            globals()[_name] = getattr(_mod, _name)
-        __all__ += list(_mod.__all__)
+__all__: list[str] = [*_math_all, *_array_all]
