@@ -1,18 +1,29 @@
 """tensorweave benchmarks (first version): one table of median times, ratios against NumPy,
 and the machine's ceilings measured in the same run.
 
-    python benchmarks/run.py            # about 1-3 minutes
+    python benchmarks/run.py            # about 1-3 minutes (under 5 on 2 cores)
     python benchmarks/run.py --quick    # fewer repetitions
 
 Workloads (issue 4):
 - W1: softmax-regression training step, x[100,784], SGD (forward, gradients, update);
 - W2: MLP 784-1024-1024-10 with ReLU, batch 256, SGD training step;
+- W3: CNN training step, batch 64 of 28x28x1 (NHWC, SAME padding): conv 5x5x32 + ReLU +
+  2x2 max pool (stride 2), conv 5x5x64 + ReLU + 2x2 max pool, dense 1024 + ReLU, dense 10,
+  softmax cross-entropy, SGD; NumPy by hand uses im2col + matmul for the convolutions
+  and their gradients (GFLOP/s counts the step's multiply-adds, including conv1's filter
+  gradient but no gradient for the input images); a tensorweave target that fails on it
+  gets a "failed: ..." row and the run goes on;
 - W4: y = gelu_tanh(x * a + b) over 16M float32 values (forward only; GB/s counts one
   read of x and one write of y);
 - W6: dispatch overhead: a compiled ``x + 1`` on a one-element array (microseconds);
-- first call: trace + compile + first run of a fresh W1 / W2 function (in-memory caches
-  only: the cpu target has no disk cache yet, but kernels compiled earlier in this
-  process for the same layouts are reused).
+- first call: trace + compile + first run of a fresh W1 / W2 / W3 function in this
+  process (code compiled earlier in the process for the same layouts is reused; the cpu
+  target's disk cache, ``TW_CACHE_DIR``, is pointed at a new empty directory for the run
+  unless ``TW_CACHE_DIR`` is set);
+- first call, cold / warm disk: the same for W1 and W2 in a fresh Python process, run
+  twice with one new, empty ``TW_CACHE_DIR``: the first run fills the disk cache, the
+  second finds it warm. The note gives the import time of tensorweave (not in the
+  time), the cpu JIT's non-zero counters and the cache directory's contents.
 Each runs on the ``reference`` and ``cpu`` targets, against NumPy written by hand, and
 against JAX (``jax.jit``) and PyTorch when they are installed (skipped otherwise).
 Ceilings: sgemm GFLOP/s through NumPy (2048^3), and copy bandwidth (GB/s, 64 MB
@@ -26,8 +37,11 @@ too. The machine is shared: expect run-to-run noise of tens of percent.
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -38,13 +52,17 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from timing import median_time  # noqa: E402
 
+_IMPORT_START = time.perf_counter()
 import tensorweave as tw  # noqa: E402
+
+IMPORT_SECONDS = time.perf_counter() - _IMPORT_START  # reported by the fresh-process rows
 from tensorweave.runtime.threads import limit_blas_threads  # noqa: E402
 
 TARGETS = ("reference", "cpu")
 GELU_C = 0.7978845608028654  # sqrt(2 / pi)
-
-
+# the MLP workloads: table name, layer sizes, batch
+MLPS = {"W1": ("W1 softmax reg", [784, 10], 100),
+        "W2": ("W2 mlp", [784, 1024, 1024, 10], 256)}
 
 
 @dataclass
@@ -180,10 +198,15 @@ def jax_step(sizes: list[int], lr: float, seed: int) -> Callable | None:
     return step
 
 
-def train_workload(name: str, sizes: list[int], batch: int, repeats: int) -> list[Row]:
+def _mlp_data(sizes: list[int], batch: int) -> tuple[np.ndarray, np.ndarray]:
     rng = np.random.default_rng(1)
     x = rng.standard_normal((batch, sizes[0])).astype(np.float32)
     y = np.eye(sizes[-1], dtype=np.float32)[rng.integers(0, sizes[-1], batch)]
+    return x, y
+
+
+def train_workload(name: str, sizes: list[int], batch: int, repeats: int) -> list[Row]:
+    x, y = _mlp_data(sizes, batch)
     lr = 0.01
     rows = []
     params = _mlp_params(sizes, 0)
@@ -202,6 +225,255 @@ def train_workload(name: str, sizes: list[int], batch: int, repeats: int) -> lis
         step(x, y)
         first = time.perf_counter() - start
         rows.append(Row(name, f"tw {target}", median_time(lambda s=step: s(x, y), repeats)))
+        rows.append(Row(f"{name} first call", f"tw {target}", first))
+    return rows
+
+
+# -------------------------------------------------------------------------------- W3
+
+CNN_BATCH = 64
+CNN_SHAPES = [(5, 5, 1, 32), (32,), (5, 5, 32, 64), (64,), (7 * 7 * 64, 1024), (1024,),
+              (1024, 10), (10,)]
+# multiply-adds of one step: forward, filter/weight gradients, and input gradients (none
+# for conv1, whose input is the data) -- conv1 28*28*25*32, conv2 14*14*800*64 per image
+CNN_FLOPS = 2 * CNN_BATCH * (2 * 28 * 28 * 25 * 32 + 3 * 14 * 14 * 800 * 64
+                             + 3 * 3136 * 1024 + 3 * 1024 * 10)
+
+
+def _cnn_params(seed: int) -> list[np.ndarray]:
+    """He-initialised filters and weights (HWIO filters), zero biases, as float32."""
+    rng = np.random.default_rng(seed)
+    params = []
+    for shape in CNN_SHAPES:
+        if len(shape) == 1:
+            params.append(np.zeros(shape, np.float32))
+        else:
+            fan_in = int(np.prod(shape[:-1]))
+            params.append((rng.standard_normal(shape) * np.sqrt(2 / fan_in)).astype(np.float32))
+    return params
+
+
+def _cnn_data(seed: int) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    x = rng.random((CNN_BATCH, 28, 28, 1), dtype=np.float32)
+    y = np.eye(10, dtype=np.float32)[rng.integers(0, 10, CNN_BATCH)]
+    return x, y
+
+
+def im2col(x: np.ndarray, k: int) -> np.ndarray:
+    """(N*H*W, k*k*C) patches of NHWC `x` for a stride-1 SAME k x k convolution (k odd),
+    columns ordered like a flattened HWIO filter: one strided copy per filter tap."""
+    n, h, w, c = x.shape
+    p = k // 2
+    xp = np.pad(x, ((0, 0), (p, p), (p, p), (0, 0)))
+    cols = np.empty((n, h, w, k, k, c), x.dtype)
+    for i in range(k):
+        for j in range(k):
+            cols[:, :, :, i, j, :] = xp[:, i:i + h, j:j + w, :]
+    return cols.reshape(n * h * w, k * k * c)
+
+
+def col2im(dcols: np.ndarray, shape: tuple[int, ...], k: int) -> np.ndarray:
+    """The adjoint of `im2col`: sums each patch gradient back onto the NHWC input."""
+    n, h, w, c = shape
+    p = k // 2
+    d = dcols.reshape(n, h, w, k, k, c)
+    gp = np.zeros((n, h + 2 * p, w + 2 * p, c), dcols.dtype)
+    for i in range(k):
+        for j in range(k):
+            gp[:, i:i + h, j:j + w, :] += d[:, :, :, i, j, :]
+    return gp[:, p:p + h, p:p + w, :]
+
+
+def max_pool_2x2(a: np.ndarray) -> np.ndarray:
+    """2x2 max pooling, stride 2, of NHWC `a` with even H and W (SAME pads nothing)."""
+    n, h, w, c = a.shape
+    return a.reshape(n, h // 2, 2, w // 2, 2, c).max(axis=(2, 4))
+
+
+def max_pool_2x2_grad(a: np.ndarray, out: np.ndarray, g: np.ndarray) -> np.ndarray:
+    """Routes each window's gradient to its first maximum in row-major order (as
+    TensorFlow and tensorweave do), so that ties send it to one element only."""
+    n, h, w, c = a.shape
+    r = a.reshape(n, h // 2, 2, w // 2, 2, c)
+    taken = np.zeros(out.shape, bool)
+    da = np.empty_like(r)
+    for i in range(2):
+        for j in range(2):
+            first = (r[:, :, i, :, j, :] == out) & ~taken
+            taken |= first
+            da[:, :, i, :, j, :] = np.where(first, g, np.float32(0))
+    return da.reshape(a.shape)
+
+
+def numpy_cnn_grads(params: list[np.ndarray], x: np.ndarray,
+                    y: np.ndarray) -> tuple[float, list[np.ndarray]]:
+    """Loss and gradients (in `params`' order) of the W3 CNN, by hand: convolutions and
+    their gradients are im2col + matmul."""
+    w1, b1, w2, b2, w3, b3, w4, b4 = params
+    n = x.shape[0]
+    cols1 = im2col(x, 5)
+    a1 = np.maximum(cols1 @ w1.reshape(-1, 32) + b1, 0).reshape(n, 28, 28, 32)
+    p1 = max_pool_2x2(a1)
+    cols2 = im2col(p1, 5)
+    a2 = np.maximum(cols2 @ w2.reshape(-1, 64) + b2, 0).reshape(n, 14, 14, 64)
+    p2 = max_pool_2x2(a2)
+    f = p2.reshape(n, -1)
+    h3 = np.maximum(f @ w3 + b3, 0)
+    logits = h3 @ w4 + b4
+    z = logits - logits.max(axis=1, keepdims=True)
+    e = np.exp(z)
+    s = e.sum(axis=1, keepdims=True)
+    loss = float(-(y * (z - np.log(s))).sum(axis=1).mean())
+    g = (e / s - y) / n
+    gw4, gb4 = h3.T @ g, g.sum(axis=0)
+    g3 = (g @ w4.T) * (h3 > 0)
+    gw3, gb3 = f.T @ g3, g3.sum(axis=0)
+    ga2 = max_pool_2x2_grad(a2, p2, (g3 @ w3.T).reshape(p2.shape))
+    gc2 = (ga2 * (a2 > 0)).reshape(-1, 64)
+    gw2, gb2 = (cols2.T @ gc2).reshape(w2.shape), gc2.sum(axis=0)
+    gp1 = col2im(gc2 @ w2.reshape(-1, 64).T, p1.shape, 5)
+    ga1 = max_pool_2x2_grad(a1, p1, gp1)
+    gc1 = (ga1 * (a1 > 0)).reshape(-1, 32)
+    gw1, gb1 = (cols1.T @ gc1).reshape(w1.shape), gc1.sum(axis=0)
+    return loss, [gw1, gb1, gw2, gb2, gw3, gb3, gw4, gb4]
+
+
+def numpy_cnn_step(params: list[np.ndarray], x: np.ndarray, y: np.ndarray, lr: float) -> float:
+    """One SGD step of the W3 CNN in NumPy (updates `params` in place)."""
+    loss, grads = numpy_cnn_grads(params, x, y)
+    for p, g in zip(params, grads):
+        p -= np.float32(lr) * g
+    return loss
+
+
+def tw_cnn_loss(variables: list, x, y):
+    """The W3 CNN's mean softmax cross-entropy in tensorweave (NHWC, SAME padding)."""
+    w1, b1, w2, b2, w3, b3, w4, b4 = variables
+    h = tw.nn.relu(tw.nn.bias_add(tw.nn.conv2d(x, w1, strides=1, padding="SAME"), b1))
+    h = tw.nn.max_pool(h, ksize=[1, 2, 2, 1], strides=[1, 2, 2, 1], padding="SAME")
+    h = tw.nn.relu(tw.nn.bias_add(tw.nn.conv2d(h, w2, strides=1, padding="SAME"), b2))
+    h = tw.nn.max_pool(h, ksize=[1, 2, 2, 1], strides=[1, 2, 2, 1], padding="SAME")
+    h = tw.nn.relu(tw.matmul(tw.reshape(h, [-1, 7 * 7 * 64]), w3) + b3)
+    logits = tw.matmul(h, w4) + b4
+    return tw.reduce_mean(tw.nn.softmax_cross_entropy_with_logits(labels=y, logits=logits))
+
+
+def tw_cnn_step(lr: float, target: str, seed: int) -> Callable:
+    """A compiled SGD step of the W3 CNN with tensorweave variables."""
+    variables = [tw.Variable(p) for p in _cnn_params(seed)]
+    opt = tw.optimizers.SGD(lr)
+
+    @tw.compile(target=target)
+    def step(x, y):
+        loss = tw_cnn_loss(variables, x, y)
+        opt.minimize(loss, var_list=variables)
+        return loss
+
+    return step
+
+
+def torch_cnn_step(lr: float, seed: int) -> Callable | None:
+    try:
+        import torch
+    except ImportError:
+        return None
+    params = [torch.tensor(p, requires_grad=True) for p in _cnn_params(seed)]
+    opt = torch.optim.SGD(params, lr=lr)
+    f = torch.nn.functional
+
+    def step(x, labels):
+        w1, b1, w2, b2, w3, b3, w4, b4 = params
+        # NCHW inside torch (its native layout), OIHW filters from the HWIO arrays
+        h = torch.from_numpy(x).permute(0, 3, 1, 2)
+        h = f.max_pool2d(f.relu(f.conv2d(h, w1.permute(3, 2, 0, 1), b1, padding=2)), 2)
+        h = f.max_pool2d(f.relu(f.conv2d(h, w2.permute(3, 2, 0, 1), b2, padding=2)), 2)
+        h = f.relu(h.permute(0, 2, 3, 1).reshape(x.shape[0], -1) @ w3 + b3)
+        loss = f.cross_entropy(h @ w4 + b4, torch.from_numpy(labels))
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        return loss
+
+    return step
+
+
+def jax_cnn_step(lr: float, seed: int) -> Callable | None:
+    try:
+        import jax
+        import jax.numpy as jnp
+    except ImportError:
+        return None
+    state = {"params": [jnp.asarray(p) for p in _cnn_params(seed)]}
+    dims = ("NHWC", "HWIO", "NHWC")
+
+    def pool(h):
+        return jax.lax.reduce_window(h, -jnp.inf, jax.lax.max, (1, 2, 2, 1), (1, 2, 2, 1),
+                                     "SAME")
+
+    def loss_fn(params, x, y):
+        w1, b1, w2, b2, w3, b3, w4, b4 = params
+        h = pool(jax.nn.relu(jax.lax.conv_general_dilated(
+            x, w1, (1, 1), "SAME", dimension_numbers=dims) + b1))
+        h = pool(jax.nn.relu(jax.lax.conv_general_dilated(
+            h, w2, (1, 1), "SAME", dimension_numbers=dims) + b2))
+        h = jax.nn.relu(h.reshape(x.shape[0], -1) @ w3 + b3)
+        return -jnp.mean(jnp.sum(y * jax.nn.log_softmax(h @ w4 + b4), axis=1))
+
+    @jax.jit
+    def update(params, x, y):
+        loss, grads = jax.value_and_grad(loss_fn)(params, x, y)
+        return [p - lr * g for p, g in zip(params, grads)], loss
+
+    def step(x, y):
+        state["params"], loss = update(state["params"], x, y)
+        return loss.block_until_ready()
+
+    return step
+
+
+class ChildError(RuntimeError):
+    """A fresh benchmark process failed; the message is the last line of its stderr."""
+
+
+def _short_error(e: BaseException) -> str:
+    """'failed: Type: first line of the message', cut to fit a table row."""
+    first = str(e).strip().splitlines()[0] if str(e).strip() else ""
+    text = first if isinstance(e, ChildError) else f"{type(e).__name__}: {first}"
+    text = text.removeprefix("tensorweave.errors.")
+    return "failed: " + (text if len(text) <= 160 else text[:157] + "...")
+
+
+def cnn_workload(repeats: int, reference_repeats: int) -> list[Row]:
+    """W3 rows: NumPy, JAX, PyTorch, and each tensorweave target (step and first call); a
+    target that raises gets a 'failed' row instead of ending the run."""
+    name = "W3 cnn"
+    x, y = _cnn_data(3)
+    lr = 0.01
+    params = _cnn_params(0)
+    rows = [Row(name, "numpy", median_time(lambda: numpy_cnn_step(params, x, y, lr), repeats))]
+    labels = y.argmax(1)
+    for impl, make, data in (("jax", jax_cnn_step, (x, y)), ("torch", torch_cnn_step,
+                                                            (x, labels))):
+        step = make(lr, 0)
+        if step is None:
+            rows.append(Row(name, impl, None, note="not installed"))
+        else:
+            rows.append(Row(name, impl, median_time(lambda s=step, d=data: s(*d), repeats,
+                                                    warmup=2)))
+    for target in TARGETS:
+        n = reference_repeats if target == "reference" else repeats
+        try:
+            step = tw_cnn_step(lr, target, 0)
+            start = time.perf_counter()
+            step(x, y)
+            first = time.perf_counter() - start
+            t = median_time(lambda s=step: s(x, y), n, warmup=0)
+        except Exception as e:  # noqa: BLE001 -- report any failure as a row, keep going
+            rows.append(Row(name, f"tw {target}", None, note=_short_error(e)))
+            rows.append(Row(f"{name} first call", f"tw {target}", None, note="-"))
+            continue
+        rows.append(Row(name, f"tw {target}", t, note=f"{n} runs" if n != repeats else ""))
         rows.append(Row(f"{name} first call", f"tw {target}", first))
     return rows
 
@@ -278,6 +550,74 @@ def dispatch_workload(repeats: int) -> list[Row]:
     return rows
 
 
+# ------------------------------------------------- first call in a fresh process
+
+def first_call_child(key: str, target: str) -> None:
+    """Run in a fresh process (``--first-call-child``): time the first call of a new W1 /
+    W2 step and print one JSON line with it, the tensorweave import time and the cpu
+    target's JIT counters."""
+    _, sizes, batch = MLPS[key]
+    x, y = _mlp_data(sizes, batch)
+    step = tw_step(sizes, 0.01, target, 0)
+    start = time.perf_counter()
+    step(x, y)
+    first = time.perf_counter() - start
+    from tensorweave.targets.cpu import jit
+    stats = {k: v for k, v in vars(jit.STATS).items() if isinstance(v, (int, float))}
+    print(json.dumps({"first": first, "import": IMPORT_SECONDS, "jit": stats}))
+
+
+def _dir_size(path: str) -> tuple[int, int]:
+    """(files, bytes) under `path`."""
+    files = size = 0
+    for root, _, names in os.walk(path):
+        for n in names:
+            files += 1
+            size += os.path.getsize(os.path.join(root, n))
+    return files, size
+
+
+def _run_child(key: str, target: str, cache_dir: str) -> dict:
+    env = dict(os.environ, TW_CACHE_DIR=cache_dir)
+    proc = subprocess.run([sys.executable, os.path.abspath(__file__), "--first-call-child",
+                           key, "--target", target], env=env, capture_output=True, text=True,
+                          timeout=300)
+    if proc.returncode != 0:
+        lines = proc.stderr.strip().splitlines() or [f"exit status {proc.returncode}"]
+        raise ChildError(lines[-1])
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def _child_note(result: dict, cache_dir: str) -> str:
+    """Import time, the non-zero cpu JIT counters (whatever ``jit.STATS`` holds: the disk
+    cache is new and its counters may change) and what the cache directory holds."""
+    jit = " ".join(f"{k}={v:.3g}" if isinstance(v, float) else f"{k}={v}"
+                   for k, v in result["jit"].items() if v)
+    files, size = _dir_size(cache_dir)
+    return (f"import {result['import'] * 1e3:.0f} ms; jit: {jit or 'nothing'}; "
+            f"dir: {files} files, {size / 1024:.0f} KB")
+
+
+def fresh_first_call_rows() -> list[Row]:
+    """The first call of W1 / W2 in a fresh process, twice with the same new, empty
+    ``TW_CACHE_DIR``: the first run finds the disk cache cold, the second warm. Times the
+    call only (trace + compile + run); the import is in the note."""
+    rows = []
+    for key, (name, _, _) in MLPS.items():
+        for target in TARGETS:
+            with tempfile.TemporaryDirectory(prefix="tw-cache-") as cache_dir:
+                for state in ("cold", "warm"):
+                    label = f"{name} first call, {state} disk"
+                    try:
+                        result = _run_child(key, target, cache_dir)
+                    except Exception as e:  # noqa: BLE001 -- a failed child is a row
+                        rows.append(Row(label, f"tw {target}", None, note=_short_error(e)))
+                        continue
+                    rows.append(Row(label, f"tw {target}", result["first"],
+                                    note=_child_note(result, cache_dir)))
+    return rows
+
+
 # ------------------------------------------------------------------------------ report
 
 def _fmt_time(t: float | None) -> str:
@@ -292,7 +632,7 @@ def _fmt_time(t: float | None) -> str:
 
 def print_table(rows: list[Row], gflops: float, copy_gbs: float) -> None:
     numpy_time = {r.workload: r.seconds for r in rows if r.impl == "numpy"}
-    header = f"{'workload':<20} {'impl':<14} {'median':>10} {'vs numpy':>9} {'rate':>12} " \
+    header = f"{'workload':<37} {'impl':<14} {'median':>10} {'vs numpy':>9} {'rate':>12} " \
              f"{'share':>6}  note"
     print(header)
     print("-" * len(header))
@@ -300,7 +640,7 @@ def print_table(rows: list[Row], gflops: float, copy_gbs: float) -> None:
         base = numpy_time.get(r.workload.replace(" first call", ""))
         ratio = f"{r.seconds / base:.2f}x" if r.seconds and base and "first" not in r.workload \
             else ""
-        print(f"{r.workload:<20} {r.impl:<14} {_fmt_time(r.seconds):>10} {ratio:>9} "
+        print(f"{r.workload:<37} {r.impl:<14} {_fmt_time(r.seconds):>10} {ratio:>9} "
               f"{r.rate:>12} {r.share:>6}  {r.note}")
     print(f"\nceilings: sgemm through NumPy {gflops:.0f} GFLOP/s (BLAS threads: "
           f"TW_BLAS_THREADS, default 1, for every row, as tensorweave runs them), copy "
@@ -317,25 +657,50 @@ def _flop_rows(rows: list[Row], name: str, flops: float, gflops: float) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer repetitions")
+    parser.add_argument("--first-call-child", choices=sorted(MLPS), help=argparse.SUPPRESS)
+    parser.add_argument("--target", choices=TARGETS, default="cpu", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    repeats = 5 if args.quick else 15
+    if args.first_call_child:
+        first_call_child(args.first_call_child, args.target)
+        return
+    if os.environ.get("TW_CACHE_DIR"):
+        run_all(args.quick)
+        return
+    # a fresh disk cache, so that "first call" does not depend on earlier runs
+    with tempfile.TemporaryDirectory(prefix="tw-cache-") as cache_dir:
+        os.environ["TW_CACHE_DIR"] = cache_dir
+        try:
+            run_all(args.quick)
+        finally:
+            del os.environ["TW_CACHE_DIR"]
+
+
+def run_all(quick: bool) -> None:
+    """Every workload, then the table."""
+    repeats = 5 if quick else 15
     start = time.perf_counter()
     gflops_all, gflops, copy_gbs = ceilings(repeats)
     rows: list[Row] = []
-    w1 = train_workload("W1 softmax reg", [784, 10], 100, repeats * 4)
+    w1 = train_workload(*MLPS["W1"], repeats * 4)
     _flop_rows(w1, "W1 softmax reg", 3 * 2 * 100 * 784 * 10, gflops)
     rows += w1
-    w2 = train_workload("W2 mlp", [784, 1024, 1024, 10], 256, repeats)
+    w2 = train_workload(*MLPS["W2"], repeats)
     w2_flops = 3 * 2 * 256 * (784 * 1024 + 1024 * 1024 + 1024 * 10)
     _flop_rows(w2, "W2 mlp", w2_flops, gflops)
     rows += w2
+    rows += fresh_first_call_rows()
+    w3 = cnn_workload(repeats, max(3, repeats // 3))
+    _flop_rows(w3, "W3 cnn", CNN_FLOPS, gflops)
+    rows += w3
     rows += gelu_workload(16 << 20, max(3, repeats // 2), copy_gbs)
     rows += dispatch_workload(max(3, repeats // 3))
     print_table(rows, gflops, copy_gbs)
     print(f"sgemm through NumPy with all of BLAS's threads: {gflops_all:.0f} GFLOP/s")
     from tensorweave.targets.cpu import jit
-    print(f"cpu target: {jit.STATS.misses} kernels compiled in {jit.STATS.compile_seconds:.2f} s "
-          f"({jit.STATS.hits} cache hits); host {jit.host_info().cpu}, "
+    st = jit.STATS
+    print(f"cpu target: {st.misses} modules built in {st.compile_seconds:.2f} s "
+          f"({getattr(st, 'llvm_compiles', '?')} by LLVM, {getattr(st, 'disk_hits', 0)} from "
+          f"disk; {st.hits} in-memory hits); host {jit.host_info().cpu}, "
           f"{jit.host_info().vector_bits}-bit vectors; total {time.perf_counter() - start:.0f} s")
 
 

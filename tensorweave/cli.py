@@ -5,6 +5,7 @@
     tensorweave dump model.py:f --signature 'x:f32[?,784]' 'w:f32[784,10]'
     tensorweave dump graph.mlir --stage optimized      # read IR text, run passes, print
     tensorweave dump --list-stages
+    tensorweave aot model.py:predict -o build/         # libpredict.so + predict.h
 
 Errors are one line on stderr and a non-zero exit status.
 """
@@ -134,6 +135,14 @@ def _dump(args: argparse.Namespace) -> str:
     return cf.ir(stage)
 
 
+def _aot(args: argparse.Namespace) -> str:
+    from .targets.cpu.aot import build_library
+
+    cf = concrete_function(load_function(args.target), parse_signature(args.signature or []))
+    lib = build_library(cf, args.output_dir, name=args.name, cpu=args.cpu, source=args.target)
+    return f"wrote {lib.library}\nwrote {lib.header}"
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="tensorweave", description="tensorweave: a TensorFlow-style graph compiler.")
@@ -152,6 +161,22 @@ def build_parser() -> argparse.ArgumentParser:
                            "e.g. 'x:f32[?,784]' ('?' is a dimension of any size)")
     dump.add_argument("-o", "--output", help="write to this file instead of stdout")
     dump.set_defaults(run=_dump)
+    aot = sub.add_parser(
+        "aot", help="compile a function ahead of time into a shared library callable from C",
+        description="Compile a @tw.compile function (fixed shapes; variables frozen) into "
+                    "DIR/libNAME.so and DIR/NAME.h declaring "
+                    "int NAME_run(const void *const *args, void *const *results).")
+    aot.add_argument("target", help="FILE.py:FUNCTION")
+    aot.add_argument("-o", "--output-dir", required=True, metavar="DIR",
+                     help="directory for libNAME.so and NAME.h")
+    aot.add_argument("--name", help="C name of the library (default: the function's)")
+    aot.add_argument("--signature", nargs="+", metavar="NAME:DTYPE[DIMS]",
+                     help="argument types (fixed shapes) for a function without "
+                          "input_signature, e.g. 'x:f32[1,784]'")
+    aot.add_argument("--cpu", default="host",
+                     help="CPU to generate code for: 'host' (default) or an LLVM CPU name "
+                          "such as x86-64-v3 for machines other than this one")
+    aot.set_defaults(run=_aot)
     return parser
 
 

@@ -11,3 +11,19 @@ settings.register_profile("ci", max_examples=25, deadline=None,
 settings.register_profile("thorough", max_examples=300, deadline=None,
                           suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+
+import pytest  # noqa: E402
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _private_compile_cache(tmp_path_factory: pytest.TempPathFactory):
+    """Point the cpu JIT's disk cache (and that of subprocesses, which inherit the
+    environment) at a temporary directory: tests never read or fill ~/.cache."""
+    old = os.environ.get("TW_CACHE_DIR")
+    os.environ["TW_CACHE_DIR"] = str(tmp_path_factory.mktemp("tw-compile-cache"))
+    yield
+    if old is None:
+        os.environ.pop("TW_CACHE_DIR", None)
+    else:
+        os.environ["TW_CACHE_DIR"] = old

@@ -322,14 +322,20 @@ def test_elementwise_kernel_assembly_has_a_vector_loop():
     assert packed, asm[:2000]
 
 
-def test_kernels_are_compiled_once_per_layout():
-    f = tw.compile(lambda x, y: tw.sigmoid(x) * y - 3.0, target="cpu")
-    f(np.ones((5, 7), np.float32), np.ones((5, 7), np.float32))
-    misses = jit.STATS.misses
-    for shape in [(2, 3), (9, 1), (4, 4, 4)]:  # new traces, same kernel (one flat loop)
+def test_steps_are_compiled_once_per_shape():
+    """A step is native code specialized to its shapes: compiled once per shape, and a
+    second function with the same ops and shapes reuses the same machine code."""
+    def fn(x, y):
+        return tw.sigmoid(x) * y - 3.0
+
+    f, g = tw.compile(fn, target="cpu"), tw.compile(fn, target="cpu")
+    for shape in [(2, 3), (9, 1), (4, 4, 4)]:
         a = np.random.default_rng(3).random(shape).astype(np.float32)
         assert_same(f(a, a), (1 / (1 + np.exp(-a))) * a - 3, rtol=1e-6)
-    assert jit.STATS.misses == misses
+        misses = jit.STATS.misses
+        assert_same(f(a, a), (1 / (1 + np.exp(-a))) * a - 3, rtol=1e-6)
+        assert_same(g(a, a), (1 / (1 + np.exp(-a))) * a - 3, rtol=1e-6)
+        assert jit.STATS.misses == misses
 
 
 def test_matmul_uses_blas_and_matches_numpy():

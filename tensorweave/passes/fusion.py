@@ -294,9 +294,14 @@ def find_clusters(graph: Graph) -> list[list[Node]]:
 
 
 def fuse(graph: Graph) -> None:
-    """Replace each cluster of fusible nodes of `graph` by one ``Fusion`` node (in place);
-    nodes inside existing regions are left as they are. Linear in the graph's size apart
-    from the clustering itself: all clusters are rewritten in one sweep."""
+    """Replace each cluster of fusible nodes of `graph` by one ``Fusion`` node (in place),
+    in the regions of functional control flow (If/While bodies) too, so a target can
+    compile a loop body like any graph. Linear in the graph's size apart from the
+    clustering itself: all clusters are rewritten in one sweep."""
+    for node in graph.nodes:
+        if node.op in ("If", "While"):
+            for region in node.regions:
+                fuse(region)
     clustering = _Clustering(graph)
     clusters = clustering.run()
     if not clusters:

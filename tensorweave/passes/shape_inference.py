@@ -26,6 +26,8 @@ def infer_shapes(graph: Graph) -> None:
     inputs are inconsistent or inference contradicts a type stated in the IR.
     """
     for node in graph.topological_order():
+        if "fusion" in node.opdef.tags:
+            _refine_region_args(node)
         for region in node.regions:
             infer_shapes(region)
         _refine_node(node)
@@ -64,6 +66,17 @@ def _refine_node(node: Node) -> None:
         raise e.with_context(**node.error_context()) from None
     for out, t in zip(node.outputs, refined):
         out.type = t
+
+
+def _refine_region_args(node: Node) -> None:
+    """A fused cluster's region reads exactly the node's inputs: its arguments are as
+    precise as they are (so specializing a graph specializes its clusters too)."""
+    for region in node.regions:
+        for arg, value in zip(region.args, node.inputs):
+            try:
+                arg.type = _merge(arg.type, value.type, f"region argument {arg.index}")
+            except TensorWeaveError as e:
+                raise e.with_context(**node.error_context()) from None
 
 
 def _merge(stated: Type, inferred: Type, what: str) -> Type:

@@ -29,10 +29,10 @@ def _register_with_executor() -> None:
 
 def compile_graph(graph: Graph, resources: Any = None) -> Any:
     """An executable for `graph` (already through the pipeline, ``fused`` included) on
-    the cpu target: ``exe(*arrays) -> list of results``."""
-    from ...runtime.dataflow import DataflowExecutable
-    _register_with_executor()
-    return DataflowExecutable(graph, TARGET, resources)
+    the cpu target: ``exe(*arrays) -> list of results``; one native function per step
+    where the graph allows it (`executable.CpuExecutable`)."""
+    from .executable import CpuExecutable
+    return CpuExecutable(graph, resources)
 
 
 __all__ = ["TARGET", "compile_graph", "kernel_provider", "native_kernel", "native_nodes",

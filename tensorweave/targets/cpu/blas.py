@@ -47,6 +47,31 @@ MatMulFn = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p, ct
 @lru_cache(maxsize=1)
 def blas_addresses() -> dict[str, int]:
     """Addresses of SciPy's BLAS routines by our symbol names; empty without SciPy."""
+    return _addresses_from_library() or _addresses_from_capsules()
+
+
+def _addresses_from_library() -> dict[str, int]:
+    """Load SciPy's bundled OpenBLAS directly: importing ``scipy.linalg`` for its
+    capsules costs a few hundred milliseconds of a cold first call, this a few."""
+    import glob
+    import importlib.util
+    import os
+    spec = importlib.util.find_spec("scipy")
+    if spec is None or spec.origin is None:
+        return {}
+    libs = sorted(glob.glob(os.path.join(os.path.dirname(os.path.dirname(spec.origin)),
+                                         "scipy.libs", "libscipy_openblas*.so*")))
+    for path in libs:
+        try:
+            lib = ctypes.CDLL(path)
+            return {symbol: ctypes.cast(getattr(lib, f"scipy_{routine}_"), ctypes.c_void_p).value
+                    for symbol, routine in SYMBOLS.items()}
+        except (OSError, AttributeError):
+            continue
+    return {}
+
+
+def _addresses_from_capsules() -> dict[str, int]:
     try:
         from scipy.linalg import cython_blas
     except ImportError:

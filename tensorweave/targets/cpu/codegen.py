@@ -184,13 +184,13 @@ def _from_acc(cx: Lanes, acc: DType, dst: DType, x: ir.Value) -> ir.Value:
 class KernelBuilder:
     """Builds the LLVM module of one (program, layout, width)."""
 
-    def __init__(self, program: Program, layout: Layout, width: int, name: str = "tw_fused"
-                 ) -> None:
+    def __init__(self, program: Program, layout: Layout, width: int, name: str = "tw_fused",
+                 module: ir.Module | None = None) -> None:
         self.p = program
         self.layout = layout
         self.width = width
         self.name = name
-        self.module = ir.Module(name=name)
+        self.module = module if module is not None else ir.Module(name=name)
         self.n_in = len(program.input_dtypes)
         self.full = program.full_outputs()
         self.reductions = [k for k in range(len(program.outputs)) if k not in self.full]
@@ -198,15 +198,19 @@ class KernelBuilder:
     # ---------------------------------------------------------------- entry points
     def build(self) -> str:
         """The module's IR text."""
-        body = self._body()
-        self._wrapper(body)
+        self.emit()
         return str(self.module)
+
+    def emit(self) -> ir.Function:
+        """Define the kernel ``i32 @<name>(i8** inputs, i8** outputs, i64* sizes)`` in
+        the module (with an internal body ``<name>.body``) and return it."""
+        return self._wrapper(self._body())
 
     def _operand_dtypes(self) -> list[DType]:
         """Element types of the buffers: inputs, then every output (in order)."""
         return list(self.p.input_dtypes) + [self.p.dtype(s) for s in self.p.outputs]
 
-    def _wrapper(self, body: ir.Function) -> None:
+    def _wrapper(self, body: ir.Function) -> ir.Function:
         pp = ir.PointerType(ir.PointerType(I8))
         fn = ir.Function(self.module, ir.FunctionType(I32, [pp, pp, ir.PointerType(I64)]),
                          self.name)
@@ -218,6 +222,7 @@ class KernelBuilder:
             raw = b.load(b.gep(table, [I64(k)]))
             args.append(b.bitcast(raw, ir.PointerType(memory_type(dt))))
         b.ret(b.call(body, args + [sizes]))
+        return fn
 
     def _body(self) -> ir.Function:
         dts = self._operand_dtypes()

@@ -146,9 +146,8 @@ class FusedKernel:
         return outs
 
     def _raise(self, status: int) -> None:
-        node = self.nodes[status // 4]
-        raise InvalidArgumentError(STATUS_MESSAGES.get(status % 4, f"kernel status {status}"),
-                                   **node.error_context())
+        message, node = self.status_error(status)
+        raise InvalidArgumentError(message, **node.error_context())
 
     def _reference(self, arrays, resources, counters, step, step_id) -> list[np.ndarray]:
         from ..reference.executor import PreparedKernel
@@ -217,6 +216,15 @@ class FusedKernel:
         return loop, counts.pop()
 
     def _make_plan(self, slot_shapes: list[tuple]) -> Plan:
+        layout, sizes, out_shapes, checks = self.layout_of(slot_shapes)
+        return Plan(None if layout is None else self._function(layout), sizes, out_shapes,
+                    checks)
+
+    def layout_of(self, slot_shapes: list[tuple]
+                  ) -> tuple[Layout | None, np.ndarray, list[tuple], list[tuple[Node, str]]]:
+        """For the run-time shapes of every slot: the loop layout (None: nothing to
+        compute), the loop sizes, the output shapes and the errors a call must raise.
+        Raises `_Fallback` when the native kernel cannot handle these shapes."""
         loop, n_red = self._loop_shape(slot_shapes)
         n_in = len(self.program.input_dtypes)
         outputs = self.program.outputs
@@ -231,8 +239,23 @@ class FusedKernel:
         layout, sizes = collapse(loop, n_red, operand_shapes)
         if int(np.prod(loop[:len(loop) - n_red], dtype=np.int64)) == 0 or \
                 (not n_red and 0 in loop):
-            return Plan(None, sizes, out_shapes, checks)
-        return Plan(self._function(layout), sizes, out_shapes, checks)
+            return None, sizes, out_shapes, checks
+        return layout, sizes, out_shapes, checks
+
+    def static_layout(self) -> tuple[Layout | None, np.ndarray] | None:
+        """The layout and loop sizes for the node's static input shapes, or None when
+        the native kernel cannot run them (or they must raise)."""
+        try:
+            shapes = tuple(tuple(v.type.shape) for v in self.node.inputs)
+            layout, sizes, _, checks = self.layout_of(self._slot_shapes(shapes))
+        except (_Fallback, InvalidArgumentError):
+            return None
+        return None if checks else (layout, sizes)
+
+    def status_error(self, status: int) -> tuple[str, Node]:
+        """The message of a failing kernel status and the op of the cluster it names."""
+        return (STATUS_MESSAGES.get(status % 4, f"kernel status {status}"),
+                self.nodes[status // 4])
 
     def _empty_reduction_checks(self, slot_shapes, loop, n_red) -> list[tuple[Node, str]]:
         """Reductions that the reference kernels reject: Max/Min, and integer Mean, over

@@ -3,9 +3,20 @@
 `compile_module(ir_text, names)` optimizes one module of LLVM IR for the host CPU (its
 name and features, as LLVM detects them) with the new pass manager at O3 (loop and SLP
 vectorization on), JIT-compiles it with MCJIT and returns the addresses of the named
-functions. Results are cached in memory, keyed by the IR text: two kernels that generate
-the same IR (same ops, dtypes and loop structure, whatever their sizes) share one
-compilation.
+functions. Results are cached in memory, keyed by the IR text (and `loop_vectorize`):
+two kernels that generate the same IR (same ops, dtypes and loop structure, whatever
+their sizes) share one compilation.
+
+Code reaches the engine as an object file: the optimized module is assembled with
+`TargetMachine.emit_object` and loaded with `ExecutionEngine.add_object_file`. The same
+bytes go to the on-disk cache (`disk_cache`), keyed by `cache_key` (IR text,
+`loop_vectorize`, host triple/CPU/features, llvmlite and LLVM versions, cache format), so
+a later process loads them without running LLVM's optimizer or code generator
+(`TW_CACHE_DIR=off` or `TW_DISABLE_CACHE=1` turns that off). External
+symbols (libm, the BLAS symbols registered with `llvm.add_symbol`) are resolved by name
+when an object is loaded, in whichever process loads it; an object that needs a symbol
+this process does not define is refused (an entry from disk is then rebuilt, a fresh
+compile raises `CompileError`) instead of letting LLVM abort the process.
 
 LLVM state is process-wide and not thread-safe, so every use of it holds `LLVM_LOCK`.
 Calling compiled code does not: ctypes releases the GIL for the call.
@@ -15,16 +26,22 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import hashlib
+import logging
+import struct
 import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
+import llvmlite
 import llvmlite.binding as llvm
 
 from ...errors import CompileError
+from . import disk_cache
 
+_log = logging.getLogger(__name__)
 LLVM_LOCK = threading.RLock()
 
 # libm functions that LLVM intrinsics and our kernels lower to; MCJIT finds them in the
@@ -35,11 +52,24 @@ LIBM_SYMBOLS = ("expf", "exp", "logf", "log", "log1pf", "log1p", "sinf", "sin", 
 
 @dataclass
 class CacheStats:
-    """How often `compile_module` compiled and how often the cache answered."""
+    """How often `compile_module` compiled and how often the caches answered.
+
+    `hits`/`misses` count the in-memory cache; every miss is answered from disk
+    (`disk_hits`) or by LLVM (`llvm_compiles`). `disk_misses` counts lookups that found no
+    usable entry while the disk cache is on, `disk_errors` entries that were invalid or
+    failed to load (deleted and rebuilt), `disk_writes` entries written.
+    `compile_seconds` is the time spent answering misses, both ways; `disk_load_seconds`
+    the part of it spent loading entries from disk."""
 
     hits: int = 0
     misses: int = 0
     compile_seconds: float = 0.0
+    disk_hits: int = 0
+    disk_misses: int = 0
+    disk_errors: int = 0
+    disk_writes: int = 0
+    llvm_compiles: int = 0
+    disk_load_seconds: float = 0.0
 
 
 STATS = CacheStats()
@@ -133,9 +163,11 @@ def parse_and_optimize(ir_text: str, loop_vectorize: bool = False) -> llvm.Modul
 
 
 class CompiledModule:
-    """A JIT-compiled module: keeps the execution engine (and so the code) alive."""
+    """A JIT-compiled module: keeps the execution engine (and so the code) alive.
+    `module` is the optimized LLVM module when this process compiled it, None when its
+    code came from the disk cache."""
 
-    def __init__(self, engine: llvm.ExecutionEngine, module: llvm.ModuleRef,
+    def __init__(self, engine: llvm.ExecutionEngine, module: llvm.ModuleRef | None,
                  addresses: dict[str, int]) -> None:
         self.engine = engine
         self.module = module
@@ -145,29 +177,159 @@ class CompiledModule:
         return self.addresses[name]
 
 
-_CACHE: dict[str, CompiledModule] = {}
+class ObjectLoadError(Exception):
+    """An object file that cannot be (or was not) loaded into an execution engine."""
 
 
-def compile_module(ir_text: str, names: Sequence[str], loop_vectorize: bool = False
-                   ) -> CompiledModule:
-    """JIT-compile `ir_text` (cached by the text) and resolve the functions `names`."""
+_CACHE: dict[tuple[bool, str], CompiledModule] = {}
+
+# What the code of an entry depends on besides its key's other parts: the pipeline and
+# target-machine options of `parse_and_optimize` and `new_target_machine`.
+_PIPELINE = "O3 slp loopvec=flag; tm opt=3 codemodel=jitdefault jit=1 reloc=default"
+
+
+def cache_key(ir_text: str, loop_vectorize: bool = False) -> str:
+    """The disk-cache key of a module: SHA-256 of its IR text and of everything else its
+    object code depends on (flag, host, llvmlite and LLVM versions, cache format)."""
+    info = host_info()
+    h = hashlib.sha256()
+    for part in (f"tensorweave cpu-jit v{disk_cache.FORMAT_VERSION}", _PIPELINE,
+                 f"loop_vectorize={int(loop_vectorize)}", info.triple, info.cpu,
+                 info.features, f"llvmlite {llvmlite.__version__}",
+                 "llvm " + ".".join(map(str, llvm.llvm_version_info))):
+        h.update(part.encode())
+        h.update(b"\0")
+    h.update(ir_text.encode())
+    return h.hexdigest()
+
+
+# ELF64, little-endian: the file header's section-table fields, section header, symbol
+_ELF_SHDR_FIELDS = struct.Struct("<QIHHHHHH")  # e_shoff ... e_shstrndx, from offset 0x28
+_ELF_SHDR = struct.Struct("<IIQQQQIIQQ")
+_ELF_SYM = struct.Struct("<IBBHQQ")
+_SHT_SYMTAB = 2
+_RUNTIME_DYLD_SYMBOLS = frozenset({"_GLOBAL_OFFSET_TABLE_"})  # RuntimeDyld defines it
+
+
+def undefined_symbols(obj: bytes) -> list[str] | None:
+    """The global symbols an object file needs from outside it (what the JIT linker will
+    look up by name), or None when `obj` is not a 64-bit little-endian ELF file (other
+    hosts: not checked). ValueError when it claims to be one but is malformed."""
+    if obj[:4] != b"\x7fELF" or obj[4:6] != b"\x02\x01":
+        return None
+    try:
+        shoff, _, _, _, _, shentsize, shnum, _ = _ELF_SHDR_FIELDS.unpack_from(obj, 0x28)
+        if shentsize != _ELF_SHDR.size:
+            raise ValueError(f"section header size {shentsize}")
+        sections = [_ELF_SHDR.unpack_from(obj, shoff + i * shentsize) for i in range(shnum)]
+        names = []
+        for sh in sections:
+            if sh[1] != _SHT_SYMTAB:
+                continue
+            offset, size, link = sh[4], sh[5], sh[6]
+            stroff, strsize = sections[link][4], sections[link][5]
+            strtab = obj[stroff:stroff + strsize]
+            if offset + size > len(obj) or len(strtab) != strsize:
+                raise ValueError("symbol table outside the file")
+            for i in range(offset, offset + size - _ELF_SYM.size + 1, _ELF_SYM.size):
+                st_name, st_info, _, st_shndx, _, _ = _ELF_SYM.unpack_from(obj, i)
+                if st_shndx != 0 or st_info >> 4 != 1 or st_name == 0:
+                    continue  # defined, local or weak (RuntimeDyld allows weak undefined)
+                end = strtab.index(b"\0", st_name)
+                names.append(strtab[st_name:end].decode())
+        return [n for n in names if n not in _RUNTIME_DYLD_SYMBOLS]
+    except (struct.error, IndexError, UnicodeDecodeError) as e:
+        raise ValueError(f"malformed ELF object: {e}") from None
+
+
+def load_object(obj: bytes, names: Sequence[str]) -> tuple[llvm.ExecutionEngine,
+                                                            dict[str, int]]:
+    """An MCJIT engine holding the object code `obj`, and the addresses of `names`.
+
+    Checks first what LLVM would otherwise abort the process on (a symbol no one
+    defines) or crash on (bytes that are not an object file): ObjectLoadError."""
+    _initialize()
     with LLVM_LOCK:
-        hit = _CACHE.get(ir_text)
-        if hit is not None:
-            STATS.hits += 1
-            return hit
-        start = time.perf_counter()
-        module = parse_and_optimize(ir_text, loop_vectorize)
-        engine = llvm.create_mcjit_compiler(module, new_target_machine())
+        empty = llvm.parse_assembly("")
+        empty.triple = target_machine().triple
+        # creating an engine also makes the process's own symbols visible to lookups
+        engine = llvm.create_mcjit_compiler(empty, new_target_machine())
+        try:
+            needed = undefined_symbols(obj)
+        except ValueError as e:
+            raise ObjectLoadError(str(e)) from None
+        if needed is None and "-linux" in host_info().triple:
+            raise ObjectLoadError("not an ELF object file")
+        missing = sorted(s for s in needed or () if not llvm.address_of_symbol(s))
+        if missing:
+            raise ObjectLoadError("undefined symbols: " + ", ".join(missing))
+        engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
         engine.finalize_object()
         addresses = {}
         for name in names:
             addr = engine.get_function_address(name)
             if not addr:
-                raise CompileError(f"JIT: function {name!r} not found after compilation")
+                raise ObjectLoadError(f"function {name!r} not found in the object")
             addresses[name] = addr
-        compiled = CompiledModule(engine, module, addresses)
-        _CACHE[ir_text] = compiled
+        return engine, addresses
+
+
+def _from_disk(key: str, names: Sequence[str]) -> CompiledModule | None:
+    """The module stored under `key` on disk, loaded; None when there is no usable entry
+    (an entry that does not load is deleted)."""
+    if disk_cache.cache_dir() is None:
+        return None
+    start = time.perf_counter()
+    try:
+        obj = disk_cache.load(key)
+    except disk_cache.InvalidEntry:  # logged and deleted by `load`
+        obj = None
+        STATS.disk_errors += 1
+    if obj is None:
+        STATS.disk_misses += 1
+        return None
+    try:
+        engine, addresses = load_object(obj, names)
+    except ObjectLoadError as e:
+        _log.debug("compile cache: entry %s does not load (%s); rebuilding it", key, e)
+        disk_cache.discard(key)
+        STATS.disk_errors += 1
+        STATS.disk_misses += 1
+        return None
+    STATS.disk_hits += 1
+    STATS.disk_load_seconds += time.perf_counter() - start
+    return CompiledModule(engine, None, addresses)
+
+
+def _compile(ir_text: str, names: Sequence[str], loop_vectorize: bool, key: str
+             ) -> CompiledModule:
+    """Run LLVM on `ir_text`, load the object code, and store it on disk."""
+    module = parse_and_optimize(ir_text, loop_vectorize)
+    with LLVM_LOCK:
+        obj = target_machine().emit_object(module)
+    STATS.llvm_compiles += 1
+    try:
+        engine, addresses = load_object(obj, names)
+    except ObjectLoadError as e:
+        raise CompileError(f"JIT: cannot load the compiled code: {e}") from None
+    if disk_cache.store(key, obj):
+        STATS.disk_writes += 1
+    return CompiledModule(engine, module, addresses)
+
+
+def compile_module(ir_text: str, names: Sequence[str], loop_vectorize: bool = False
+                   ) -> CompiledModule:
+    """JIT-compile `ir_text` (cached in memory by the text and flag, and on disk) and
+    resolve the functions `names`."""
+    with LLVM_LOCK:
+        hit = _CACHE.get((loop_vectorize, ir_text))
+        if hit is not None:
+            STATS.hits += 1
+            return hit
+        start = time.perf_counter()
+        key = cache_key(ir_text, loop_vectorize)
+        compiled = _from_disk(key, names) or _compile(ir_text, names, loop_vectorize, key)
+        _CACHE[(loop_vectorize, ir_text)] = compiled
         STATS.misses += 1
         STATS.compile_seconds += time.perf_counter() - start
         return compiled

@@ -1,0 +1,238 @@
+"""Ahead-of-time compilation: a compiled function as a shared library callable from C.
+
+`build_library(cf, out_dir)` freezes the variables the function reads into constants,
+runs the pipeline for the cpu target, plans the step (`step.plan_step`) with fixed
+shapes, and emits one LLVM module with the step, every node function, the constants, and
+the C entry point
+
+    int NAME_run(const void *const *args, void *const *results);
+
+(dense row-major buffers in signature order; returns 0 on success, or the failing
+node's status). Matrix products use the generated GEMM (`lowering.gemm_function` in
+"generated" mode), so the library needs only libc and libm: no BLAS, no Python. The
+object code is position independent, linked with the system C compiler (``$CC``, else
+``cc``) into ``libNAME.so``; ``NAME.h`` declares the entry point and the argument and
+result shapes and dtypes as constants.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from typing import Any
+
+import llvmlite.binding as llvm
+import llvmlite.ir as ir
+import numpy as np
+
+from ...compiler.ir import Graph
+from ...compiler.types import TensorType, format_shape
+from ...errors import CompileError, UnimplementedError
+from . import jit
+from .lowering import I8, I8P, I8PP, I32, I64
+from .step import ALIGN, CALLBACK_TYPE, STEP_NAME, Ineligible, StepPlan, emit_step, plan_step
+
+_C_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_C_TYPES = {"f32": "float", "f64": "double", "i8": "int8_t", "i16": "int16_t",
+            "i32": "int32_t", "i64": "int64_t", "u8": "uint8_t", "bool": "uint8_t"}
+
+
+@dataclass
+class Library:
+    """What `build_library` wrote."""
+
+    library: str
+    header: str
+    name: str
+    plan: StepPlan
+
+
+def freeze_variables(graph: Graph, resources: Any) -> Graph:
+    """A copy of `graph` where each variable read is a constant holding the variable's
+    current value. A graph that assigns variables cannot be frozen (CompileError)."""
+    from ...passes._rewrite import frozen
+    g = graph.copy()
+    replace, dead = {}, []
+    for node in g.nodes:
+        if node.op.startswith("Assign") and node.op.endswith("Variable"):
+            raise CompileError(f"{node.op} '{node.name}' changes a variable; an ahead-of-time "
+                               f"library holds frozen variables: compile a function that "
+                               f"only reads them", **node.error_context())
+        if node.op == "ReadVariable":
+            handle = node.inputs[0].producer
+            name = handle.attrs.get("shared_name") or handle.name
+            value = resources.variable(name).read()
+            const = g.add_node("Const", [], {"value": frozen(value)},
+                               name=f"frozen/{name}", loc=node.loc)
+            replace[node.outputs[0]] = const.outputs[0]
+            dead.append(node)
+    g.replace_all_uses(replace)
+    g.remove_nodes(dead)
+    g.sort()  # the constants were appended after their readers
+    return g
+
+
+def c_identifier(name: str) -> str:
+    """`name` as a C identifier (or an error saying why it cannot be one)."""
+    if not _C_NAME.match(name):
+        raise CompileError(f"{name!r} is not a valid C identifier: pass --name")
+    return name
+
+
+def _static_graph(cf: Any, resources: Any) -> Graph:
+    from ...compiler.pipeline import run_pipeline
+    for v, n in zip(cf.graph.args, cf.graph.arg_names):
+        if not (isinstance(v.type, TensorType) and v.type.is_fully_defined):
+            raise CompileError(f"argument '{n}' has type {v.type}: an ahead-of-time library "
+                               f"needs fixed shapes (give them in the input signature)")
+    graph = run_pipeline(freeze_variables(cf.graph, resources), target="cpu")
+    from ...passes.partition import split_by_device
+    if len({n.assigned_device for n in graph.nodes} - {None}) > 1:
+        graph = next(iter(split_by_device(graph).values())).graph
+    return graph
+
+
+def _plan(graph: Graph) -> StepPlan:
+    try:
+        plan = plan_step(graph)
+    except Ineligible as e:
+        raise CompileError(f"cannot compile '{graph.name}' ahead of time: {e}") from None
+    missing = sorted({n.op for n in plan.callback_nodes.values()})
+    if missing:
+        raise UnimplementedError(f"cannot compile '{graph.name}' ahead of time: no native "
+                                 f"lowering for {', '.join(missing)}")
+    return plan
+
+
+def emit_library_module(plan: StepPlan, name: str) -> ir.Module:
+    """The step module plus the constants and ``<name>_run``."""
+    module = emit_step(plan, gemm_mode="generated", allow_callbacks=False)
+    step = module.globals[STEP_NAME]
+    step.linkage = "internal"
+    # constants as read-only globals, and a table of pointers to them
+    pointers = []
+    for k, value in enumerate(plan.consts):
+        data = bytearray(np.ascontiguousarray(value).tobytes()) or bytearray(1)
+        gv = ir.GlobalVariable(module, ir.ArrayType(I8, len(data)), f"tw_const_{k}")
+        gv.global_constant = True
+        gv.linkage = "internal"
+        gv.align = ALIGN
+        gv.initializer = ir.Constant(ir.ArrayType(I8, len(data)), data)
+        pointers.append(gv.bitcast(I8P))
+    table_t = ir.ArrayType(I8P, max(1, len(pointers)))
+    table = ir.GlobalVariable(module, table_t, "tw_consts")
+    table.global_constant = True
+    table.linkage = "internal"
+    table.initializer = ir.Constant(table_t, pointers or [ir.Constant(I8P, None)])
+
+    malloc = ir.Function(module, ir.FunctionType(I8P, [I64, I64]), "aligned_alloc")
+    free = ir.Function(module, ir.FunctionType(ir.VoidType(), [I8P]), "free")
+    fn = ir.Function(module, ir.FunctionType(I32, [I8PP, I8PP]), f"{name}_run")
+    args, results = fn.args
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    size = -(-max(1, plan.workspace_bytes) // ALIGN) * ALIGN
+    ws = b.call(malloc, [I64(ALIGN), I64(size)])
+    ok = b.append_basic_block("run")
+    oom = b.append_basic_block("oom")
+    b.cbranch(b.icmp_unsigned("==", ws, ir.Constant(I8P, None)), oom, ok)
+    b.position_at_end(oom)
+    b.ret(I32(-1))
+    b.position_at_end(ok)
+    failed = b.alloca(I32)
+    no_vars = b.alloca(I8P)
+    status = b.call(step, [args, results, no_vars, b.gep(table, [I64(0), I64(0)]), ws, failed,
+                           ir.Constant(I8P, None),
+                           ir.Constant(ir.PointerType(CALLBACK_TYPE), None)])
+    b.call(free, [ws])
+    b.ret(status)
+    return module
+
+
+def _object_code(module: ir.Module, cpu: str) -> bytes:
+    ref = jit.parse_and_optimize(str(module), loop_vectorize=True)
+    info = jit.host_info()
+    target = llvm.Target.from_triple(info.triple)
+    if cpu == "host":
+        tm = target.create_target_machine(cpu=info.cpu, features=info.features, opt=3,
+                                          reloc="pic", codemodel="default")
+    else:
+        tm = target.create_target_machine(cpu=cpu, opt=3, reloc="pic", codemodel="default")
+    with jit.LLVM_LOCK:
+        return tm.emit_object(ref)
+
+
+def _header(plan: StepPlan, name: str, source: str) -> str:
+    g = plan.graph
+    guard = f"TW_{name.upper()}_H"
+    lines = [f"/* {name}.h: generated by `tensorweave aot` from {source}. */",
+             f"#ifndef {guard}", f"#define {guard}", "", "#include <stdint.h>", "",
+             "#ifdef __cplusplus", 'extern "C" {', "#endif", "",
+             "/* Buffers are dense and row-major, in the order below; dtypes as C types.",
+             " * The library needs only libc and libm (no BLAS, no OpenMP, no Python):",
+             f" *   cc main.c -I DIR -L DIR -l{name} -lm -Wl,-rpath,DIR",
+             " * Each call allocates its own scratch memory, so calls may run concurrently.",
+             " * Variables the function read were frozen into the library when it was built.",
+             " */", "",
+             f"#define {name.upper()}_NUM_ARGS {len(g.args)}",
+             f"#define {name.upper()}_NUM_RESULTS {len(g.results)}", ""]
+
+    def describe(kind: str, k: int, label: str, t: TensorType) -> None:
+        p = f"{name.upper()}_{kind}{k}"
+        dims = ", ".join(str(d) for d in t.shape) or "1"
+        lines.append(f"/* {kind.lower()} {k} '{label}': {t.dtype.name}{format_shape(t.shape)} "
+                     f"({_C_TYPES.get(t.dtype.name, '?')}) */")
+        lines.append(f"#define {p}_RANK {t.rank}")
+        lines.append(f"#define {p}_SIZE {int(t.num_elements)} /* elements */")
+        lines.append(f'#define {p}_DTYPE "{t.dtype.name}"')
+        lines.append(f"static const int64_t {p}_SHAPE[] = {{{dims}}};")
+        lines.append("")
+
+    for k, (v, label) in enumerate(zip(g.args, g.arg_names)):
+        describe("ARG", k, label, v.type)
+    for k, v in enumerate(g.results):
+        describe("RESULT", k, g.result_names[k] if k < len(g.result_names) else f"output{k}",
+                 v.type)
+    lines += ["/* Runs the function: args[i] points to argument i, results[j] to a buffer for",
+              " * result j. Returns 0 on success, -1 if scratch memory cannot be allocated,",
+              " * or a positive status from the op that failed (e.g. an index out of range). */",
+              f"int {name}_run(const void *const *args, void *const *results);", "",
+              "#ifdef __cplusplus", "}", "#endif", "", f"#endif /* {guard} */", ""]
+    return "\n".join(lines)
+
+
+def c_compiler() -> str:
+    """The C compiler used to link libraries: ``$CC``, else cc or gcc on the PATH."""
+    for cc in (os.environ.get("CC"), "cc", "gcc"):
+        if cc and shutil.which(cc.split()[0]):
+            return cc
+    raise CompileError("no C compiler found to link the library: install gcc or set $CC")
+
+
+def build_library(cf: Any, out_dir: str, name: str | None = None, cpu: str = "host",
+                  resources: Any = None, source: str = "") -> Library:
+    """Write ``lib<name>.so`` and ``<name>.h`` for concrete function `cf` into `out_dir`."""
+    from ...runtime.resources import default_resource_manager
+    name = c_identifier(name or cf.graph.name)
+    graph = _static_graph(cf, resources or default_resource_manager())
+    plan = _plan(graph)
+    obj = _object_code(emit_library_module(plan, name), cpu)
+    os.makedirs(out_dir, exist_ok=True)
+    lib = os.path.join(out_dir, f"lib{name}.so")
+    header = os.path.join(out_dir, f"{name}.h")
+    with tempfile.TemporaryDirectory() as tmp:
+        obj_path = os.path.join(tmp, f"{name}.o")
+        with open(obj_path, "wb") as f:
+            f.write(obj)
+        cmd = c_compiler().split() + ["-shared", "-o", lib + ".tmp", obj_path, "-lm"]
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise CompileError(f"linking {lib} failed: {' '.join(cmd)}\n{proc.stderr.strip()}")
+    os.replace(lib + ".tmp", lib)
+    with open(header + ".tmp", "w") as f:
+        f.write(_header(plan, name, source or cf.graph.name))
+    os.replace(header + ".tmp", header)
+    return Library(lib, header, name, plan)

@@ -1,0 +1,325 @@
+"""What `@tw.compile(target="cpu")` runs: one native function per step when it can,
+the dataflow executor (with native per-node kernels) when it cannot.
+
+`CpuExecutable` keeps one `NativeStep` per tuple of argument shapes: the graph is
+specialized to those shapes (`passes.shape_inference.specialize`), planned and compiled
+by `step`. Graphs that `step` declines (several devices, queues, control-flow regions,
+shapes only known at run time) and calls that need the dataflow executor's services
+(node traces, shared step ids) use a `DataflowExecutable` of the same graph, resources and
+counters, so random numbers and variables are shared between both paths.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import logging
+import sys
+import threading
+from collections.abc import Sequence
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+
+from ...compiler.ir import Graph
+from ...compiler.types import TensorType
+from ...errors import (
+    FailedPreconditionError,
+    InvalidArgumentError,
+    TensorWeaveError,
+)
+from ...runtime.kernel_context import CallCounters, StepContext
+from ...runtime.resources import ResourceManager, default_resource_manager
+from ...runtime.threads import limit_blas_threads
+from . import jit
+from .lowering import status_error
+from .step import (
+    OBJECTS_STEP_NAME,
+    WORKSPACE_HEADER,
+    CallbackFn,
+    Ineligible,
+    StepPlan,
+    array_at,
+    emit_step,
+    numpy_data_offset,
+    plan_step,
+)
+
+_UNSET: Any = object()
+_log = logging.getLogger(__name__)
+MAX_SHAPES = 64  # argument-shape tuples remembered per executable
+
+
+class _CallState(threading.local):
+    """The call in progress on this thread (the callback needs it)."""
+
+    error: BaseException | None = None
+    step: StepContext | None = None
+
+
+ObjectsStepFn = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p,
+                                 ctypes.c_void_p)
+
+
+@lru_cache(maxsize=1)
+def _data_offset() -> int:
+    return numpy_data_offset()
+
+
+class NativeStep:
+    """One static graph compiled by `step` into one native function."""
+
+    def __init__(self, plan: StepPlan, resources: ResourceManager, counters: CallCounters
+                 ) -> None:
+        self.plan = plan
+        self.resources = resources
+        self.counters = counters
+        text = str(emit_step(plan, data_offset=_data_offset()))
+        if "tw_blas_" in text:  # calls BLAS: make its symbols known to the JIT first
+            from .blas import register_blas
+            register_blas()
+        self._compiled = jit.compile_module(text, [OBJECTS_STEP_NAME], loop_vectorize=True)
+        self._fn = ObjectsStepFn(self._compiled.address(OBJECTS_STEP_NAME))
+        graph = plan.graph
+        self._arg_specs = [(v.type.dtype.np, tuple(v.type.shape)) for v in graph.args]
+        self._result_specs = [(tuple(v.type.shape), v.type.dtype.np) for v in graph.results]
+        self._consts = (ctypes.c_void_p * max(1, len(plan.consts)))(
+            *[c.ctypes.data for c in plan.consts])
+        self._objects = ctypes.c_void_p * (len(graph.args) + len(graph.results)
+                                           + len(plan.var_names) + 1)
+        self._var_states: list[Any] | None = None
+        self._locks: list[Any] = []
+        self._workspaces: list[np.ndarray] = []
+        self._ws_bytes = WORKSPACE_HEADER + max(1, plan.workspace_bytes)
+        self._spare: list[np.ndarray] | None = None
+        self._spare_lock = threading.Lock()
+        self._state = _CallState()
+        self._callback = CallbackFn(self._run_callback)
+        self._callback_kernels: dict[int, Any] = {}
+        if plan.callback_nodes:
+            from ..reference.executor import PreparedKernel
+            self._callback_kernels = {k: PreparedKernel(n)
+                                      for k, n in plan.callback_nodes.items()}
+
+    # ------------------------------------------------------------------ variables
+    def _variables(self) -> list[Any]:
+        if self._var_states is None:
+            states = [self.resources.variable(n) for n in self.plan.var_names]
+            self._locks = [st.lock for st in sorted(states, key=lambda st: st.name)]
+            self._var_states = states
+        return self._var_states
+
+    def _var_buffers(self, states: list[Any]) -> tuple[list[np.ndarray], list[int]]:
+        """The variables' buffers (under their locks); new buffers for variables this step
+        initializes (returned by index, stored only when the step succeeds)."""
+        buffers, fresh = [], []
+        for k, st in enumerate(states):
+            value = st.value
+            vt = self.plan.var_types[k]
+            if value is None:
+                if self.plan.var_first_access[k] == "read":
+                    raise FailedPreconditionError(
+                        f"attempting to use uninitialized variable '{st.name}'")
+                value = np.empty(vt.shape, vt.dtype.np)
+                fresh.append(k)
+            elif value.shape != tuple(vt.shape) or value.dtype != vt.dtype.np \
+                    or not value.flags.c_contiguous:
+                raise _Unplanned
+            buffers.append(value)
+        return buffers, fresh
+
+    # ------------------------------------------------------------------ results
+    def _results(self) -> list[np.ndarray]:
+        """Result buffers: last call's, where nobody else holds them any more (so large
+        results do not page-fault fresh memory every step), else new ones."""
+        with self._spare_lock:
+            spare, self._spare = self._spare, None
+        if spare is None:
+            return [np.empty(shape, dt) for shape, dt in self._result_specs]
+        out = []
+        for k, (shape, dt) in enumerate(self._result_specs):
+            # references: `spare`'s list and getrefcount's argument: nobody else has it
+            out.append(spare[k] if sys.getrefcount(spare[k]) <= 2 else np.empty(shape, dt))
+        return out
+
+    # ------------------------------------------------------------------ calling
+    def __call__(self, arrays: Sequence[np.ndarray], step: StepContext | None = None
+                 ) -> list[np.ndarray]:
+        """Run the step on `arrays` (one per graph argument); returns fresh results."""
+        args = []
+        for a, (dt, shape) in zip(arrays, self._arg_specs):
+            if a.dtype != dt or a.shape != shape:
+                raise _Unplanned
+            args.append(a if a.flags.c_contiguous else np.ascontiguousarray(a))
+        states = self._variables()
+        locks = self._locks
+        for lock in locks:
+            lock.acquire()
+        try:
+            buffers, fresh = self._var_buffers(states) if states else ((), ())
+            results = self._results()
+            ws = self._workspaces.pop() if self._workspaces else np.empty(self._ws_bytes,
+                                                                         np.uint8)
+            state = self._state
+            state.error, state.step = None, step
+            objects = self._objects(*map(id, args), *map(id, results), *map(id, buffers),
+                                    id(ws))
+            status = self._fn(objects, self._consts, self._callback)
+            if status:
+                position = int(ws[:4].view(np.int32)[0])
+                self._workspaces.append(ws)
+                self._raise(status, position)
+            self._workspaces.append(ws)
+            for k in fresh:
+                states[k].value = buffers[k]
+        finally:
+            for lock in locks:
+                lock.release()
+        with self._spare_lock:
+            self._spare = list(results)
+        return results
+
+    def _raise(self, status: int, position: int) -> None:
+        error, self._state.error = self._state.error, None
+        if error is not None:
+            raise error
+        node = self.plan.action_by_id(position).node
+        message, blamed = status_error(node, status)
+        raise InvalidArgumentError(message, **blamed.error_context())
+
+    def _run_callback(self, _ctx: int, position: int, ins: Any, outs: Any) -> int:
+        """Run a node without a native lowering: its reference kernel on views of the
+        step's buffers. Errors are kept for `_raise` (they cannot cross C frames)."""
+        try:
+            node = self.plan.actions[position].node
+            kernel = self._callback_kernels[position]
+            inputs = [array_at(ins[j], v.type) for j, v in enumerate(node.inputs)]
+            with np.errstate(all="ignore"):
+                results = kernel(inputs, self.resources, self.counters, self._state.step)
+            for j, (v, r) in enumerate(zip(node.outputs, results)):
+                t: TensorType = v.type
+                r = np.asarray(r)
+                if r.dtype != t.dtype.np or r.shape != tuple(t.shape):
+                    raise InvalidArgumentError(
+                        f"produced {r.dtype}{list(r.shape)}, the compiled step expects {t}",
+                        **node.error_context())
+                np.copyto(array_at(outs[j], t), r)
+            return 0
+        except BaseException as e:  # noqa: BLE001 - handed back to the caller
+            self._state.error = e
+            return 1
+
+
+class _Unplanned(Exception):
+    """This call does not fit the compiled step (shapes, dtypes, variable buffers)."""
+
+
+class CpuExecutable:
+    """A graph compiled for the cpu target; call it like a `DataflowExecutable`:
+    ``exe(*arrays) -> list of results``."""
+
+    def __init__(self, graph: Graph, resources: ResourceManager | None = None,
+                 timeout: float | None = None) -> None:
+        limit_blas_threads()
+        self.graph = graph
+        self.resources = resources or default_resource_manager()
+        self.timeout = timeout
+        self.counters = CallCounters()
+        self._dataflow: Any = None
+        self._steps: dict[tuple, NativeStep | None] = {}
+        self._lock = threading.Lock()
+        self.native_reason: str | None = None  # why the last plan fell back, if it did
+        self._multi_device = len({n.assigned_device for n in graph.nodes} - {None}) > 1
+
+    @property
+    def dataflow(self) -> Any:
+        """The dataflow executable of the same graph (made on first use)."""
+        if self._dataflow is None:
+            from ...runtime.dataflow import DataflowExecutable
+            from . import _register_with_executor
+            _register_with_executor()
+            exe = DataflowExecutable(self.graph, "cpu", self.resources, self.timeout)
+            exe.counters = self.counters
+            for ex in exe.executors:
+                ex.counters = self.counters
+            self._dataflow = exe
+        return self._dataflow
+
+    def __getattr__(self, name: str) -> Any:
+        # devices, partitions, executors, ... are the dataflow executable's
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return getattr(self.dataflow, name)
+
+    def native_step(self, arrays: Sequence[np.ndarray]) -> NativeStep | None:
+        """The native step for these argument shapes (compiled on first use), or None."""
+        key = tuple(np.shape(a) for a in arrays)
+        step = self._steps.get(key, _UNSET)
+        if step is _UNSET:
+            with self._lock:
+                step = self._steps.get(key, _UNSET)
+                if step is _UNSET:
+                    if len(self._steps) >= MAX_SHAPES:
+                        self._steps.clear()
+                    step = self._steps[key] = self._build(arrays)
+        return step
+
+    def _build(self, arrays: Sequence[np.ndarray]) -> NativeStep | None:
+        if self._multi_device:
+            self.native_reason = "the graph spans several devices"
+            return None
+        try:
+            graph = self.graph
+            if not all(isinstance(v.type, TensorType) and v.type.is_fully_defined
+                       for v in graph.args) or _has_unknown(graph):
+                from ...passes.shape_inference import specialize
+                arrays = [np.asarray(a) for a in arrays]
+                if len(arrays) != len(graph.args):
+                    return None
+                graph = specialize(graph, [TensorType(v.type.dtype, a.shape)
+                                           for v, a in zip(graph.args, arrays)])
+            plan = plan_step(graph)
+            return NativeStep(plan, self.resources, self.counters)
+        except Ineligible as e:
+            self.native_reason = str(e)
+            _log.debug("cpu: %s runs on the dataflow executor: %s", self.graph.name, e)
+            return None
+        except TensorWeaveError:
+            # e.g. shapes that do not fit: the dataflow path reports it properly
+            return None
+
+    # Results are never an argument's or a constant's buffer (`tw.compile` need not check).
+    owns_results = True
+
+    def __call__(self, *args: Any, timeout: float | None = _UNSET) -> list[Any]:
+        """Run one step on `args`; returns the graph's results in order."""
+        try:
+            step = self._steps[tuple([a.shape for a in args])]
+        except (KeyError, AttributeError):
+            step = _UNSET
+        if step is _UNSET:
+            args = tuple(np.asarray(a) for a in args)
+            step = self.native_step(args) if len(args) == len(self.graph.args) else None
+        if step is not None:
+            try:
+                return step(args)
+            except _Unplanned:
+                pass
+        t = self.timeout if timeout is _UNSET else timeout
+        from ...frontend.function import own_result
+        arrays = [np.asarray(a) for a in args]
+        return [own_result(r, arrays) for r in self.dataflow.run(args, timeout=t)]
+
+    def run(self, args: Sequence[Any], timeout: float | None = None, trace: Any = None,
+            **kw: Any) -> list[Any]:
+        """The dataflow executor's `run` (node traces, shared step ids): always the
+        dataflow path."""
+        return self.dataflow.run(args, timeout=timeout, trace=trace, **kw)
+
+
+def _has_unknown(graph: Graph) -> bool:
+    for node in graph.nodes:
+        for v in node.outputs:
+            if isinstance(v.type, TensorType) and not v.type.is_fully_defined:
+                return True
+    return False

@@ -1,0 +1,547 @@
+"""Native lowerings: one LLVM function per node, for nodes whose shapes are all known.
+
+A lowering turns one node, with every input and output shape static, into
+
+    i32 @<name>(i8** inputs, i8** outputs)
+
+that reads dense row-major input buffers and writes dense row-major output buffers
+(allocated by the caller), returning 0 or a status code > 0 that its registration maps
+to a message. Shapes, strides and attributes are constants in the generated code, so
+LLVM sees every trip count. The whole-step compiler (`step`) calls these functions one
+after the other from one native function per partition; `compile_node` compiles a
+single node on its own (per-node kernels and tests).
+
+Registering a lowering::
+
+    @lowering("Transpose", messages={1: "..."})
+    def _transpose(cx: LoweringContext) -> None:
+        src, dst = cx.input(0), cx.output(0)     # typed pointers
+        with cx.loop(0, n) as i: ...             # counted loops
+        cx.ret_ok()                              # or cx.fail_if(cond, 1)
+
+`supports(node) -> bool` (optional) declines nodes the lowering does not handle (a dtype,
+an attribute); such nodes run their reference kernel instead. Matrix products inside a
+lowering call `cx.gemm(...)`, which the module resolves to BLAS when JIT-compiling and to
+a generated kernel in ahead-of-time libraries.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import functools
+import os
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import llvmlite.ir as ir
+import numpy as np
+
+from ...compiler.dtypes import DType, bool_
+from ...compiler.ir import Node
+from ...compiler.types import TensorType
+from ...errors import UnimplementedError
+from . import parallel
+from .elementwise import F32, F64, I1, I8, I32, I64, memory_type, scalar_type
+
+I8P = ir.PointerType(I8)
+I8PP = ir.PointerType(I8P)
+NODE_FUNCTION_TYPE = ir.FunctionType(I32, [I8PP, I8PP])
+
+# GEMM flavours a module can be built with: "blas" calls SciPy's BLAS (JIT only);
+# "generated" defines a loop-nest GEMM in the module (ahead-of-time libraries).
+GEMM_MODES = ("blas", "generated")
+
+
+@dataclass(frozen=True)
+class NativeLowering:
+    """How to emit one op: `emit(cx)`, which nodes it takes, and its status messages."""
+
+    op: str
+    emit: Callable[[LoweringContext], None]
+    messages: Mapping[int, str] = field(default_factory=dict)
+    supports: Callable[[Node], bool] | None = None
+    # For lowerings whose statuses need the node to explain (fused clusters): status ->
+    # (message, the node to blame).
+    describe: Callable[[Node, int], tuple[str, Node]] | None = None
+
+
+LOWERINGS: dict[str, NativeLowering] = {}
+
+
+def lowering(*ops: str, messages: Mapping[int, str] | None = None,
+             supports: Callable[[Node], bool] | None = None,
+             describe: Callable[[Node, int], tuple[str, Node]] | None = None
+             ) -> Callable[[Callable[[LoweringContext], None]], Callable]:
+    """Register the decorated ``emit(cx)`` as the native lowering of `ops`."""
+    def deco(fn: Callable[[LoweringContext], None]) -> Callable:
+        for op in ops:
+            LOWERINGS[op] = NativeLowering(op, fn, dict(messages or {}), supports, describe)
+        return fn
+    return deco
+
+
+def _ensure_registered() -> None:
+    # The lowering families register themselves on import.
+    from . import lowerings  # noqa: F401
+
+
+def static_types(node: Node) -> bool:
+    """Whether every input and output of `node` is a tensor of known shape."""
+    return all(isinstance(v.type, TensorType) and v.type.is_fully_defined
+               for v in list(node.inputs) + list(node.outputs))
+
+
+def native_dtype(dtype: DType) -> bool:
+    """Whether the cpu target computes in `dtype` natively (not f16/bf16)."""
+    try:
+        scalar_type(dtype)
+        return True
+    except UnimplementedError:
+        return False
+
+
+def find_lowering(node: Node) -> NativeLowering | None:
+    """The lowering that takes `node`, or None (unknown op, unknown shapes, an
+    unsupported dtype, or the lowering declines it)."""
+    _ensure_registered()
+    low = LOWERINGS.get(node.op)
+    if low is None or node.regions and node.op != "Fusion" or not static_types(node):
+        return None
+    if not all(native_dtype(v.type.dtype) for v in list(node.inputs) + list(node.outputs)):
+        return None
+    if low.supports is not None:
+        try:
+            if not low.supports(node):
+                return None
+        except UnimplementedError:
+            return None
+    return low
+
+
+# ------------------------------------------------------------------------ the context
+
+class LoweringContext:
+    """What an emitter gets: the node (static shapes), the module, the function being
+    built and a builder positioned in it, plus helpers for loops, errors and GEMM."""
+
+    def __init__(self, node: Node, module: ir.Module, fn: ir.Function, gemm_mode: str) -> None:
+        self.node = node
+        self.module = module
+        self.fn = fn
+        self.gemm_mode = gemm_mode
+        self.b = ir.IRBuilder(fn.append_basic_block("entry"))
+        self._entry = self.b.block
+        self.in_types: list[TensorType] = [v.type for v in node.inputs]
+        self.out_types: list[TensorType] = [v.type for v in node.outputs]
+        self.attrs = node.attrs
+        self._status = self.b.alloca(I32, name="status")
+        self.b.store(I32(0), self._status)
+
+    # ------------------------------------------------------------- buffers and types
+    def _buffer(self, table: ir.Value, k: int, dtype: DType, name: str) -> ir.Value:
+        raw = self.b.load(self.b.gep(table, [I64(k)]), name=f"{name}{k}.raw")
+        return self.b.bitcast(raw, ir.PointerType(memory_type(dtype)), name=f"{name}{k}")
+
+    def input(self, k: int) -> ir.Value:
+        """Typed pointer to input `k` (element type: `memory_type`; bool is i8)."""
+        return self._buffer(self.fn.args[0], k, self.in_types[k].dtype, "in")
+
+    def output(self, k: int) -> ir.Value:
+        """Typed pointer to output `k`."""
+        return self._buffer(self.fn.args[1], k, self.out_types[k].dtype, "out")
+
+    @staticmethod
+    def scalar(dtype: DType) -> ir.Type:
+        """The register type of one element of `dtype` (bool: i1)."""
+        return scalar_type(dtype)
+
+    @staticmethod
+    def memory(dtype: DType) -> ir.Type:
+        """The memory type of one element of `dtype` (bool: i8)."""
+        return memory_type(dtype)
+
+    def const(self, dtype: DType, value: Any) -> ir.Constant:
+        """`value` as an LLVM constant of `dtype`'s register type."""
+        if dtype is bool_:
+            return ir.Constant(I1, int(bool(value)))
+        return ir.Constant(scalar_type(dtype), value)
+
+    def load(self, ptr: ir.Value, index: ir.Value | int, dtype: DType) -> ir.Value:
+        """Element `index` of `ptr` as a register value (bool: i1)."""
+        v = self.b.load(self.b.gep(ptr, [_i64(index)]))
+        return self.b.trunc(v, I1) if dtype is bool_ else v
+
+    def store(self, ptr: ir.Value, index: ir.Value | int, value: ir.Value, dtype: DType) -> None:
+        """Store register `value` as element `index` of `ptr` (bool: widened to i8)."""
+        if dtype is bool_:
+            value = self.b.zext(value, I8)
+        self.b.store(value, self.b.gep(ptr, [_i64(index)]))
+
+    def alloca(self, t: ir.Type, count: int = 1, name: str = "") -> ir.Value:
+        """A stack slot (or array) in the entry block."""
+        with self.b.goto_block(self._entry):
+            self.b.position_at_start(self._entry)
+            return self.b.alloca(t, size=None if count == 1 else I64(count), name=name)
+
+    # ------------------------------------------------------------------------ loops
+    @contextlib.contextmanager
+    def loop(self, start: ir.Value | int, stop: ir.Value | int, step: int = 1,
+             name: str = "i") -> Iterator[ir.Value]:
+        """``for (i = start; i < stop; i += step)``: the body is emitted inside the
+        ``with`` block; yields the i64 index."""
+        b = self.b
+        start, stop = _i64(start), _i64(stop)
+        pre = b.block
+        head = b.append_basic_block(f"{name}.head")
+        body = b.append_basic_block(f"{name}.body")
+        done = b.append_basic_block(f"{name}.done")
+        b.branch(head)
+        b.position_at_end(head)
+        i = b.phi(I64, name=name)
+        i.add_incoming(start, pre)
+        b.cbranch(b.icmp_signed("<", i, stop), body, done)
+        b.position_at_end(body)
+        yield i
+        nxt = b.add(i, I64(step), name=f"{name}.next")
+        i.add_incoming(nxt, b.block)
+        b.branch(head)
+        b.position_at_end(done)
+
+    @contextlib.contextmanager
+    def if_then(self, cond: ir.Value) -> Iterator[None]:
+        """Emit the ``with`` block only when `cond` (i1) holds."""
+        with self.b.if_then(cond):
+            yield
+
+    # ----------------------------------------------------------------- statuses
+    def fail_if(self, cond: ir.Value, code: int) -> None:
+        """Return status `code` from the function when `cond` (i1) holds."""
+        if code not in self._messages():
+            raise UnimplementedError(f"{self.node.op}: status {code} has no message")
+        with self.b.if_then(cond, likely=False):
+            self.b.ret(I32(code))
+
+    def _messages(self) -> Mapping[int, str]:
+        low = LOWERINGS.get(self.node.op)
+        return low.messages if low else {}
+
+    def ret_ok(self) -> None:
+        """Finish the function: return 0."""
+        self.b.ret(I32(0))
+
+    # ----------------------------------------------------------------- memory
+    def memcpy(self, dst: ir.Value, src: ir.Value, nbytes: ir.Value | int) -> None:
+        """Copy `nbytes` bytes (non-overlapping)."""
+        fn = _declare(self.module, "llvm.memcpy.p0i8.p0i8.i64",
+                      ir.FunctionType(ir.VoidType(), [I8P, I8P, I64, I1]))
+        self.b.call(fn, [self.b.bitcast(dst, I8P), self.b.bitcast(src, I8P), _i64(nbytes),
+                         I1(0)])
+
+    def memset(self, dst: ir.Value, byte: int, nbytes: ir.Value | int) -> None:
+        """Fill `nbytes` bytes with `byte` (0 for zeros of any dtype)."""
+        fn = _declare(self.module, "llvm.memset.p0i8.i64",
+                      ir.FunctionType(ir.VoidType(), [I8P, I8, I64, I1]))
+        self.b.call(fn, [self.b.bitcast(dst, I8P), I8(byte), _i64(nbytes), I1(0)])
+
+    # ------------------------------------------------------------------- GEMM
+    def gemm(self, dtype: DType, trans_a: bool, trans_b: bool, m: Any, n: Any, k: Any,
+             alpha: float, a: ir.Value, lda: Any, b: ir.Value, ldb: Any, beta: float,
+             c: ir.Value, ldc: Any) -> None:
+        """Row-major ``C = alpha * op(A) @ op(B) + beta * C`` with C m x n, op(A) m x k
+        and op(B) k x n; lda/ldb/ldc are row strides in elements (as in cblas)."""
+        fn = gemm_function(self.module, dtype, self.gemm_mode)
+        t = scalar_type(dtype)
+        self.b.call(fn, [I32(int(trans_a)), I32(int(trans_b)), _i64(m), _i64(n), _i64(k),
+                         ir.Constant(t, alpha), a, _i64(lda), b, _i64(ldb), ir.Constant(t, beta),
+                         c, _i64(ldc)])
+
+
+def _i64(x: ir.Value | int) -> ir.Value:
+    return I64(int(x)) if isinstance(x, (int, np.integer)) else x
+
+
+def _declare(module: ir.Module, name: str, ftype: ir.FunctionType) -> ir.Function:
+    fn = module.globals.get(name)
+    if fn is None:
+        fn = ir.Function(module, ftype, name)
+    return fn
+
+
+# ------------------------------------------------------------------------- GEMM
+
+def gemm_function(module: ir.Module, dtype: DType, mode: str) -> ir.Function:
+    """``void tw_gemm_<dt>(i32 ta, i32 tb, i64 m, i64 n, i64 k, T alpha, T* a, i64 lda,
+    T* b, i64 ldb, T beta, T* c, i64 ldc)`` in `module` (defined once per module)."""
+    name = f"tw_gemm_{dtype.name}"
+    fn = module.globals.get(name)
+    if fn is not None:
+        return fn
+    if dtype.name not in ("f32", "f64"):
+        raise UnimplementedError(f"no GEMM for {dtype.name}")
+    t = scalar_type(dtype)
+    tp = ir.PointerType(t)
+    ftype = ir.FunctionType(ir.VoidType(), [I32, I32, I64, I64, I64, t, tp, I64, tp, I64, t,
+                                            tp, I64])
+    if mode not in GEMM_MODES:
+        raise UnimplementedError(f"unknown GEMM mode {mode!r}")
+    fn = ir.Function(module, ftype, name)
+    fn.linkage = "internal"
+    threads = parallel.num_threads()
+    align = 1 if mode == "generated" or threads == 1 else blas_row_align(dtype.name)
+    if align is None:  # this BLAS's rows depend on how C is cut: never cut it
+        threads = 1
+    # With one thread `fn` is the serial GEMM itself (exactly the code of a serial build);
+    # with more, `fn` splits big products by rows over calls of the serial one.
+    serial = fn
+    if threads > 1:
+        serial = ir.Function(module, ftype, name + ".serial")
+        serial.linkage = "internal"
+    if mode == "blas":
+        _gemm_via_blas(module, serial, dtype)
+    else:
+        _gemm_generated(serial, dtype)
+    if threads > 1:
+        _gemm_split_rows(module, fn, serial, threads, align)
+    return fn
+
+
+def _gemm_via_blas(module: ir.Module, fn: ir.Function, dtype: DType) -> None:
+    """Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: call the Fortran
+    routine with B first and m, n swapped (every argument by pointer)."""
+    from .blas import _GEMM
+    t = scalar_type(dtype)
+    tp = ir.PointerType(t)
+    i32p = ir.PointerType(I32)
+    blas = _declare(module, _GEMM[dtype.name],
+                    ir.FunctionType(ir.VoidType(), [I8P, I8P, i32p, i32p, i32p, tp, tp, i32p, tp,
+                                                    i32p, tp, tp, i32p]))
+    ta, tb, m, n, k, alpha, a, lda, b_, ldb, beta, c, ldc = fn.args
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+
+    def slot(t_: ir.Type, value: ir.Value) -> ir.Value:
+        p = b.alloca(t_)
+        b.store(value, p)
+        return p
+
+    def trans(flag: ir.Value) -> ir.Value:
+        return slot(I8, b.select(b.icmp_signed("!=", flag, I32(0)), I8(ord("T")), I8(ord("N"))))
+
+    args = [trans(tb), trans(ta), slot(I32, b.trunc(n, I32)), slot(I32, b.trunc(m, I32)),
+            slot(I32, b.trunc(k, I32)), slot(t, alpha), b_, slot(I32, b.trunc(ldb, I32)), a,
+            slot(I32, b.trunc(lda, I32)), slot(t, beta), c, slot(I32, b.trunc(ldc, I32))]
+    b.call(blas, args)
+    b.ret_void()
+
+
+def _gemm_generated(fn: ir.Function, dtype: DType) -> None:
+    """A self-contained GEMM (i-p-j loop order, vectorized by LLVM over j), for libraries
+    that must not depend on a BLAS."""
+    ta, tb, m, n, k, alpha, a, lda, b_, ldb, beta, c, ldc = fn.args
+    for p in (a, b_, c):
+        p.add_attribute("noalias")
+    cx = _BareLoops(fn)
+    b = cx.b
+    t = scalar_type(dtype)
+    zero = ir.Constant(t, 0.0)
+    a_row_major = b.icmp_signed("==", ta, I32(0))
+    b_row_major = b.icmp_signed("==", tb, I32(0))
+    with cx.loop(I64(0), m, name="i") as i:
+        crow = b.mul(i, ldc)
+        with cx.loop(I64(0), n, name="z") as j:
+            pc = b.gep(c, [b.add(crow, j)])
+            old = b.load(pc)
+            scaled = b.select(b.fcmp_ordered("==", beta, zero), zero, b.fmul(old, beta))
+            b.store(scaled, pc)
+        with cx.loop(I64(0), k, name="p") as p:
+            a_idx = b.select(a_row_major, b.add(b.mul(i, lda), p), b.add(b.mul(p, lda), i))
+            av = b.fmul(b.load(b.gep(a, [a_idx])), alpha)
+            with cx.loop(I64(0), n, name="j") as j:
+                b_idx = b.select(b_row_major, b.add(b.mul(p, ldb), j), b.add(b.mul(j, ldb), p))
+                pc = b.gep(c, [b.add(crow, j)])
+                b.store(b.fadd(b.load(pc), b.fmul(av, b.load(b.gep(b_, [b_idx])))), pc)
+    b.ret_void()
+
+
+# Candidate row tiles of a BLAS (the rows of C its kernel computes together), smallest
+# first; `blas_row_align` keeps the first one that makes cutting C exact.
+_ROW_TILES = (1, 2, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96)
+_PROBE_ROWS = 2 * _ROW_TILES[-1] + 5  # rows of the probe product (k = n = 40)
+
+
+@functools.lru_cache(maxsize=None)
+def blas_row_align(dtype_name: str) -> int | None:
+    """Where this process's BLAS may cut a row-major C into row blocks without changing
+    one bit of it: the smallest row count `t` such that C computed as separate calls on
+    row blocks starting at multiples of `t` equals C computed in one call, on a probe
+    product; None when no candidate does (or there is no BLAS, or the BLAS runs several
+    threads of its own: ``TW_BLAS_THREADS`` other than 1), and the GEMM is never cut.
+
+    Measured because it differs between kernels: OpenBLAS's sgemm on AVX2 (Haswell/Zen)
+    computes 12 rows of C together and its rounding depends on a row's place in that
+    tile (a cut at a row that is not a multiple of 12 changes the last bits of the rows
+    around it); its dgemm works on 2. The probe checks the cuts of a product with
+    `_PROBE_ROWS` rows at the multiples of each candidate tile in turn (a few
+    milliseconds, once per process and dtype) and keeps the first tile found exact."""
+    if os.environ.get("TW_BLAS_THREADS", "1").strip() != "1":
+        return None
+    from .blas import _GEMM, blas_addresses, register_blas
+    if not register_blas():
+        return None
+    dt = np.float32 if dtype_name == "f32" else np.float64
+    ptr = ctypes.c_void_p
+    blas = ctypes.CFUNCTYPE(None, *[ptr] * 13)(blas_addresses()[_GEMM[dtype_name]])
+    k = n = 40
+    # irregular values with full mantissas (numpy.random would cost an import)
+    a = np.sin(np.arange(_PROBE_ROWS * k) * 1.618).reshape(_PROBE_ROWS, k).astype(dt)
+    b = np.cos(np.arange(k * n) * 0.577).reshape(k, n).astype(dt)
+
+    def rows(lo: int, hi: int) -> np.ndarray:
+        # row-major C[lo:hi] = A[lo:hi] @ B as column-major C^T = B^T A^T
+        c = np.zeros((hi - lo, n), dt)
+        i32 = [ctypes.c_int32(v) for v in (n, hi - lo, k, n, k, n)]
+        scal = np.array([1.0, 0.0], dt)
+        no = ctypes.c_char(b"N")
+        blas(ctypes.byref(no), ctypes.byref(no), *[ctypes.byref(v) for v in i32[:3]],
+             scal[0:].ctypes.data, b.ctypes.data, ctypes.byref(i32[3]),
+             a[lo:hi].ctypes.data, ctypes.byref(i32[4]), scal[1:].ctypes.data, c.ctypes.data,
+             ctypes.byref(i32[5]))
+        return c
+
+    whole = rows(0, _PROBE_ROWS)
+
+    @functools.lru_cache(maxsize=None)
+    def exact(r: int) -> bool:  # is cutting C at row r exact?
+        return np.array_equal(whole, np.vstack([rows(0, r), rows(r, _PROBE_ROWS)]))
+
+    for t in _ROW_TILES:
+        if all(exact(r) for r in range(t, _PROBE_ROWS, t)):
+            return t
+    return None
+
+
+def _gemm_split_rows(module: ir.Module, fn: ir.Function, serial: ir.Function,
+                     threads: int, align: int) -> None:
+    """Define `fn` (same signature as `serial`): products of at least
+    `parallel.MIN_GEMM_FLOPS` multiply-adds run as calls of `serial` on blocks of rows of
+    C (and of op(A)) starting at multiples of `align`, one per thread; smaller ones call
+    `serial` once. Every element of C comes out the same as from one `serial` call."""
+    ctx_type = ir.LiteralStructType([a.type for a in fn.args])
+    chunk = parallel.define_chunk(module, fn.name + ".rows")
+    cb = ir.IRBuilder(chunk.append_basic_block("entry"))
+    ctx = cb.bitcast(chunk.args[0], ir.PointerType(ctx_type))
+    ta, tb, m, n, k, alpha, a, lda, b_, ldb, beta, c, ldc = (
+        cb.load(cb.gep(ctx, [I32(0), I32(j)])) for j in range(len(fn.args)))
+    begin, end = chunk.args[1], chunk.args[2]
+    # row i of op(A) is row i of A, or column i of A when A is transposed
+    a_off = cb.select(cb.icmp_signed("==", ta, I32(0)), cb.mul(begin, lda), begin)
+    cb.call(serial, [ta, tb, cb.sub(end, begin), n, k, alpha, cb.gep(a, [a_off]), lda, b_,
+                     ldb, beta, cb.gep(c, [cb.mul(begin, ldc)]), ldc])
+    cb.ret(I32(0))
+
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    slot = b.alloca(ctx_type, name="ctx")
+    m, n, k = fn.args[2:5]
+    big = b.and_(b.icmp_signed(">=", b.mul(b.mul(m, n), k), I64(parallel.MIN_GEMM_FLOPS)),
+                 b.icmp_signed(">=", m, I64(2 * align)))
+    with b.if_else(big, likely=None) as (split, whole):
+        with split:
+            for j, arg in enumerate(fn.args):
+                b.store(arg, b.gep(slot, [I32(0), I32(j)]))
+            parallel.parallel_for(b, chunk, slot, m, threads, align=align)
+        with whole:
+            b.call(serial, list(fn.args))
+    b.ret_void()
+
+
+class _BareLoops:
+    """Counted loops for functions built outside a `LoweringContext`."""
+
+    def __init__(self, fn: ir.Function) -> None:
+        self.b = ir.IRBuilder(fn.append_basic_block("entry"))
+
+    loop = LoweringContext.loop
+
+
+# --------------------------------------------------------------------- emission
+
+def emit_node_function(module: ir.Module, node: Node, name: str, gemm_mode: str = "blas"
+                       ) -> ir.Function:
+    """Define ``i32 @name(i8** inputs, i8** outputs)`` computing `node` in `module`."""
+    low = find_lowering(node)
+    if low is None:
+        raise UnimplementedError(f"op {node.op} has no native lowering for this node")
+    fn = ir.Function(module, NODE_FUNCTION_TYPE, name)
+    fn.attributes.add("nounwind")
+    cx = LoweringContext(node, module, fn, gemm_mode)
+    low.emit(cx)
+    if not cx.b.block.is_terminated:
+        raise UnimplementedError(f"the lowering of {node.op} did not finish its function "
+                                 f"(call cx.ret_ok())")
+    return fn
+
+
+def status_error(node: Node, status: int) -> tuple[str, Node]:
+    """The message of `node`'s lowering for a failing `status`, and the node to name in
+    the error (`node`, or the op inside a fused cluster)."""
+    low = LOWERINGS.get(node.op)
+    if low is not None and low.describe is not None:
+        return low.describe(node, status)
+    if low is not None and status in low.messages:
+        return low.messages[status], node
+    return f"native kernel failed with status {status}", node
+
+
+# ------------------------------------------------------------ one node on its own
+
+class NodeKernel:
+    """One node compiled on its own: ``kernel(inputs) -> outputs`` (NumPy arrays), also
+    usable as a per-node kernel of the dataflow executor."""
+
+    def __init__(self, node: Node, gemm_mode: str = "blas") -> None:
+        import ctypes
+
+        from . import jit
+        self.node = node
+        module = ir.Module(name=f"node_{node.op}")
+        emit_node_function(module, node, "tw_node", gemm_mode)
+        if gemm_mode == "blas":
+            from .blas import register_blas
+            register_blas()
+        self._module = jit.compile_module(str(module), ["tw_node"], loop_vectorize=True)
+        self._fn = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p)(
+            self._module.address("tw_node"))
+        self._out = [(v.type.shape, v.type.dtype.np) for v in node.outputs]
+        self._in = [(v.type.shape, v.type.dtype.np) for v in node.inputs]
+        self._ptrs = ctypes.c_void_p * max(1, len(self._in)), ctypes.c_void_p * max(1, len(self._out))
+
+    def __call__(self, inputs: Sequence[Any], *rest: Any, **kw: Any) -> list[np.ndarray]:
+        from ...errors import InvalidArgumentError
+        from .fused import contiguous
+        arrays = [contiguous(np.asarray(a, dtype=dt)) for a, (_, dt) in zip(inputs, self._in)]
+        for a, (shape, _) in zip(arrays, self._in):
+            if a.shape != tuple(shape):
+                raise InvalidArgumentError(f"native kernel compiled for input shape "
+                                           f"{list(shape)}, got {list(a.shape)}",
+                                           **self.node.error_context())
+        outs = [np.empty(s, d) for s, d in self._out]
+        ins_p, outs_p = self._ptrs
+        status = self._fn(ins_p(*[a.ctypes.data for a in arrays]),
+                          outs_p(*[o.ctypes.data for o in outs]))
+        if status:
+            message, blamed = status_error(self.node, status)
+            raise InvalidArgumentError(message, **blamed.error_context())
+        return outs
+
+
+def compile_node(node: Node, gemm_mode: str = "blas") -> NodeKernel:
+    """JIT-compile `node`'s lowering on its own (shapes must be static)."""
+    return NodeKernel(node, gemm_mode)
+
+
+__all__ = ["F32", "F64", "GEMM_MODES", "I1", "I8", "I8P", "I8PP", "I32", "I64", "LOWERINGS",
+           "LoweringContext", "NativeLowering", "NodeKernel", "compile_node",
+           "emit_node_function", "find_lowering", "gemm_function", "lowering", "native_dtype",
+           "static_types", "status_error"]
+

@@ -1,0 +1,104 @@
+"""Lowerings of core ops: fused clusters, copies (Identity, Reshape and friends), MatMul."""
+
+from __future__ import annotations
+
+import llvmlite.ir as ir
+import numpy as np
+
+from ..fused import FusedKernel, try_fused_kernel
+from ..lowering import I64, LoweringContext, lowering
+
+
+def _fused(node) -> FusedKernel | None:
+    # Cheap (no compilation): the cluster's program, made from its region.
+    return try_fused_kernel(node)
+
+
+def _fusion_supported(node) -> bool:
+    k = _fused(node)
+    if k is None:
+        return False
+    layout = k.static_layout()
+    # An empty loop space computes nothing, not even the checks of ops whose operands
+    # are not empty (an integer division by a zero scalar): the reference kernels raise
+    # there, so such a cluster runs them instead.
+    return layout is not None and layout[0] is not None
+
+
+def _fusion_status(node, status: int):
+    return _fused(node).status_error(status)
+
+
+@lowering("Fusion", supports=_fusion_supported, describe=_fusion_status)
+def _fusion(cx: LoweringContext) -> None:
+    """The cluster's loop nest (`codegen.KernelBuilder`) with its loop sizes as a constant."""
+    k = _fused(cx.node)
+    layout, sizes = k.static_layout()
+    if layout is None:  # nothing to compute (empty outputs)
+        cx.ret_ok()
+        return
+    from ..codegen import KernelBuilder
+    kernel = KernelBuilder(k.program, layout, k.width, name=f"{cx.fn.name}.loops",
+                           module=cx.module).emit()
+    table = ir.GlobalVariable(cx.module, ir.ArrayType(I64, len(sizes)), f"{cx.fn.name}.sizes")
+    table.global_constant = True
+    table.linkage = "internal"
+    table.initializer = ir.Constant(ir.ArrayType(I64, len(sizes)), [int(s) for s in sizes])
+    sizes_ptr = cx.b.gep(table, [I64(0), I64(0)])
+    cx.b.ret(cx.b.call(kernel, [cx.fn.args[0], cx.fn.args[1], sizes_ptr]))
+
+
+def _nbytes(cx: LoweringContext, k: int = 0) -> int:
+    t = cx.out_types[k]
+    return int(t.num_elements) * t.dtype.np.itemsize
+
+
+@lowering("Identity", "StopGradient", "Reshape", "ExpandDims", "Squeeze", "ReshapeLike")
+def _copy(cx: LoweringContext) -> None:
+    """Same bytes, another shape: a copy (the step compiler aliases these instead)."""
+    cx.memcpy(cx.output(0), cx.input(0), _nbytes(cx))
+    cx.ret_ok()
+
+
+def _matmul_supported(node) -> bool:
+    return node.outputs[0].type.dtype.name in ("f32", "f64")
+
+
+@lowering("MatMul", supports=_matmul_supported)
+def _matmul(cx: LoweringContext) -> None:
+    """Batched (with broadcasting over batch dims) products through `cx.gemm`."""
+    ta, tb = bool(cx.attrs.get("transpose_a")), bool(cx.attrs.get("transpose_b"))
+    at, bt, ct = cx.in_types[0], cx.in_types[1], cx.out_types[0]
+    (ar, ac), (br, bc) = at.shape[-2:], bt.shape[-2:]
+    m, n = ct.shape[-2:]
+    k = ar if ta else ac
+    a, b, c = cx.input(0), cx.input(1), cx.output(0)
+    if m * n == 0:
+        cx.ret_ok()
+        return
+    if k == 0:
+        cx.memset(c, 0, _nbytes(cx))
+        cx.ret_ok()
+        return
+    batch = tuple(ct.shape[:-2])
+    a_batch = (1,) * (len(batch) - at.rank + 2) + tuple(at.shape[:-2])
+    b_batch = (1,) * (len(batch) - bt.rank + 2) + tuple(bt.shape[:-2])
+    count = int(np.prod(batch, dtype=np.int64))
+    if a_batch == batch and b_batch == batch or count == 1:
+        # no broadcasting over the batch: one loop over the products
+        with cx.loop(0, count, name="batch") as i:
+            pa = cx.b.gep(a, [cx.b.mul(i, I64(ar * ac if a_batch == batch else 0))])
+            pb = cx.b.gep(b, [cx.b.mul(i, I64(br * bc if b_batch == batch else 0))])
+            pc = cx.b.gep(c, [cx.b.mul(i, I64(m * n))])
+            cx.gemm(ct.dtype, ta, tb, m, n, k, 1.0, pa, ac, pb, bc, 0.0, pc, n)
+        cx.ret_ok()
+        return
+    # broadcast batch dims: one call per product, offsets computed here
+    a_off = np.broadcast_to(np.arange(int(np.prod(a_batch))).reshape(a_batch), batch).ravel()
+    b_off = np.broadcast_to(np.arange(int(np.prod(b_batch))).reshape(b_batch), batch).ravel()
+    for ic, (ia, ib) in enumerate(zip(a_off.tolist(), b_off.tolist())):
+        pa = cx.b.gep(a, [I64(ia * ar * ac)])
+        pb = cx.b.gep(b, [I64(ib * br * bc)])
+        pc = cx.b.gep(c, [I64(ic * m * n)])
+        cx.gemm(ct.dtype, ta, tb, m, n, k, 1.0, pa, ac, pb, bc, 0.0, pc, n)
+    cx.ret_ok()

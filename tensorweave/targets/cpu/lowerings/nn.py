@@ -1,0 +1,1131 @@
+"""Native lowerings of the nn family: 2-D convolution and its two gradients, max and average
+pooling and their gradients, bias addition and its gradient, and the L2 loss (f32, f64).
+
+Convolutions are im2col + GEMM, in blocks of output pixels so that the patch matrix never
+exists whole: each block of `rows` pixels gathers its patches (``rows x KH*KW*C``, columns
+ordered like a flattened HWIO filter) into a stack buffer of at most `SCRATCH_BYTES`, and
+one `cx.gemm` consumes it while it is still in cache:
+
+- Conv2D: ``out[block] = patches @ W`` (1x1 stride-1 unpadded filters skip the gather);
+- Conv2DBackpropFilter: ``dW += patches^T @ dY[block]`` (BLAS accumulates in the working
+  precision in blocks of k anyway, so summing block products in f32 drifts no more than
+  the reference's single product);
+- Conv2DBackpropInput: ``dpatches = dY[block] @ W^T``, then scattered back (col2im,
+  adding) into the zeroed input gradient.
+
+On the W3 shapes this is faster than a direct loop nest (see the numbers in the task
+report: the direct nest is load/store bound without register blocking, BLAS is not).
+
+Pooling and its gradients are loop nests over (batch, out row, out column, window tap)
+with the channel loop innermost (contiguous, constant trip count: LLVM vectorizes it).
+Window taps are clipped to the real input, so padding costs nothing; MaxPool propagates
+NaN like ``np.max`` and MaxPoolGrad routes each window's gradient to the element
+``np.argmax`` picks on the padded window (first maximum in row-major order, first NaN,
+and for an all ``-inf`` window its first tap, which may be padding). Channel state that
+lives across taps (running max and argmax, sums) is kept in stack arrays, in blocks of
+`CHANNEL_BLOCK` channels for very wide inputs.
+
+BiasAddGrad and L2Loss accumulate f32 in f64.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import llvmlite.ir as ir
+import numpy as np
+
+from ....compiler.ir import Node
+from ....compiler.ops.nn import window_output_size
+from ..lowering import F64, I32, I64, LoweringContext, lowering
+
+FLOAT_DTYPES = ("f32", "f64")
+
+# Largest stack buffer for a block of im2col patches. Executor threads have the default
+# 8 MiB stack; 256 KiB keeps a block in L2 and measured as fast as larger blocks.
+SCRATCH_BYTES = 256 * 1024
+# A convolution whose single patch row is bigger than this is declined (runs its
+# reference kernel) rather than putting a huge array on the stack.
+MAX_PATCH_ROW_BYTES = 1024 * 1024
+# Channels handled per pass where per-channel state is kept on the stack.
+CHANNEL_BLOCK = 1024
+# Loop-carried float adds that may be reassociated (so reductions vectorize).
+REDUCE_FLAGS = ("reassoc", "contract")
+
+
+# ----------------------------------------------------------------------- geometry
+
+@dataclass(frozen=True)
+class Window:
+    """Static geometry of a window op on an NHWC input: sizes, strides, dilations and the
+    padding before each spatial dim, plus the output's spatial size."""
+
+    n: int
+    h: int
+    w: int
+    c: int
+    kh: int
+    kw: int
+    sh: int
+    sw: int
+    dh: int
+    dw: int
+    pt: int
+    pl: int
+    oh: int
+    ow: int
+
+    @property
+    def patch(self) -> int:
+        """Length of one im2col row: KH * KW * C."""
+        return self.kh * self.kw * self.c
+
+    @property
+    def pixels(self) -> int:
+        """Output pixels: N * OH * OW (the rows of the patch matrix)."""
+        return self.n * self.oh * self.ow
+
+    @property
+    def is_pointwise(self) -> bool:
+        """Whether the patch matrix is the input itself (1x1 window, stride 1, no pad)."""
+        return (self.kh == self.kw == self.sh == self.sw == 1 and self.pt == self.pl == 0
+                and self.oh == self.h and self.ow == self.w)
+
+
+def window(input_shape, k_hw, attrs, pool: bool = False) -> Window:
+    """The `Window` of an op with NHWC `input_shape`, window size `k_hw` and the op's
+    attrs (strides, padding, and for convolutions dilations and explicit_paddings)."""
+    strides = attrs["strides"]
+    dil = (1, 1, 1, 1) if pool else tuple(attrs.get("dilations") or (1, 1, 1, 1))
+    padding = attrs["padding"]
+    ex = list(attrs.get("explicit_paddings") or ()) if not pool else []
+    pads = [(ex[2], ex[3]), (ex[4], ex[5])] if ex else [(0, 0), (0, 0)]
+    n, h, w, c = (int(d) for d in input_shape)
+    kh, kw = int(k_hw[0]), int(k_hw[1])
+    oh, pt, _ = window_output_size(h, kh, strides[1], dil[1], padding, pads[0])
+    ow, pl, _ = window_output_size(w, kw, strides[2], dil[2], padding, pads[1])
+    return Window(n, h, w, c, kh, kw, strides[1], strides[2], dil[1], dil[2], pt, pl, oh, ow)
+
+
+def _conv_window(node: Node) -> tuple[Window, int]:
+    """(window over the conv input, output channels) of a Conv2D-family node."""
+    a = node.attrs
+    if node.op == "Conv2D":
+        x, f = node.inputs[0].type.shape, node.inputs[1].type.shape
+    elif node.op == "Conv2DBackpropInput":
+        x, f = node.outputs[0].type.shape, node.inputs[0].type.shape
+    else:
+        x, f = node.inputs[0].type.shape, node.outputs[0].type.shape
+    return window(x, f[:2], a), int(f[3])
+
+
+def _pool_window(node: Node) -> Window:
+    x = node.outputs[0].type.shape if node.op in ("MaxPoolGrad", "AvgPoolGrad") \
+        else node.inputs[0].type.shape
+    return window(x, node.attrs["ksize"][1:3], node.attrs, pool=True)
+
+
+# ------------------------------------------------------------------ supports
+
+def _floats_only(node: Node) -> bool:
+    return all(v.type.dtype.name in FLOAT_DTYPES for v in list(node.inputs) + list(node.outputs))
+
+
+def _conv_supported(node: Node) -> bool:
+    if not _floats_only(node):
+        return False
+    g, _ = _conv_window(node)
+    return g.patch * node.outputs[0].type.dtype.np.itemsize <= MAX_PATCH_ROW_BYTES
+
+
+def _max_pool_grad_supported(node: Node) -> bool:
+    g = _pool_window(node)
+    return _floats_only(node) and g.h * g.w < 2**31  # argmax pixels are i32
+
+
+# ------------------------------------------------------------------ small helpers
+
+def _smax(cx: LoweringContext, a: ir.Value, b: ir.Value) -> ir.Value:
+    return cx.b.select(cx.b.icmp_signed(">", a, b), a, b)
+
+
+def _smin(cx: LoweringContext, a: ir.Value, b: ir.Value) -> ir.Value:
+    return cx.b.select(cx.b.icmp_signed("<", a, b), a, b)
+
+
+def _lin(cx: LoweringContext, *terms: tuple[ir.Value, int] | int) -> ir.Value:
+    """sum of value * constant (and plain constants), as i64."""
+    b = cx.b
+    total: ir.Value = I64(0)
+    for t in terms:
+        if isinstance(t, int):
+            total = b.add(total, I64(t)) if t else total
+            continue
+        v, k = t
+        if k:
+            total = b.add(total, v if k == 1 else b.mul(v, I64(k)))
+    return total
+
+
+def _at(cx: LoweringContext, ptr: ir.Value, index: ir.Value) -> ir.Value:
+    return cx.b.gep(ptr, [index])
+
+
+def _clip_taps(cx: LoweringContext, start: ir.Value, k: int, size: int
+               ) -> tuple[ir.Value, ir.Value]:
+    """[lo, hi) of the taps t (dilation 1) with 0 <= start + t < size; empty is lo == hi."""
+    lo = _smin(cx, _smax(cx, cx.b.sub(I64(0), start), I64(0)), I64(k))
+    hi = _smax(cx, _smin(cx, cx.b.sub(I64(size), start), I64(k)), lo)
+    return lo, hi
+
+
+def _nan(cx: LoweringContext, x: ir.Value) -> ir.Value:
+    return cx.b.fcmp_unordered("uno", x, x)
+
+
+def _channel_blocks(cx: LoweringContext, c: int, body: Callable[[ir.Value, int], None]) -> None:
+    """Run ``body(c0, width)`` over [0, c) in blocks of at most `CHANNEL_BLOCK` channels
+    (each `width` a constant, so the channel loops keep constant trip counts)."""
+    if c <= CHANNEL_BLOCK:
+        body(I64(0), c)
+        return
+    full, tail = divmod(c, CHANNEL_BLOCK)
+    with cx.loop(0, full, name="cblk") as blk:
+        body(cx.b.mul(blk, I64(CHANNEL_BLOCK)), CHANNEL_BLOCK)
+    if tail:
+        body(I64(full * CHANNEL_BLOCK), tail)
+
+
+def _zero_output(cx: LoweringContext, k: int = 0) -> None:
+    t = cx.out_types[k]
+    nbytes = int(t.num_elements) * t.dtype.np.itemsize
+    if nbytes:
+        cx.memset(cx.output(k), 0, nbytes)
+
+
+def _block_rows(g: Window, itemsize: int) -> int:
+    """Patch rows per block: as many as fit in `SCRATCH_BYTES` (at least one)."""
+    return max(1, min(g.pixels, SCRATCH_BYTES // max(1, g.patch * itemsize)))
+
+
+# ------------------------------------------------------------------ im2col / col2im
+
+def _pixel(cx: LoweringContext, g: Window, p: ir.Value) -> tuple[ir.Value, ...]:
+    """(n, ih0, iw0): image and top-left input position of output pixel `p`."""
+    b = cx.b
+    n = b.udiv(p, I64(g.oh * g.ow))
+    rem = b.urem(p, I64(g.oh * g.ow))
+    oh, ow = b.udiv(rem, I64(g.ow)), b.urem(rem, I64(g.ow))
+    return n, _lin(cx, (oh, g.sh), -g.pt), _lin(cx, (ow, g.sw), -g.pl)
+
+
+def _patch_rows(cx: LoweringContext, g: Window, x: ir.Value, buf: ir.Value, p0: ir.Value,
+                rows: ir.Value, scatter: bool) -> None:
+    """im2col (gather) rows [p0, p0 + rows) of the patch matrix of `x` into `buf`, or
+    col2im (scatter=True): add `buf`'s rows back into `x` at the patches' positions."""
+    b = cx.b
+    with cx.loop(0, rows, name="r") as r:
+        n, ih0, iw0 = _pixel(cx, g, b.add(p0, r))
+        row = _at(cx, buf, b.mul(r, I64(g.patch)))
+        if g.dw != 1:
+            _kernel_rows(cx, g, x, row, n, ih0, iw0, None, scatter)
+        else:
+            j_lo, j_hi = _clip_taps(cx, iw0, g.kw, g.w)
+            # most windows lie inside the input horizontally: constant-length rows there
+            inside = b.and_(b.icmp_signed("==", j_lo, I64(0)),
+                            b.icmp_signed("==", j_hi, I64(g.kw)))
+            with b.if_else(inside) as (whole, clipped):
+                with whole:
+                    _kernel_rows(cx, g, x, row, n, ih0, iw0, None, scatter)
+                with clipped:
+                    _kernel_rows(cx, g, x, row, n, ih0, iw0, (j_lo, j_hi), scatter)
+
+
+def _kernel_rows(cx: LoweringContext, g: Window, x: ir.Value, row: ir.Value, n: ir.Value,
+                 ih0: ir.Value, iw0: ir.Value, clip: tuple[ir.Value, ir.Value] | None,
+                 scatter: bool) -> None:
+    """The KH kernel rows of one patch; `clip` = (j_lo, j_hi) when only those taps of
+    each row are inside the input (dilation 1), None when all are (or taps are dilated,
+    which `_dilated_taps` checks one by one)."""
+    b = cx.b
+    length = g.kw * g.c
+    with cx.loop(0, g.kh, name="ki") as i:
+        ih = b.add(ih0, b.mul(i, I64(g.dh)))
+        ok = b.icmp_unsigned("<", ih, I64(g.h))  # 0 <= ih < H
+        seg = _at(cx, row, b.mul(i, I64(length)))
+        # x at (n, ih, iw0 + j, c) is src[j * C + c] (only read where valid)
+        src = _at(cx, x, b.mul(_lin(cx, (n, g.h * g.w), (ih, g.w), (iw0, 1)), I64(g.c)))
+        if g.dw != 1:
+            _dilated_taps(cx, g, seg, src, iw0, ok, scatter)
+        elif clip is None:
+            _whole_span(cx, seg, src, ok, length, scatter)
+        else:
+            lo = b.mul(b.select(ok, clip[0], I64(0)), I64(g.c))
+            hi = b.mul(b.select(ok, clip[1], I64(0)), I64(g.c))
+            _span(cx, seg, src, lo, hi, length, scatter)
+
+
+def _whole_span(cx: LoweringContext, seg: ir.Value, src: ir.Value, ok: ir.Value, length: int,
+                scatter: bool) -> None:
+    """One kernel row of one patch, all of whose taps are inside the input horizontally
+    (and vertically iff `ok`): a constant-length copy, add or zero fill."""
+    b = cx.b
+    if scatter:
+        with cx.if_then(ok), cx.loop(0, length, name="e") as e:
+            d = _at(cx, src, e)
+            b.store(b.fadd(b.load(d), b.load(_at(cx, seg, e))), d)
+        return
+    with b.if_else(ok) as (inside, padding):
+        with inside, cx.loop(0, length, name="e") as e:
+            b.store(b.load(_at(cx, src, e)), _at(cx, seg, e))
+        with padding, cx.loop(0, length, name="z") as e:
+            b.store(ir.Constant(seg.type.pointee, 0.0), _at(cx, seg, e))
+
+
+def _span(cx: LoweringContext, seg: ir.Value, src: ir.Value, lo: ir.Value, hi: ir.Value,
+          length: int, scatter: bool) -> None:
+    """One kernel row of one patch: seg[lo:hi] <-> src[lo:hi]; gathers zero the rest."""
+    b = cx.b
+    if scatter:
+        with cx.loop(lo, hi, name="e") as e:
+            d = _at(cx, src, e)
+            b.store(b.fadd(b.load(d), b.load(_at(cx, seg, e))), d)
+        return
+    zero = ir.Constant(seg.type.pointee, 0.0)
+    with cx.loop(0, lo, name="z0") as e:
+        b.store(zero, _at(cx, seg, e))
+    with cx.loop(lo, hi, name="e") as e:
+        b.store(b.load(_at(cx, src, e)), _at(cx, seg, e))
+    with cx.loop(hi, length, name="z1") as e:
+        b.store(zero, _at(cx, seg, e))
+
+
+def _dilated_taps(cx: LoweringContext, g: Window, seg: ir.Value, src: ir.Value, iw0: ir.Value,
+                  row_ok: ir.Value, scatter: bool) -> None:
+    """One kernel row of one patch when taps are dilated: tap by tap, C at a time."""
+    b = cx.b
+    zero = ir.Constant(seg.type.pointee, 0.0)
+    with cx.loop(0, g.kw, name="kj") as j:
+        off = b.mul(j, I64(g.dw))
+        ok = b.and_(row_ok, b.icmp_unsigned("<", b.add(iw0, off), I64(g.w)))
+        s, d = _at(cx, src, b.mul(off, I64(g.c))), _at(cx, seg, b.mul(j, I64(g.c)))
+        if scatter:
+            with cx.if_then(ok), cx.loop(0, g.c, name="c") as c:
+                b.store(b.fadd(b.load(_at(cx, s, c)), b.load(_at(cx, d, c))), _at(cx, s, c))
+        else:
+            with b.if_else(ok) as (inside, padding):
+                with inside, cx.loop(0, g.c, name="c") as c:
+                    b.store(b.load(_at(cx, s, c)), _at(cx, d, c))
+                with padding, cx.loop(0, g.c, name="c") as c:
+                    b.store(zero, _at(cx, d, c))
+
+
+def _blocks(cx: LoweringContext, g: Window, body: Callable[[ir.Value, ir.Value, ir.Value], None]
+            ) -> None:
+    """Call ``body(buf, p0, rows)`` for consecutive blocks of patch rows; `buf` is the
+    stack buffer holding one block."""
+    dtype = cx.out_types[0].dtype
+    rows = _block_rows(g, dtype.np.itemsize)
+    buf = cx.alloca(cx.memory(dtype), rows * g.patch, name="patches")
+    count = -(-g.pixels // rows)
+    with cx.loop(0, count, name="blk") as blk:
+        p0 = cx.b.mul(blk, I64(rows))
+        body(buf, p0, _smin(cx, I64(rows), cx.b.sub(I64(g.pixels), p0)))
+
+
+# ------------------------------------------------------------ direct convolution
+#
+# A register-tiled loop nest: a tile of `na` broadcast scalars (output pixels, or filter
+# rows for the filter gradient) times `vectors` vectors of output channels lives in
+# registers while the loops over the contraction run (FMA per pair); operands come
+# straight from the (padded) images and the filter, so nothing is packed or gathered.
+
+VECTOR_BYTES = 32  # one AVX2 register; LLVM splits or joins them on other hosts
+REGISTERS = 16     # vector registers for the accumulators and the operands of one step
+
+
+def _lanes(dtype) -> int:
+    return VECTOR_BYTES // dtype.np.itemsize
+
+
+@dataclass(frozen=True)
+class _Segment:
+    """`repeat` consecutive groups of `vectors` vectors of `lanes` output channels, the
+    first one starting at channel `start`."""
+
+    start: int
+    repeat: int
+    vectors: int
+    lanes: int
+
+    @property
+    def width(self) -> int:
+        return self.vectors * self.lanes
+
+
+def _segments(o: int, lanes: int, vectors: int) -> list[_Segment]:
+    """Cover channels [0, o) with groups of `vectors` full vectors, then what is left."""
+    out = []
+    full, rest = divmod(o, vectors * lanes)
+    if full:
+        out.append(_Segment(0, full, vectors, lanes))
+    start = full * vectors * lanes
+    if rest >= lanes:
+        out.append(_Segment(start, 1, rest // lanes, lanes))
+        start += rest // lanes * lanes
+    if o > start:
+        out.append(_Segment(start, 1, 1, o - start))
+    return out
+
+
+def _tiles(count: int, most: int) -> list[tuple[int, int, int]]:
+    """Split [0, count) into runs (start, repeat, size) of tiles of at most `most`,
+    sized as evenly as possible (14 by 6: 5, 5, 4 rather than 6, 6, 2)."""
+    if count <= 0:
+        return []
+    size = -(-count // -(-count // most))
+    full, rest = divmod(count, size)
+    return [(0, full, size)] + ([(full * size, 1, rest)] if rest else [])
+
+
+def _tile_shape(dtype, o: int) -> tuple[int, int]:
+    """(vectors of output channels, broadcast scalars) of a register tile."""
+    vectors = 2 if o > _lanes(dtype) else 1
+    return vectors, (REGISTERS - 1 - vectors) // vectors
+
+
+def _vector_type(dtype, lanes: int) -> ir.Type:
+    t = LoweringContext.scalar(dtype)
+    return t if lanes == 1 else ir.VectorType(t, lanes)
+
+
+def _vload(cx: LoweringContext, ptr: ir.Value, vt: ir.Type, align: int) -> ir.Value:
+    """Load a vector (or a scalar, for one lane) of type `vt` from element pointer `ptr`."""
+    if not isinstance(vt, ir.VectorType):
+        return cx.b.load(ptr)
+    return cx.b.load(cx.b.bitcast(ptr, ir.PointerType(vt)), align=align)
+
+
+def _vstore(cx: LoweringContext, value: ir.Value, ptr: ir.Value, align: int) -> None:
+    if isinstance(value.type, ir.VectorType):
+        ptr = cx.b.bitcast(ptr, ir.PointerType(value.type))
+    cx.b.store(value, ptr, align=align)
+
+
+def _splat(cx: LoweringContext, x: ir.Value, vt: ir.Type) -> ir.Value:
+    if not isinstance(vt, ir.VectorType):
+        return x
+    one = cx.b.insert_element(ir.Constant(vt, ir.Undefined), x, I32(0))
+    return cx.b.shuffle_vector(one, ir.Constant(vt, ir.Undefined),
+                               ir.Constant(ir.VectorType(I32, vt.count), [0] * vt.count))
+
+
+def _carried_loop(cx: LoweringContext, start: ir.Value | int, stop: ir.Value | int,
+                  init: list[ir.Value], body: Callable[[ir.Value, list[ir.Value]], list[ir.Value]],
+                  name: str, unroll: bool = True) -> list[ir.Value]:
+    """``for i in [start, stop): vals = body(i, vals)`` with `vals` in SSA registers
+    (loop-carried phis); returns the final values. `unroll=False` tells LLVM not to
+    unroll the loop."""
+    b = cx.b
+    start = I64(start) if isinstance(start, int) else start
+    stop = I64(stop) if isinstance(stop, int) else stop
+    pre = b.block
+    head = b.append_basic_block(f"{name}.head")
+    loop = b.append_basic_block(f"{name}.body")
+    done = b.append_basic_block(f"{name}.done")
+    b.branch(head)
+    b.position_at_end(head)
+    i = b.phi(I64, name=name)
+    i.add_incoming(start, pre)
+    vals = [b.phi(v.type) for v in init]
+    for phi, v in zip(vals, init):
+        phi.add_incoming(v, pre)
+    b.cbranch(b.icmp_signed("<", i, stop), loop, done)
+    b.position_at_end(loop)
+    new = body(i, vals)
+    end = b.block
+    i.add_incoming(b.add(i, I64(1)), end)
+    for phi, v in zip(vals, new):
+        phi.add_incoming(v, end)
+    back = b.branch(head)
+    if not unroll:
+        back.set_metadata("llvm.loop", _no_unroll(cx.module))
+    b.position_at_end(done)
+    return vals
+
+
+def _no_unroll(module: ir.Module) -> ir.MDValue:
+    """Loop metadata that turns unrolling off. Fully unrolled short contractions (C=1
+    filters) let LLVM keep every overlapping image load live, and the tile's registers
+    spill. A loop ID is a fresh node whose first operand is itself."""
+    flag = module.add_metadata([ir.MetaDataString(module, "llvm.loop.unroll.disable")])
+    node = ir.values.MDValue(module, [flag], name=str(len(module.metadata)))
+    node.operands = (node, flag)
+    return node
+
+
+
+@dataclass(frozen=True)
+class _Tile:
+    """One register tile: `na` scalars (a[q] at a + q * a_stride) times `vectors`
+    vectors of `lanes` elements (b[t] at b + t * lanes), summed over the loops `levels`
+    ((start, stop) each, outermost first); `a_at`/`b_at` map the loop indices to the
+    operands' element pointers."""
+
+    na: int
+    a_stride: int
+    vectors: int
+    lanes: int
+    levels: tuple[tuple[int, int], ...]
+    a_at: Callable[[list[ir.Value]], ir.Value]
+    b_at: Callable[[list[ir.Value]], ir.Value]
+    unroll: bool = True  # whether LLVM may unroll the loops (see `_no_unroll`)
+
+
+def _tile_sums(cx: LoweringContext, dtype, tile: _Tile) -> list[ir.Value]:
+    """The accumulators of `tile` after its loops, indexed [q * vectors + t]."""
+    b = cx.b
+    vt = _vector_type(dtype, tile.lanes)
+    size = dtype.np.itemsize
+    zero = ir.Constant(vt, [ir.Constant(vt.element, 0.0)] * vt.count) \
+        if isinstance(vt, ir.VectorType) else ir.Constant(vt, 0.0)
+
+    def step(idx: list[ir.Value], accs: list[ir.Value]) -> list[ir.Value]:
+        bp, ap = tile.b_at(idx), tile.a_at(idx)
+        bv = [_vload(cx, _at(cx, bp, I64(t * tile.lanes)), vt, size) for t in range(tile.vectors)]
+        out = []
+        for q in range(tile.na):
+            av = _splat(cx, b.load(_at(cx, ap, I64(q * tile.a_stride))), vt)
+            for t in range(tile.vectors):
+                prod = b.fmul(av, bv[t], flags=("contract",))
+                out.append(b.fadd(accs[q * tile.vectors + t], prod, flags=("contract",)))
+        return out
+
+    def nest(depth: int, idx: list[ir.Value], accs: list[ir.Value]) -> list[ir.Value]:
+        if depth == len(tile.levels):
+            return step(idx, accs)
+        lo, hi = tile.levels[depth]
+        return _carried_loop(cx, lo, hi, accs, lambda i, v: nest(depth + 1, idx + [i], v),
+                             name=f"k{depth}", unroll=tile.unroll)
+
+    return nest(0, [], [zero] * (tile.na * tile.vectors))
+
+
+def _over_runs(cx: LoweringContext, runs: list[tuple[int, int, int]], step: int | None,
+               body: Callable[[ir.Value, int], None], name: str) -> None:
+    """``body(start, size)`` for each tile of runs (start, repeat, size); consecutive
+    tiles are `size` apart (or `step`)."""
+    for start, repeat, size in runs:
+        if repeat == 1:
+            body(I64(start), size)
+            continue
+        with cx.loop(0, repeat, name=name) as k:
+            body(cx.b.add(I64(start), cx.b.mul(k, I64(step or size))), size)
+
+
+def _tile_grid(cx: LoweringContext, runs: list[tuple[int, int, int]], segs: list[_Segment],
+               body: Callable[[ir.Value, int, ir.Value, _Segment], None],
+               segments_outer: bool = False) -> None:
+    """``body(start, na, o0, seg)`` over every (tile of `runs`) x (output-channel group
+    of `segs`), in either nesting order."""
+    def over_segments(fn: Callable[[ir.Value, _Segment], None]) -> None:
+        for seg in segs:
+            _over_runs(cx, [(seg.start, seg.repeat, seg.width)], None,
+                       lambda o0, _w, seg=seg: fn(o0, seg), name="oseg")
+
+    if segments_outer:
+        over_segments(lambda o0, seg: _over_runs(
+            cx, runs, None, lambda s0, na: body(s0, na, o0, seg), name="tile"))
+    else:
+        _over_runs(cx, runs, None, lambda s0, na: over_segments(
+            lambda o0, seg: body(s0, na, o0, seg)), name="tile")
+
+
+@dataclass(frozen=True)
+class _Source:
+    """Images as the direct kernels read them: `hp` x `wp` x `c` per image, zero padded;
+    `image(n)` emits what makes image n readable and returns its first element."""
+
+    hp: int
+    wp: int
+    c: int
+    image: Callable[[ir.Value], ir.Value]
+
+
+def _padded_source(cx: LoweringContext, dtype, src: ir.Value, h: int, w: int, c: int,
+                   top: int, left: int, hp: int, wp: int) -> _Source:
+    """Images [h, w, c] of `src` placed at (top, left) of zeroed hp x wp frames (a stack
+    buffer, zeroed once: the borders stay zero as the images are copied in), or read
+    in place when no padding is needed."""
+    if top == left == 0 and hp <= h and wp == w:
+        return _Source(h, w, c, lambda n: _at(cx, src, cx.b.mul(n, I64(h * w * c))))
+    size = dtype.np.itemsize
+    buf = cx.alloca(cx.memory(dtype), hp * wp * c, name="frame")
+    cx.memset(buf, 0, hp * wp * c * size)
+
+    def image(n: ir.Value) -> ir.Value:
+        with cx.loop(0, h, name="row") as r:
+            dst = _at(cx, buf, _lin(cx, (r, wp * c), (top * wp + left) * c))
+            cx.memcpy(dst, _at(cx, src, _lin(cx, (n, h * w * c), (r, w * c))), w * c * size)
+        return buf
+    return _Source(hp, wp, c, image)
+
+
+def _store_tile(cx: LoweringContext, dtype, accs: list[ir.Value], na: int, seg: _Segment,
+                row: Callable[[int], ir.Value], accumulate: bool) -> None:
+    """Write (or add) accumulator q * vectors + v at row(q) + v * lanes."""
+    b = cx.b
+    size = dtype.np.itemsize
+    for q in range(na):
+        base = row(q)
+        for v in range(seg.vectors):
+            acc = accs[q * seg.vectors + v]
+            p = _at(cx, base, I64(v * seg.lanes))
+            if accumulate:
+                acc = b.fadd(_vload(cx, p, acc.type, size), acc)
+            _vstore(cx, acc, p, size)
+
+
+@dataclass(frozen=True)
+class _Filter:
+    """A [rows, o] matrix of filter rows the direct kernels multiply by: row-major (`o`
+    apart) in place, or `packed` by output-channel group (the group starting at channel
+    o0, `width` wide, is the contiguous [rows, width] block at o0 * rows) so a tile
+    streams one dense block instead of rows O apart (which also share few L1 sets)."""
+
+    ptr: ir.Value
+    rows: int
+    o: int
+    packed: bool
+
+    def at(self, cx: LoweringContext, row: ir.Value, o0: ir.Value, seg: _Segment) -> ir.Value:
+        b = cx.b
+        if self.packed:
+            return _at(cx, self.ptr, b.add(b.mul(o0, I64(self.rows)), b.mul(row, I64(seg.width))))
+        return _at(cx, self.ptr, b.add(b.mul(row, I64(self.o)), o0))
+
+
+def _pack_filter(cx: LoweringContext, dtype, rows: int, o: int, segs: list[_Segment],
+                 element: Callable[[ir.Value, ir.Value], ir.Value]) -> _Filter:
+    """A packed `_Filter` on the stack whose (row k, channel ch) is ``*element(k, ch)``."""
+    b = cx.b
+    packed = cx.alloca(cx.memory(dtype), rows * o, name="filter.packed")
+
+    def group(o0: ir.Value, seg: _Segment) -> None:
+        block = _at(cx, packed, b.mul(o0, I64(rows)))
+        with cx.loop(0, rows, name="k") as k, cx.loop(0, seg.width, name="v") as v:
+            b.store(b.load(element(k, b.add(o0, v))),
+                    _at(cx, block, b.add(b.mul(k, I64(seg.width)), v)))
+    for seg in segs:
+        _over_runs(cx, [(seg.start, seg.repeat, seg.width)], None,
+                   lambda o0, _w, seg=seg: group(o0, seg), name="pack")
+    return _Filter(packed, rows, o, True)
+
+
+def _forward_segments(dtype, o: int) -> tuple[list[_Segment], int]:
+    """(output-channel groups, most pixels per tile) of the direct forward kernel."""
+    vectors, most = _tile_shape(dtype, o)
+    return _segments(o, _lanes(dtype), vectors), most
+
+
+def _direct_forward(cx: LoweringContext, dtype, n: int, src: _Source, w: _Filter,
+                    kh: int, kw: int, sh: int, sw: int, oh: int, ow: int,
+                    out: ir.Value) -> None:
+    """out[n, y, x, :] = sum over (i, j, c) of img[y*sh + i, x*sw + j, c] * w[i, j, c, :]
+    (dilation 1, padding already in `src`); tiles of output pixels of one row times
+    output channels. A tap row (j, c) is contiguous in the image and in the filter, so
+    the contraction is two loops: kernel rows i, then e = j * C + c."""
+    b = cx.b
+    c, wp, o = src.c, src.wp, w.o
+    segs, most = _forward_segments(dtype, o)
+    e_len = kw * c
+    with cx.loop(0, n, name="img") as img:
+        base = src.image(img)
+        with cx.loop(0, oh, name="y") as y:
+            def tile(x0: ir.Value, na: int, o0: ir.Value, seg: _Segment) -> None:
+                def a_at(ix: list[ir.Value]) -> ir.Value:  # img[y*sh + i, x0*sw, e]
+                    return _at(cx, base, _lin(cx, (y, sh * wp * c), (ix[0], wp * c),
+                                              (x0, sw * c), (ix[1], 1)))
+
+                def b_at(ix: list[ir.Value]) -> ir.Value:  # w[i, e, o0]
+                    return w.at(cx, _lin(cx, (ix[0], e_len), (ix[1], 1)), o0, seg)
+
+                # not unrolled: measured as fast for 5x5x32 filters, and C=1 filters
+                # (fully unrolled) spill registers otherwise
+                t = _Tile(na, sw * c, seg.vectors, seg.lanes, ((0, kh), (0, e_len)), a_at, b_at,
+                          unroll=False)
+                accs = _tile_sums(cx, dtype, t)
+                _store_tile(cx, dtype, accs, na, seg, lambda q: _at(cx, out, b.add(b.mul(
+                    _lin(cx, (img, oh * ow), (y, ow), (x0, 1), q), I64(o)), o0)), False)
+            _tile_grid(cx, _tiles(ow, most), segs, tile)
+
+
+def _direct_filter_grad(cx: LoweringContext, dtype, g: Window, o: int, src: _Source,
+                        dy: ir.Value, dw: ir.Value) -> None:
+    """dW[i, j, c, :] = sum over pixels of img[y*sh + i, x*sw + j, c] * dY[y, x, :]
+    (dilation 1): tiles of filter rows (i, e = j * C + c, contiguous in the image and
+    in dW) times a group of output channels, summed over one image's pixels in
+    registers and then added to dW (so the long sum over the batch is blocked, as in
+    a GEMM). The group's slice of dY is first packed contiguously: read in place, its
+    rows (O apart) fall into a few L1 sets and evict each other between tiles."""
+    b = cx.b
+    c, wp = src.c, src.wp
+    vectors, most = _tile_shape(dtype, o)
+    segs = _segments(o, _lanes(dtype), vectors)
+    e_len = g.kw * c
+    pixels = g.oh * g.ow
+    width = max(seg.width for seg in segs)
+    pack = o * dtype.np.itemsize >= PACK_STRIDE_BYTES
+    packed = cx.alloca(cx.memory(dtype), pixels * width, name="dy.packed") if pack else None
+    _zero_output(cx)
+    with cx.loop(0, g.n, name="img") as img:
+        base = src.image(img)
+
+        def segment(o0: ir.Value, seg: _Segment) -> None:
+            if packed is not None:
+                with cx.loop(0, pixels, name="px") as px:
+                    row = _at(cx, dy, b.add(b.mul(_lin(cx, (img, pixels), (px, 1)), I64(o)), o0))
+                    cx.memcpy(_at(cx, packed, b.mul(px, I64(seg.width))), row,
+                              seg.width * dtype.np.itemsize)
+                rows, stride = packed, seg.width
+            else:
+                rows, stride = _at(cx, dy, b.add(b.mul(img, I64(pixels * o)), o0)), o
+            with cx.loop(0, g.kh, name="ki") as i:
+                def tile(e0: ir.Value, na: int) -> None:
+                    def a_at(ix: list[ir.Value]) -> ir.Value:  # img[y*sh + i, x*sw, e0]
+                        return _at(cx, base, _lin(cx, (ix[0], g.sh * wp * c), (i, wp * c),
+                                                  (ix[1], g.sw * c), (e0, 1)))
+
+                    def b_at(ix: list[ir.Value]) -> ir.Value:  # dY[img, y, x, o0]
+                        return _at(cx, rows, _lin(cx, (ix[0], g.ow * stride), (ix[1], stride)))
+
+                    t = _Tile(na, 1, seg.vectors, seg.lanes, ((0, g.oh), (0, g.ow)), a_at, b_at)
+                    accs = _tile_sums(cx, dtype, t)
+                    _store_tile(cx, dtype, accs, na, seg, lambda q: _at(cx, dw, b.add(b.mul(
+                        _lin(cx, (i, e_len), (e0, 1), q), I64(o)), o0)), True)
+                _over_runs(cx, _tiles(e_len, most), None, tile, name="et")
+        for seg in segs:
+            _over_runs(cx, [(seg.start, seg.repeat, seg.width)], None,
+                       lambda o0, _w, seg=seg: segment(o0, seg), name="oseg")
+
+
+# ------------------------------------------------------------------ convolutions
+#
+# Which way a convolution goes: 1x1 stride-1 unpadded filters are one GEMM on the
+# tensors as they are; otherwise the direct loop nest where it applies (dilation 1;
+# for the input gradient also stride 1 and padding < the filter size) and its stack
+# frames fit `DIRECT_STACK_BYTES`; otherwise im2col + GEMM in blocks.
+
+DIRECT = True  # tests switch this off to run the im2col path on the same cases
+DIRECT_STACK_BYTES = 512 * 1024
+# The filter gradient packs dY's channel groups when dY's rows are this far apart (or
+# more): rows 256 bytes apart map to a quarter of the L1 sets and thrash.
+PACK_STRIDE_BYTES = 256
+
+
+def _frame(g: Window) -> tuple[int, int]:
+    """(rows, columns) of the zero-padded frame a forward window reads."""
+    return (max(g.h + g.pt, (g.oh - 1) * g.sh + g.kh), max(g.w + g.pl, (g.ow - 1) * g.sw + g.kw))
+
+
+def _frame_bytes(g: Window, itemsize: int) -> int:
+    hp, wp = _frame(g)
+    padded = g.pt or g.pl or hp > g.h or wp > g.w
+    return hp * wp * g.c * itemsize if padded else 0
+
+
+def _direct_forward_ok(g: Window, itemsize: int) -> bool:
+    return (DIRECT and g.dh == g.dw == 1
+            and _frame_bytes(g, itemsize) <= DIRECT_STACK_BYTES)
+
+
+def _input_grad_frame(g: Window) -> tuple[int, int, int, int] | None:
+    """(top, left, rows, columns) of the frame holding dY for the stride-1 correlation
+    that gives the input gradient, or None when that does not apply."""
+    if not (g.sh == g.sw == g.dh == g.dw == 1):
+        return None
+    top, left = g.kh - 1 - g.pt, g.kw - 1 - g.pl
+    hp, wp = g.h + g.kh - 1, g.w + g.kw - 1
+    if top < 0 or left < 0 or top + g.oh > hp or left + g.ow > wp:
+        return None
+    return top, left, hp, wp
+
+
+def _direct_input_grad_ok(g: Window, o: int, itemsize: int) -> bool:
+    frame = _input_grad_frame(g)
+    if not DIRECT or frame is None:
+        return False
+    # Few input channels (the correlation's outputs) fill vectors poorly, and many
+    # output channels make that expensive: im2col + GEMM is faster there (measured:
+    # C=1, O=32, 5x5 on 28x28 images, 0.18 ms direct vs 0.035 ms per image).
+    lanes = VECTOR_BYTES // itemsize
+    if 2 * g.c < lanes and 2 * o > lanes:
+        return False
+    stack = (frame[2] * frame[3] * o + g.kh * g.kw * g.c * o) * itemsize
+    return stack <= DIRECT_STACK_BYTES
+
+
+def _forward_source(cx: LoweringContext, dtype, g: Window, x: ir.Value) -> _Source:
+    hp, wp = _frame(g)
+    return _padded_source(cx, dtype, x, g.h, g.w, g.c, g.pt, g.pl, hp, wp)
+
+
+@lowering("Conv2D", supports=_conv_supported)
+def _conv2d(cx: LoweringContext) -> None:
+    """out[P, O] = patches[P, KH*KW*C] @ W[KH*KW*C, O]: a direct loop nest, or im2col
+    (a block of rows at a time) + GEMM."""
+    g, o = _conv_window(cx.node)
+    dtype = cx.out_types[0].dtype
+    x, w, out = cx.input(0), cx.input(1), cx.output(0)
+    if g.pixels * o == 0:
+        cx.ret_ok()
+        return
+    if g.patch == 0:
+        _zero_output(cx)
+    elif g.is_pointwise:
+        cx.gemm(dtype, False, False, g.pixels, o, g.c, 1.0, x, g.c, w, o, 0.0, out, o)
+    elif _direct_forward_ok(g, dtype.np.itemsize):
+        src = _forward_source(cx, dtype, g, x)
+        filt = _Filter(w, g.patch, o, False)
+        if _frame_bytes(g, dtype.np.itemsize) + g.patch * o * dtype.np.itemsize \
+                <= DIRECT_STACK_BYTES:
+            filt = _pack_filter(cx, dtype, g.patch, o, _forward_segments(dtype, o)[0],
+                                lambda k, ch: _at(cx, w, _lin(cx, (k, o), (ch, 1))))
+        _direct_forward(cx, dtype, g.n, src, filt, g.kh, g.kw, g.sh, g.sw, g.oh, g.ow, out)
+    else:
+        def block(buf: ir.Value, p0: ir.Value, rows: ir.Value) -> None:
+            _patch_rows(cx, g, x, buf, p0, rows, scatter=False)
+            cx.gemm(dtype, False, False, rows, o, g.patch, 1.0, buf, g.patch, w, o, 0.0,
+                    _at(cx, out, cx.b.mul(p0, I64(o))), o)
+        _blocks(cx, g, block)
+    cx.ret_ok()
+
+
+@lowering("Conv2DBackpropFilter", supports=_conv_supported)
+def _conv2d_backprop_filter(cx: LoweringContext) -> None:
+    """dW[KH*KW*C, O] = patches^T @ dY: a direct loop nest, or the sum over blocks of
+    im2col rows of patches^T @ dY[block]."""
+    g, o = _conv_window(cx.node)
+    dtype = cx.out_types[0].dtype
+    x, dy, dw = cx.input(0), cx.input(1), cx.output(0)
+    if g.patch * o == 0:
+        cx.ret_ok()
+        return
+    if g.pixels == 0:
+        _zero_output(cx)
+    elif g.is_pointwise:
+        cx.gemm(dtype, True, False, g.c, o, g.pixels, 1.0, x, g.c, dy, o, 0.0, dw, o)
+    elif _direct_forward_ok(g, dtype.np.itemsize):
+        _direct_filter_grad(cx, dtype, g, o, _forward_source(cx, dtype, g, x), dy, dw)
+    else:
+        _zero_output(cx)
+
+        def block(buf: ir.Value, p0: ir.Value, rows: ir.Value) -> None:
+            _patch_rows(cx, g, x, buf, p0, rows, scatter=False)
+            cx.gemm(dtype, True, False, g.patch, o, rows, 1.0, buf, g.patch,
+                    _at(cx, dy, cx.b.mul(p0, I64(o))), o, 1.0, dw, o)
+        _blocks(cx, g, block)
+    cx.ret_ok()
+
+
+@lowering("Conv2DBackpropInput", supports=_conv_supported)
+def _conv2d_backprop_input(cx: LoweringContext) -> None:
+    """dX: for stride 1, the correlation of zero-padded dY with the flipped, transposed
+    filter (a direct loop nest); otherwise col2im(dY @ W^T), each block of patch
+    gradients scattered (added) into the zeroed input gradient. The optional
+    input_like operand is not read."""
+    g, o = _conv_window(cx.node)
+    dtype = cx.out_types[0].dtype
+    w, dy, dx = cx.input(0), cx.input(1), cx.output(0)
+    if g.n * g.h * g.w * g.c == 0:
+        cx.ret_ok()
+        return
+    if g.pixels * o == 0:
+        _zero_output(cx)
+    elif g.is_pointwise:
+        cx.gemm(dtype, False, True, g.pixels, g.c, o, 1.0, dy, o, w, o, 0.0, dx, g.c)
+    elif _direct_input_grad_ok(g, o, dtype.np.itemsize):
+        top, left, hp, wp = _input_grad_frame(g)
+        src = _padded_source(cx, dtype, dy, g.oh, g.ow, o, top, left, hp, wp)
+        taps = g.kh * g.kw
+        b = cx.b
+
+        def flipped(k: ir.Value, ch: ir.Value) -> ir.Value:
+            # row k = (tap, o) of the flipped, transposed filter: w[taps - 1 - tap, ch, o]
+            tap, oo = b.udiv(k, I64(o)), b.urem(k, I64(o))
+            return _at(cx, w, _lin(cx, (b.sub(I64(taps - 1), tap), g.c * o), (ch, o), (oo, 1)))
+        filt = _pack_filter(cx, dtype, taps * o, g.c, _forward_segments(dtype, g.c)[0], flipped)
+        _direct_forward(cx, dtype, g.n, src, filt, g.kh, g.kw, 1, 1, g.h, g.w, dx)
+    else:
+        _zero_output(cx)
+
+        def block(buf: ir.Value, p0: ir.Value, rows: ir.Value) -> None:
+            cx.gemm(dtype, False, True, rows, g.patch, o, 1.0,
+                    _at(cx, dy, cx.b.mul(p0, I64(o))), o, w, o, 0.0, buf, g.patch)
+            _patch_rows(cx, g, dx, buf, p0, rows, scatter=True)
+        _blocks(cx, g, block)
+    cx.ret_ok()
+
+
+# ------------------------------------------------------------------------ pooling
+
+def _windows(cx: LoweringContext, g: Window,
+             body: Callable[[ir.Value, ir.Value, ir.Value, ir.Value, ir.Value, ir.Value,
+                             ir.Value, ir.Value], None]) -> None:
+    """Loop over output pixels: ``body(n, opix, ih0, iw0, i_lo, i_hi, j_lo, j_hi)`` with
+    `opix` the flat output pixel, (ih0, iw0) the window's top-left input position and
+    [i_lo, i_hi) x [j_lo, j_hi) the taps that fall inside the input."""
+    with cx.loop(0, g.n, name="n") as n:
+        with cx.loop(0, g.oh, name="oh") as oh:
+            ih0 = _lin(cx, (oh, g.sh), -g.pt)
+            i_lo, i_hi = _clip_taps(cx, ih0, g.kh, g.h)
+            with cx.loop(0, g.ow, name="ow") as ow:
+                iw0 = _lin(cx, (ow, g.sw), -g.pl)
+                j_lo, j_hi = _clip_taps(cx, iw0, g.kw, g.w)
+                opix = _lin(cx, (n, g.oh * g.ow), (oh, g.ow), (ow, 1))
+                body(n, opix, ih0, iw0, i_lo, i_hi, j_lo, j_hi)
+
+
+def _taps(cx: LoweringContext, g: Window, n: ir.Value, ih0: ir.Value, iw0: ir.Value,
+          i_lo: ir.Value, i_hi: ir.Value, j_lo: ir.Value, j_hi: ir.Value,
+          body: Callable[[ir.Value], None]) -> None:
+    """``body(ipix)`` for each in-input tap of a window, row-major; `ipix` is the flat
+    input pixel (n, ih, iw)."""
+    b = cx.b
+    with cx.loop(i_lo, i_hi, name="ti") as i:
+        row = _lin(cx, (n, g.h), (b.add(ih0, i), 1))
+        with cx.loop(j_lo, j_hi, name="tj") as j:
+            body(b.add(b.mul(row, I64(g.w)), b.add(iw0, j)))
+
+
+@lowering("MaxPool", supports=_floats_only)
+def _max_pool(cx: LoweringContext) -> None:
+    """The max over each window's in-input taps (padding never wins); NaN propagates."""
+    g = _pool_window(cx.node)
+    dtype = cx.out_types[0].dtype
+    x, out = cx.input(0), cx.output(0)
+    b = cx.b
+    if g.pixels * g.c == 0:
+        cx.ret_ok()
+        return
+
+    def chans(c0: ir.Value, width: int) -> None:
+        def win(n, opix, ih0, iw0, i_lo, i_hi, j_lo, j_hi) -> None:
+            orow = _at(cx, out, b.add(b.mul(opix, I64(g.c)), c0))
+            with cx.loop(0, width, name="c") as c:
+                b.store(cx.const(dtype, -np.inf), _at(cx, orow, c))
+
+            def tap(ipix: ir.Value) -> None:
+                xrow = _at(cx, x, b.add(b.mul(ipix, I64(g.c)), c0))
+                with cx.loop(0, width, name="c") as c:
+                    v, m = b.load(_at(cx, xrow, c)), b.load(_at(cx, orow, c))
+                    take = b.or_(b.fcmp_ordered(">", v, m), _nan(cx, v))
+                    b.store(b.select(take, v, m), _at(cx, orow, c))
+            _taps(cx, g, n, ih0, iw0, i_lo, i_hi, j_lo, j_hi, tap)
+        _windows(cx, g, win)
+    _channel_blocks(cx, g.c, chans)
+    cx.ret_ok()
+
+
+@lowering("MaxPoolGrad", supports=_max_pool_grad_supported)
+def _max_pool_grad(cx: LoweringContext) -> None:
+    """Each window's gradient goes to the element np.argmax picks on the padded window
+    (see the module docstring); the max is recomputed from orig_input, which is what
+    the reference does (orig_output is not read)."""
+    g = _pool_window(cx.node)
+    dtype = cx.out_types[0].dtype
+    x, dy, dx = cx.input(0), cx.input(2), cx.output(0)
+    b = cx.b
+    if g.n * g.h * g.w * g.c == 0:
+        cx.ret_ok()
+        return
+    _zero_output(cx)
+    if g.pixels == 0:
+        cx.ret_ok()
+        return
+    width0 = min(g.c, CHANNEL_BLOCK)
+    best = cx.alloca(cx.memory(dtype), width0, name="best")
+    where = cx.alloca(I32, width0, name="argmax")
+    t = cx.scalar(dtype)
+
+    def chans(c0: ir.Value, width: int) -> None:
+        def win(n, opix, ih0, iw0, i_lo, i_hi, j_lo, j_hi) -> None:
+            # argmax of an all -inf window is its first tap: a real pixel or padding (-1)
+            first_real = b.and_(b.icmp_signed(">=", ih0, I64(0)),
+                                b.icmp_signed(">=", iw0, I64(0)))
+            first = b.select(first_real, b.trunc(_lin(cx, (ih0, g.w), (iw0, 1)), I32), I32(-1))
+            with cx.loop(0, width, name="c") as c:
+                b.store(cx.const(dtype, -np.inf), _at(cx, best, c))
+                b.store(first, _at(cx, where, c))
+
+            def tap(ipix: ir.Value) -> None:
+                xrow = _at(cx, x, b.add(b.mul(ipix, I64(g.c)), c0))
+                pix = b.trunc(b.sub(ipix, b.mul(n, I64(g.h * g.w))), I32)
+                with cx.loop(0, width, name="c") as c:
+                    v, m = b.load(_at(cx, xrow, c)), b.load(_at(cx, best, c))
+                    nan_first = b.and_(_nan(cx, v), b.fcmp_ordered("ord", m, m))
+                    take = b.or_(b.fcmp_ordered(">", v, m), nan_first)
+                    b.store(b.select(take, v, m), _at(cx, best, c))
+                    p = _at(cx, where, c)
+                    b.store(b.select(take, pix, b.load(p)), p)
+            _taps(cx, g, n, ih0, iw0, i_lo, i_hi, j_lo, j_hi, tap)
+            grow = _at(cx, dy, b.add(b.mul(opix, I64(g.c)), c0))
+            image = _at(cx, dx, b.add(b.mul(n, I64(g.h * g.w * g.c)), c0))
+            with cx.loop(0, width, name="c") as c:
+                k = b.load(_at(cx, where, c))
+                ok = b.icmp_signed(">=", k, I32(0))
+                # branch-free: a gradient routed to padding adds 0 to pixel 0 instead
+                d = _at(cx, image, b.add(b.mul(b.sext(b.select(ok, k, I32(0)), I64), I64(g.c)),
+                                         c))
+                add = b.select(ok, b.load(_at(cx, grow, c)), ir.Constant(t, 0.0))
+                b.store(b.fadd(b.load(d), add), d)
+        _windows(cx, g, win)
+    _channel_blocks(cx, g.c, chans)
+    cx.ret_ok()
+
+
+def _window_count(cx: LoweringContext, dtype, i_lo, i_hi, j_lo, j_hi) -> ir.Value:
+    """How many real elements a window covers, as a float (the AvgPool divisor)."""
+    b = cx.b
+    cnt = b.mul(b.sub(i_hi, i_lo), b.sub(j_hi, j_lo))
+    return b.sitofp(cnt, cx.scalar(dtype))
+
+
+@lowering("AvgPool", supports=_floats_only)
+def _avg_pool(cx: LoweringContext) -> None:
+    """The mean of each window's in-input taps (SAME padding is not counted)."""
+    g = _pool_window(cx.node)
+    dtype = cx.out_types[0].dtype
+    x, out = cx.input(0), cx.output(0)
+    b = cx.b
+    if g.pixels * g.c == 0:
+        cx.ret_ok()
+        return
+
+    def chans(c0: ir.Value, width: int) -> None:
+        def win(n, opix, ih0, iw0, i_lo, i_hi, j_lo, j_hi) -> None:
+            orow = _at(cx, out, b.add(b.mul(opix, I64(g.c)), c0))
+            with cx.loop(0, width, name="c") as c:
+                b.store(cx.const(dtype, 0.0), _at(cx, orow, c))
+
+            def tap(ipix: ir.Value) -> None:
+                xrow = _at(cx, x, b.add(b.mul(ipix, I64(g.c)), c0))
+                with cx.loop(0, width, name="c") as c:
+                    d = _at(cx, orow, c)
+                    b.store(b.fadd(b.load(d), b.load(_at(cx, xrow, c))), d)
+            _taps(cx, g, n, ih0, iw0, i_lo, i_hi, j_lo, j_hi, tap)
+            cnt = _window_count(cx, dtype, i_lo, i_hi, j_lo, j_hi)
+            with cx.loop(0, width, name="c") as c:
+                d = _at(cx, orow, c)
+                b.store(b.fdiv(b.load(d), cnt), d)
+        _windows(cx, g, win)
+    _channel_blocks(cx, g.c, chans)
+    cx.ret_ok()
+
+
+@lowering("AvgPoolGrad", supports=_floats_only)
+def _avg_pool_grad(cx: LoweringContext) -> None:
+    """Each window's gradient, divided by its real-element count, added to each of its
+    in-input taps; the optional input_like operand is not read."""
+    g = _pool_window(cx.node)
+    dtype = cx.out_types[0].dtype
+    dy, dx = cx.input(0), cx.output(0)
+    b = cx.b
+    if g.n * g.h * g.w * g.c == 0:
+        cx.ret_ok()
+        return
+    _zero_output(cx)
+    if g.pixels == 0:
+        cx.ret_ok()
+        return
+    share = cx.alloca(cx.memory(dtype), min(g.c, CHANNEL_BLOCK), name="share")
+
+    def chans(c0: ir.Value, width: int) -> None:
+        def win(n, opix, ih0, iw0, i_lo, i_hi, j_lo, j_hi) -> None:
+            grow = _at(cx, dy, b.add(b.mul(opix, I64(g.c)), c0))
+            cnt = _window_count(cx, dtype, i_lo, i_hi, j_lo, j_hi)
+            with cx.loop(0, width, name="c") as c:
+                b.store(b.fdiv(b.load(_at(cx, grow, c)), cnt), _at(cx, share, c))
+
+            def tap(ipix: ir.Value) -> None:
+                drow = _at(cx, dx, b.add(b.mul(ipix, I64(g.c)), c0))
+                with cx.loop(0, width, name="c") as c:
+                    d = _at(cx, drow, c)
+                    b.store(b.fadd(b.load(d), b.load(_at(cx, share, c))), d)
+            _taps(cx, g, n, ih0, iw0, i_lo, i_hi, j_lo, j_hi, tap)
+        _windows(cx, g, win)
+    _channel_blocks(cx, g.c, chans)
+    cx.ret_ok()
+
+
+# ---------------------------------------------------------------- bias and loss
+
+@lowering("BiasAdd", supports=_floats_only)
+def _bias_add(cx: LoweringContext) -> None:
+    """value + bias along the last axis: rows outer, channels inner."""
+    shape = cx.out_types[0].shape
+    c = int(shape[-1])
+    rows = int(np.prod(shape[:-1], dtype=np.int64))
+    v, bias, out = cx.input(0), cx.input(1), cx.output(0)
+    b = cx.b
+    if rows * c:
+        with cx.loop(0, rows, name="row") as r:
+            base = b.mul(r, I64(c))
+            vr, orow = _at(cx, v, base), _at(cx, out, base)
+            with cx.loop(0, c, name="c") as j:
+                b.store(b.fadd(b.load(_at(cx, vr, j)), b.load(_at(cx, bias, j))),
+                        _at(cx, orow, j))
+    cx.ret_ok()
+
+
+@lowering("BiasAddGrad", supports=_floats_only)
+def _bias_add_grad(cx: LoweringContext) -> None:
+    """The column sums of out_backprop viewed as [rows, C], accumulated in f64 in a
+    stack array (channels inner, so the accumulation vectorizes across channels)."""
+    shape = cx.in_types[0].shape
+    c = int(shape[-1])
+    rows = int(np.prod(shape[:-1], dtype=np.int64))
+    dtype = cx.out_types[0].dtype
+    g, out = cx.input(0), cx.output(0)
+    b = cx.b
+    if c == 0:
+        cx.ret_ok()
+        return
+    acc = cx.alloca(F64, min(c, CHANNEL_BLOCK), name="acc")
+    wide = dtype.name != "f64"
+
+    def chans(c0: ir.Value, width: int) -> None:
+        with cx.loop(0, width, name="c") as j:
+            b.store(ir.Constant(F64, 0.0), _at(cx, acc, j))
+        with cx.loop(0, rows, name="row") as r:
+            grow = _at(cx, g, b.add(b.mul(r, I64(c)), c0))
+            with cx.loop(0, width, name="c") as j:
+                v = b.load(_at(cx, grow, j))
+                d = _at(cx, acc, j)
+                b.store(b.fadd(b.load(d), b.fpext(v, F64) if wide else v), d)
+        orow = _at(cx, out, c0)
+        with cx.loop(0, width, name="c") as j:
+            s = b.load(_at(cx, acc, j))
+            b.store(b.fptrunc(s, cx.scalar(dtype)) if wide else s, _at(cx, orow, j))
+    _channel_blocks(cx, c, chans)
+    cx.ret_ok()
+
+
+@lowering("L2Loss", supports=_floats_only)
+def _l2_loss(cx: LoweringContext) -> None:
+    """sum(t * t) / 2 with an f64 accumulator (reassociable, so the loop vectorizes)."""
+    t = cx.in_types[0]
+    size = int(t.num_elements)
+    dtype = cx.out_types[0].dtype
+    x, out = cx.input(0), cx.output(0)
+    b = cx.b
+    acc = cx.alloca(F64, name="sum")
+    b.store(ir.Constant(F64, 0.0), acc)
+    with cx.loop(0, size, name="i") as i:
+        v = b.load(_at(cx, x, i))
+        v = b.fpext(v, F64) if dtype.name != "f64" else v
+        b.store(b.fadd(b.load(acc), b.fmul(v, v, flags=REDUCE_FLAGS), flags=REDUCE_FLAGS), acc)
+    half = b.fmul(b.load(acc), ir.Constant(F64, 0.5))
+    b.store(b.fptrunc(half, cx.scalar(dtype)) if dtype.name != "f64" else half, out)
+    cx.ret_ok()

@@ -1,0 +1,724 @@
+"""Whole steps as one native function: a partition with static shapes becomes
+
+    i32 tw_step(i8** args, i8** results, i8** vars, i8** consts, i8* workspace,
+                i32* failed, i8* callback_context, callback)
+
+which runs every node in a fixed topological order: nodes with a native lowering
+(`lowering`) are calls into functions of the same module; the few without one call back
+into Python (`callback`) to run their reference kernel on the same buffers. The Python
+side of a call checks the arguments, takes the variables' locks, picks the buffers and
+makes one ctypes call (which releases the GIL).
+
+Planning (`plan_step`), all at compile time because every shape is known:
+- storage: each value lives in an argument, a variable's buffer, a constant, a result
+  buffer or the workspace; copies of the same bytes (Identity, Reshape, ExpandDims,
+  Squeeze, StopGradient) share their input's storage; a `ReadVariable` uses the
+  variable's buffer itself unless that variable is assigned while the read value (or a
+  copy of it) is still to be used, in which case it takes a snapshot;
+- results are written by their producer directly into the result buffer; a result that
+  is an argument, a constant, a variable or a second copy of a value is copied at the end;
+- the workspace holds every other value; offsets come from the values' live ranges in
+  the schedule (first fit), so memory is reused within the step, and the workspace is
+  reused across steps (one per concurrent call).
+
+A graph that cannot run this way (several devices, Send/Recv, blocking or region ops,
+resources other than variables, shapes known only at run time) raises `Ineligible` and
+runs on the dataflow executor instead (`executable.CpuExecutable`).
+"""
+
+from __future__ import annotations
+
+import ctypes
+from dataclasses import dataclass, field
+from typing import Any
+
+import llvmlite.ir as ir
+import numpy as np
+
+from ...compiler.ir import Graph, Node, Value
+from ...compiler.types import ResourceType, TensorType
+from ...errors import UnimplementedError
+from .lowering import I8, I8P, I8PP, I32, I64, emit_node_function, find_lowering
+
+ALIAS_OPS = frozenset({"Identity", "StopGradient", "Reshape", "ExpandDims", "Squeeze",
+                       "ReshapeLike"})
+ASSIGN_OPS = frozenset({"AssignVariable", "AssignAddVariable", "AssignSubVariable"})
+# Dataflow control flow (lowered loops and conds): needs frames and dead tensors.
+DATAFLOW_ONLY_OPS = frozenset({"Switch", "Merge", "Enter", "Exit", "NextIteration",
+                               "NextIterationSource", "LoopCond"})
+ALIGN = 64  # workspace offsets: a cache line (and an AVX-512 vector)
+
+CALLBACK_TYPE = ir.FunctionType(I32, [I8P, I32, I8PP, I8PP])
+STEP_NAME = "tw_step"
+OBJECTS_STEP_NAME = "tw_step_objects"
+
+
+class Ineligible(Exception):
+    """This graph cannot run as one native step (the message says why)."""
+
+
+# ------------------------------------------------------------------------ planning
+
+@dataclass
+class Storage:
+    """Where a value's bytes are: ("arg" | "var" | "const" | "out" | "ws", index or
+    byte offset)."""
+
+    kind: str
+    index: int
+
+
+@dataclass
+class Action:
+    """One thing the step does, in order."""
+
+    kind: str                  # "native", "callback", "snapshot", "assign", "result"
+    node: Node | None = None
+    ins: list[Storage] = field(default_factory=list)
+    outs: list[Storage] = field(default_factory=list)
+    nbytes: int = 0
+    var: int = -1              # snapshot/assign: the variable
+    op: str = ""               # assign: AssignVariable / AssignAdd... ; result: ""
+    dtype: Any = None
+    regions: list[StepPlan] = field(default_factory=list)  # "region": If/While bodies
+    scratch: int = 0           # "region": workspace offset of its loop buffers
+
+
+@dataclass
+class StepPlan:
+    """Everything about one static graph that a call needs (see the module docstring)."""
+
+    graph: Graph
+    actions: list[Action]
+    var_names: list[str]
+    var_types: list[TensorType]
+    var_first_access: list[str]      # "read" (must be initialized) or "write"
+    consts: list[np.ndarray]
+    workspace_bytes: int
+    callback_nodes: dict[int, Node]  # action position -> node run by Python
+    native_nodes: list[Node]
+    base: int = 0                    # id of the first action (ids span nested plans)
+    const_base: int = 0              # a region's constants start here in the step's table
+
+    def number(self, base: int = 0) -> int:
+        """Give every action of this plan and of its regions' plans a step-wide id (the
+        failing one is reported by id); returns the next free id."""
+        self.base = base
+        nxt = base + len(self.actions)
+        for a in self.actions:
+            for r in a.regions:
+                nxt = r.number(nxt)
+        return nxt
+
+    def action_by_id(self, ident: int) -> Action:
+        """The action with step-wide id `ident` (see `number`)."""
+        if self.base <= ident < self.base + len(self.actions):
+            return self.actions[ident - self.base]
+        for a in self.actions:
+            for r in a.regions:
+                try:
+                    return r.action_by_id(ident)
+                except KeyError:
+                    pass
+        raise KeyError(ident)
+
+
+def _tensor(v: Value) -> TensorType:
+    t = v.type
+    if not isinstance(t, TensorType) or not t.is_fully_defined:
+        raise Ineligible(f"{v.name} has type {t}, not a tensor of known shape")
+    if not np.dtype(t.dtype.np).isnative:
+        raise Ineligible(f"{v.name}: non-native byte order")
+    return t
+
+
+def _nbytes(t: TensorType) -> int:
+    return int(t.num_elements) * np.dtype(t.dtype.np).itemsize
+
+
+def _const_value(node: Node) -> np.ndarray:
+    t = node.outputs[0].type
+    return np.ascontiguousarray(np.asarray(node.attrs["value"], dtype=t.dtype.np)
+                                .reshape(t.shape))
+
+
+class _Planner:
+    def __init__(self, graph: Graph) -> None:
+        self.graph = graph
+        self.order = graph.topological_order()
+        self.storage: dict[Value, Storage] = {}
+        self.root: dict[Value, Value] = {}        # alias groups: value -> its root
+        self.var_index: dict[str, int] = {}
+        self.var_names: list[str] = []
+        self.var_types: list[TensorType] = []
+        self.var_first: list[str] = []
+        self.handle_var: dict[Value, int] = {}
+        self.consts: list[np.ndarray] = []
+        self.region_plans: dict[Node, list[StepPlan]] = {}
+        self.scratch: dict[Node, int] = {}
+
+    # -- classification ---------------------------------------------------------------
+    def check(self) -> None:
+        for node in self.order:
+            if node.op in ("Send", "Recv") or "blocking" in node.opdef.tags:
+                raise Ineligible(f"{node.op} '{node.name}' may block")
+            if node.op in DATAFLOW_ONLY_OPS:
+                raise Ineligible(f"{node.op} '{node.name}' needs the dataflow executor")
+            if node.regions and node.op != "Fusion" and any(
+                    isinstance(v.type, ResourceType) for v in node.inputs):
+                # its regions would take variable locks the step holds
+                raise Ineligible(f"{node.op} '{node.name}' uses variables inside regions")
+            if node.op == "VarHandle":
+                continue
+            for v in list(node.inputs) + list(node.outputs):
+                if isinstance(v.type, ResourceType):
+                    if node.op not in ("ReadVariable",) + tuple(ASSIGN_OPS) or \
+                            v.producer is None or v.producer.op != "VarHandle":
+                        raise Ineligible(f"{node.op} '{node.name}' uses a resource")
+                else:
+                    _tensor(v)
+        for v in self.graph.args:
+            _tensor(v)
+
+    def _var_of(self, handle: Value, access: str) -> int:
+        node = handle.producer
+        name = node.attrs.get("shared_name") or node.name
+        k = self.var_index.get(name)
+        if k is None:
+            k = self.var_index[name] = len(self.var_names)
+            self.var_names.append(name)
+            vt = handle.type.value_type
+            if not isinstance(vt, TensorType) or not vt.is_fully_defined:
+                raise Ineligible(f"variable '{name}' has no static shape")
+            self.var_types.append(vt)
+            self.var_first.append(access)
+        return k
+
+    # -- planning ---------------------------------------------------------------------
+    def plan(self) -> StepPlan:
+        self.check()
+        for i, v in enumerate(self.graph.args):
+            self.storage[v] = Storage("arg", i)
+        steps: list[tuple[str, Node]] = []
+        for node in self.order:
+            op = node.op
+            if op == "VarHandle" or op == "NoOp":
+                continue
+            if op == "Const":
+                self.storage[node.outputs[0]] = Storage("const", len(self.consts))
+                self.consts.append(_const_value(node))
+            elif op in ALIAS_OPS:
+                self.root[node.outputs[0]] = self._root(node.inputs[0])
+            elif op == "ReadVariable":
+                steps.append(("read", node))
+                self._var_of(node.inputs[0], "read")
+            elif op in ASSIGN_OPS:
+                steps.append(("assign", node))
+                self._var_of(node.inputs[0], "write" if op == "AssignVariable" else "read")
+            elif op in ("If", "While") and self._region_plans(node) is not None:
+                steps.append(("region", node))
+            else:
+                low = find_lowering(node)
+                steps.append(("native" if low is not None else "callback", node))
+        pos = {node: k for k, (_, node) in enumerate(steps)}
+        end = len(steps)
+        last_use: dict[Value, int] = {}  # per alias root
+        for k, (_, node) in enumerate(steps):
+            for v in node.inputs:
+                r = self._root(v)
+                last_use[r] = max(last_use.get(r, -1), k)
+        for v in self.graph.results:
+            last_use[self._root(v)] = end
+        # ReadVariable: alias the variable's buffer unless it is assigned while in use.
+        assigns: dict[int, list[int]] = {}
+        for k, (kind, node) in enumerate(steps):
+            if kind == "assign":
+                assigns.setdefault(self._var_of(node.inputs[0], "read"), []).append(k)
+        snapshot: set[Node] = set()
+        for kind, node in steps:
+            if kind != "read":
+                continue
+            var = self._var_of(node.inputs[0], "read")
+            p, last = pos[node], last_use.get(node.outputs[0], pos[node])
+            if any(p < a <= last for a in assigns.get(var, ())):
+                snapshot.add(node)
+            else:
+                self.storage[node.outputs[0]] = Storage("var", var)
+        # Results: the producer of a result's root writes into the result buffer.
+        result_of: dict[Value, int] = {}
+        for r, v in enumerate(self.graph.results):
+            root = self._root(v)
+            if root in self.storage or root in result_of:
+                continue
+            result_of[root] = r
+        # Workspace: every other computed value, placed by live range.
+        computed: list[tuple[int, Any, int]] = []  # (definition, value or node, bytes)
+        for k, (kind, node) in enumerate(steps):
+            if kind == "assign" or (kind == "read" and node not in snapshot):
+                continue
+            if kind == "region":
+                computed.append((k, node, _region_scratch(node, self.region_plans[node])))
+            for v in node.outputs:
+                if v in result_of:
+                    self.storage[v] = Storage("out", result_of[v])
+                else:
+                    computed.append((k, v, _nbytes(v.type)))
+        ws_bytes = self._place(computed, last_use)
+        actions = self._actions(steps, snapshot)
+        for a in actions:
+            for r in a.regions:
+                r.const_base = len(self.consts)
+                self.consts.extend(_all_consts(r))
+        callbacks = {k: a.node for k, a in enumerate(actions) if a.kind == "callback"}
+        natives = [a.node for a in actions if a.kind == "native"]
+        return StepPlan(self.graph, actions, self.var_names, self.var_types, self.var_first,
+                        self.consts, ws_bytes, callbacks, natives)
+
+    def _region_plans(self, node: Node) -> list[StepPlan] | None:
+        """Plans of an If's branches or a While's cond and body when they can run natively
+        inside this step: static shapes, no variables, no callbacks (at any depth)."""
+        if node in self.region_plans:
+            return self.region_plans[node]
+        plans = []
+        for region in node.regions:
+            try:
+                sub = _Planner(region).plan()
+            except Ineligible:
+                return None
+            if sub.var_names or not _all_native(sub):
+                return None
+            plans.append(sub)
+        self.region_plans[node] = plans
+        return plans
+
+    def _root(self, v: Value) -> Value:
+        return self.root.get(v, v)
+
+    def _place(self, computed: list[tuple[int, Any, int]], last_use: dict[Any, int]) -> int:
+        """First-fit offsets for values (and region scratch) live over [definition, last
+        use]."""
+        live: list[tuple[int, int, int]] = []  # (last use, offset, size)
+        free: list[tuple[int, int]] = []       # (offset, size), sorted by offset
+        top = 0
+        for k, v, nbytes in computed:
+            # release what died before this definition
+            still = []
+            for entry in live:
+                if entry[0] < k:
+                    free.append((entry[1], entry[2]))
+                else:
+                    still.append(entry)
+            live = still
+            free = _coalesce(free)
+            size = max(ALIGN, -(-nbytes // ALIGN) * ALIGN)
+            for j, (off, fsize) in enumerate(free):
+                if fsize >= size:
+                    free[j:j + 1] = [(off + size, fsize - size)] if fsize > size else []
+                    break
+            else:
+                off, top = top, top + size
+            if isinstance(v, Node):
+                self.scratch[v] = off
+            else:
+                self.storage[v] = Storage("ws", off)
+            live.append((last_use.get(v, k), off, size))
+        return top
+
+    def _actions(self, steps: list[tuple[str, Node]], snapshot: set[Node]) -> list[Action]:
+        st = lambda v: self.storage[self._root(v)]  # noqa: E731
+        actions: list[Action] = []
+        for kind, node in steps:
+            if kind in ("native", "callback"):
+                actions.append(Action(kind, node, [st(v) for v in node.inputs],
+                                      [st(v) for v in node.outputs]))
+            elif kind == "region":
+                actions.append(Action(kind, node, [st(v) for v in node.inputs],
+                                      [st(v) for v in node.outputs],
+                                      regions=self.region_plans[node],
+                                      scratch=self.scratch[node]))
+            elif kind == "read":
+                if node in snapshot:
+                    t = node.outputs[0].type
+                    actions.append(Action("snapshot", node, outs=[st(node.outputs[0])],
+                                          nbytes=_nbytes(t),
+                                          var=self._var_of(node.inputs[0], "read")))
+            else:
+                value = node.inputs[1]
+                t = _tensor(value)
+                actions.append(Action("assign", node, ins=[st(value)], nbytes=_nbytes(t),
+                                      var=self._var_of(node.inputs[0], "read"), op=node.op,
+                                      dtype=t.dtype))
+        for r, v in enumerate(self.graph.results):
+            src = st(v)
+            if src.kind == "out" and src.index == r:
+                continue
+            actions.append(Action("result", None, ins=[src], outs=[Storage("out", r)],
+                                  nbytes=_nbytes(_tensor(v))))
+        return actions
+
+
+def _all_consts(plan: StepPlan) -> list[np.ndarray]:
+    """A region plan's constants (its nested regions' were already appended to its own)."""
+    return list(plan.consts)
+
+
+def _all_native(plan: StepPlan) -> bool:
+    return not plan.callback_nodes and all(_all_native(r) for a in plan.actions
+                                           for r in a.regions)
+
+
+def _aligned(n: int) -> int:
+    return max(ALIGN, -(-n // ALIGN) * ALIGN)
+
+
+def _region_layout(node: Node, plans: list[StepPlan]) -> tuple[list[int], list[int], int, int]:
+    """Scratch layout of an If/While: offsets of the loop variables' two buffer sets
+    (While only), of the cond flag, and of the regions' (shared) workspace; total size."""
+    off = 0
+    first, second = [], []
+    if node.op == "While":
+        for which in (first, second):
+            for v in node.outputs:
+                which.append(off)
+                off += _aligned(_nbytes(v.type))
+    flag = off
+    off += ALIGN
+    ws = off
+    off += _aligned(WORKSPACE_HEADER + max(p.workspace_bytes for p in plans))
+    return first + second, [flag], ws, off
+
+
+def _region_scratch(node: Node, plans: list[StepPlan]) -> int:
+    return _region_layout(node, plans)[3]
+
+
+def _coalesce(free: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    out: list[tuple[int, int]] = []
+    for off, size in sorted(f for f in free if f[1] > 0):
+        if out and out[-1][0] + out[-1][1] == off:
+            out[-1] = (out[-1][0], out[-1][1] + size)
+        else:
+            out.append((off, size))
+    return out
+
+
+def plan_step(graph: Graph) -> StepPlan:
+    """Plan `graph` (one partition, all shapes static) as one native step; raises
+    `Ineligible` when it cannot run that way."""
+    return _Planner(graph).plan()
+
+
+# ------------------------------------------------------------------------- codegen
+
+WORKSPACE_HEADER = ALIGN  # bytes before the workspace proper (the failing position)
+
+
+STEP_TYPE = ir.FunctionType(I32, [I8PP, I8PP, I8PP, I8PP, I8P, ir.PointerType(I32), I8P,
+                                   ir.PointerType(CALLBACK_TYPE)])
+
+
+def emit_step(plan: StepPlan, gemm_mode: str = "blas", allow_callbacks: bool = True,
+              data_offset: int | None = None) -> ir.Module:
+    """The LLVM module of `plan`: its node functions and ``tw_step``; with
+    `data_offset`, also the JIT entry ``tw_step_objects`` (`_emit_objects_entry`)."""
+    module = ir.Module(name=f"step_{plan.graph.name}")
+    plan.number()
+    fn = _emit_plan(module, plan, STEP_NAME, gemm_mode, allow_callbacks)
+    if data_offset is not None:
+        _emit_objects_entry(module, fn, plan, data_offset)
+    return module
+
+
+def _emit_plan(module: ir.Module, plan: StepPlan, name: str, gemm_mode: str,
+               allow_callbacks: bool) -> ir.Function:
+    """Define ``i32 @name(args, results, vars, consts, workspace, failed, callback
+    context, callback)`` running `plan`'s actions (regions' plans as functions of their
+    own, called from loops and branches)."""
+    node_fns: dict[int, ir.Function] = {}
+    region_fns: dict[int, list[ir.Function]] = {}
+    for k, a in enumerate(plan.actions):
+        ident = plan.base + k
+        if a.kind == "native":
+            node_fns[k] = emit_node_function(module, a.node, f"n{ident}.{a.node.op}", gemm_mode)
+        elif a.kind == "region":
+            region_fns[k] = [_emit_plan(module, r, f"r{ident}.{j}.{a.node.op}", gemm_mode,
+                                        allow_callbacks) for j, r in enumerate(a.regions)]
+        elif a.kind == "callback" and not allow_callbacks:
+            raise UnimplementedError(f"op {a.node.op} ('{a.node.name}') has no native "
+                                     f"lowering", **a.node.error_context())
+    fn = ir.Function(module, STEP_TYPE, name)
+    if name != STEP_NAME:
+        fn.linkage = "internal"
+    args, results, vars_, consts, ws, failed, cb_ctx, callback = fn.args
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+
+    def table(tab: ir.Value, k: int) -> ir.Value:
+        return b.load(b.gep(tab, [I64(k)]))
+
+    cache: dict[tuple[str, int], ir.Value] = {}
+
+    def pointer(s: Storage) -> ir.Value:
+        key = (s.kind, s.index)
+        if key not in cache:
+            if s.kind == "ws":
+                cache[key] = b.gep(ws, [I64(s.index)])
+            else:
+                tab = {"arg": args, "var": vars_, "const": consts, "out": results}[s.kind]
+                cache[key] = table(tab, s.index)
+        return cache[key]
+
+    # every pointer is loaded once, up front
+    for a in plan.actions:
+        for s in a.ins + a.outs:
+            pointer(s)
+        if a.var >= 0:
+            pointer(Storage("var", a.var))
+
+    def pointer_array(ptrs: list[ir.Value]) -> ir.Value:
+        arr = b.alloca(I8P, size=I32(max(1, len(ptrs))))
+        for j, p in enumerate(ptrs):
+            b.store(p, b.gep(arr, [I64(j)]))
+        return arr
+
+    def copy(dst: ir.Value, src: ir.Value, nbytes: int) -> None:
+        b.call(memmove, [dst, src, I64(nbytes), ir.IntType(1)(0)])
+
+    def check(status: ir.Value, ident: int | None) -> None:
+        with b.if_then(b.icmp_signed("!=", status, I32(0)), likely=False):
+            if ident is not None:  # (a region's function already said which action failed)
+                b.store(I32(ident), failed)
+            b.ret(status)
+
+    memmove = module.globals.get("llvm.memmove.p0i8.p0i8.i64") or ir.Function(
+        module, ir.FunctionType(ir.VoidType(), [I8P, I8P, I64, ir.IntType(1)]),
+        "llvm.memmove.p0i8.p0i8.i64")
+    env = _RegionEnv(b, pointer, pointer_array, copy, check, ws, consts, failed, cb_ctx,
+                     callback)
+    for k, a in enumerate(plan.actions):
+        if a.kind in ("native", "callback"):
+            ins = pointer_array([pointer(s) for s in a.ins])
+            outs = pointer_array([pointer(s) for s in a.outs])
+            if a.kind == "native":
+                status = b.call(node_fns[k], [ins, outs])
+            else:
+                status = b.call(callback, [cb_ctx, I32(plan.base + k), ins, outs])
+            check(status, plan.base + k)
+        elif a.kind == "region":
+            if a.node.op == "If":
+                _emit_if(env, a, region_fns[k])
+            else:
+                _emit_while(env, a, region_fns[k])
+        elif a.kind == "snapshot":
+            copy(pointer(a.outs[0]), pointer(Storage("var", a.var)), a.nbytes)
+        elif a.kind == "result":
+            copy(pointer(a.outs[0]), pointer(a.ins[0]), a.nbytes)
+        elif a.kind == "assign":
+            dst, src = pointer(Storage("var", a.var)), pointer(a.ins[0])
+            if a.op == "AssignVariable":
+                copy(dst, src, a.nbytes)
+            else:
+                _emit_update(b, a, dst, src)
+    b.ret(I32(0))
+    return fn
+
+
+@dataclass
+class _RegionEnv:
+    """What emitting an If/While needs from the enclosing function."""
+
+    b: ir.IRBuilder
+    pointer: Any
+    pointer_array: Any
+    copy: Any
+    check: Any
+    ws: ir.Value
+    consts: ir.Value
+    failed: ir.Value
+    cb_ctx: ir.Value
+    callback: ir.Value
+
+    def call(self, fn: ir.Function, plan: StepPlan, args: ir.Value, results: ir.Value,
+             sub_ws: ir.Value) -> ir.Value:
+        b = self.b
+        consts = b.gep(self.consts, [I64(plan.const_base)])
+        no_vars = ir.Constant(I8PP, None)
+        return b.call(fn, [args, results, no_vars, consts, sub_ws, self.failed, self.cb_ctx,
+                           self.callback])
+
+
+def _emit_if(env: _RegionEnv, a: Action, fns: list[ir.Function]) -> None:
+    """Branch on the predicate; the branch's function writes the node's outputs."""
+    b = env.b
+    bufs, (flag_off,), ws_off, _ = _region_layout(a.node, a.regions)
+    sub_ws = b.gep(env.ws, [I64(a.scratch + ws_off + WORKSPACE_HEADER)])
+    pred = b.icmp_unsigned("!=", b.load(b.bitcast(env.pointer(a.ins[0]), I8P)), I8(0))
+    args = env.pointer_array([env.pointer(s) for s in a.ins[1:]])
+    outs = env.pointer_array([env.pointer(s) for s in a.outs])
+    with b.if_else(pred) as (then, otherwise):
+        with then:
+            env.check(env.call(fns[0], a.regions[0], args, outs, sub_ws), None)
+        with otherwise:
+            env.check(env.call(fns[1], a.regions[1], args, outs, sub_ws), None)
+
+
+def _emit_while(env: _RegionEnv, a: Action, fns: list[ir.Function]) -> None:
+    """Loop variables alternate between two buffer sets: cond reads the current set,
+    body writes the next; at the end the current set is copied to the outputs."""
+    b = env.b
+    node = a.node
+    n = len(node.outputs)
+    bufs, (flag_off,), ws_off, _ = _region_layout(node, a.regions)
+    base = a.scratch
+    sizes = [_nbytes(v.type) for v in node.outputs]
+    first = [b.gep(env.ws, [I64(base + bufs[k])]) for k in range(n)]
+    second = [b.gep(env.ws, [I64(base + bufs[n + k])]) for k in range(n)]
+    for k in range(n):
+        env.copy(first[k], env.pointer(a.ins[k]), sizes[k])
+    tab_a, tab_b = env.pointer_array(first), env.pointer_array(second)
+    flag = b.gep(env.ws, [I64(base + flag_off)])
+    flag_tab = env.pointer_array([flag])
+    sub_ws = b.gep(env.ws, [I64(base + ws_off + WORKSPACE_HEADER)])
+    limit = int(node.attrs.get("maximum_iterations", -1))
+    cond_fn, body_fn = fns
+    cond_plan, body_plan = a.regions
+
+    pre = b.block
+    head = b.append_basic_block("while.head")
+    test = b.append_basic_block("while.cond")
+    body = b.append_basic_block("while.body")
+    done = b.append_basic_block("while.done")
+    b.branch(head)
+    b.position_at_end(head)
+    cur = b.phi(I8PP, name="cur")
+    nxt = b.phi(I8PP, name="next")
+    i = b.phi(I64, name="iteration")
+    cur.add_incoming(tab_a, pre)
+    nxt.add_incoming(tab_b, pre)
+    i.add_incoming(I64(0), pre)
+    if limit >= 0:
+        b.cbranch(b.icmp_signed("<", i, I64(limit)), test, done)
+    else:
+        b.branch(test)
+    b.position_at_end(test)
+    env.check(env.call(cond_fn, cond_plan, cur, flag_tab, sub_ws), None)
+    go = b.icmp_unsigned("!=", b.load(flag), I8(0))
+    b.cbranch(go, body, done)
+    b.position_at_end(body)
+    env.check(env.call(body_fn, body_plan, cur, nxt, sub_ws), None)
+    end_body = b.block
+    cur.add_incoming(nxt, end_body)
+    nxt.add_incoming(cur, end_body)
+    i.add_incoming(b.add(i, I64(1)), end_body)
+    b.branch(head)
+    b.position_at_end(done)
+    for k in range(n):
+        src = b.load(b.gep(cur, [I64(k)]))
+        env.copy(env.pointer(a.outs[k]), src, sizes[k])
+
+
+def _emit_objects_entry(module: ir.Module, step: ir.Function, plan: StepPlan,
+                        data_offset: int) -> None:
+    """``i32 tw_step_objects(i8** objects, i8** consts, i8* callback)``: the JIT entry.
+    `objects` are the addresses of the NumPy arrays themselves (arguments, results,
+    variable buffers, then the workspace); their data pointers are read from the array
+    objects (at `data_offset`, the ``data`` field of NumPy's array struct), which saves
+    Python one slow ``.ctypes.data`` per array and call. The workspace's first bytes
+    receive the position of a failing action."""
+    n_args, n_res, n_vars = len(plan.graph.args), len(plan.graph.results), len(plan.var_names)
+    fn = ir.Function(module, ir.FunctionType(I32, [I8PP, I8PP, ir.PointerType(CALLBACK_TYPE)]),
+                     OBJECTS_STEP_NAME)
+    objects, consts, callback = fn.args
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+
+    def data(k: int) -> ir.Value:
+        obj = b.load(b.gep(objects, [I64(k)]))
+        field = b.bitcast(b.gep(obj, [I64(data_offset)]), I8PP)
+        return b.load(field)
+
+    def table(start: int, n: int) -> ir.Value:
+        arr = b.alloca(I8P, size=I32(max(1, n)))
+        for j in range(n):
+            b.store(data(start + j), b.gep(arr, [I64(j)]))
+        return arr
+
+    args = table(0, n_args)
+    results = table(n_args, n_res)
+    vars_ = table(n_args + n_res, n_vars)
+    raw_ws = data(n_args + n_res + n_vars)
+    failed = b.bitcast(raw_ws, ir.PointerType(I32))
+    ws = b.gep(raw_ws, [I64(WORKSPACE_HEADER)])
+    b.ret(b.call(step, [args, results, vars_, consts, ws, failed, ir.Constant(I8P, None),
+                        callback]))
+
+
+def _emit_update(b: ir.IRBuilder, a: Action, dst: ir.Value, src: ir.Value) -> None:
+    """var += value / var -= value, elementwise (wrapping for integers, like NumPy)."""
+    from .elementwise import memory_type
+    t = memory_type(a.dtype)
+    if a.dtype.name == "bool":
+        raise Ineligible("AssignAdd/Sub on a bool variable")
+    n = a.nbytes // np.dtype(a.dtype.np).itemsize
+    d = b.bitcast(dst, ir.PointerType(t))
+    s = b.bitcast(src, ir.PointerType(t))
+    pre = b.block
+    head = b.append_basic_block("upd.head")
+    body = b.append_basic_block("upd.body")
+    done = b.append_basic_block("upd.done")
+    b.branch(head)
+    b.position_at_end(head)
+    i = b.phi(I64)
+    i.add_incoming(I64(0), pre)
+    b.cbranch(b.icmp_signed("<", i, I64(n)), body, done)
+    b.position_at_end(body)
+    pd, ps = b.gep(d, [i]), b.gep(s, [i])
+    x, y = b.load(pd), b.load(ps)
+    is_float = a.dtype.kind == "float"
+    if a.op == "AssignAddVariable":
+        r = b.fadd(x, y) if is_float else b.add(x, y)
+    else:
+        r = b.fsub(x, y) if is_float else b.sub(x, y)
+    b.store(r, pd)
+    i.add_incoming(b.add(i, I64(1)), body)
+    b.branch(head)
+    b.position_at_end(done)
+
+
+CallbackFn = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_int32,
+                              ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_void_p))
+StepFn = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
+                          ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
+                          ctypes.c_void_p)
+
+
+def array_at(address: int, t: TensorType) -> np.ndarray:
+    """A NumPy view of `t`'s bytes at `address` (which the caller keeps alive)."""
+    n = _nbytes(t)
+    if n == 0:
+        return np.empty(t.shape, t.dtype.np)
+    buf = (ctypes.c_char * n).from_address(address)
+    return np.frombuffer(buf, dtype=t.dtype.np).reshape(t.shape)
+
+
+def describe(plan: StepPlan) -> str:
+    """A one-line-per-action summary of a plan (for debugging and tests)."""
+    lines = []
+    for k, a in enumerate(plan.actions):
+        what = a.node.op if a.node is not None else "copy"
+        lines.append(f"{k:3d} {a.kind:8s} {what}")
+    return "\n".join(lines)
+
+
+def numpy_data_offset() -> int:
+    """Where a NumPy array object keeps its data pointer (found, not assumed: it is
+    the first field after the object header, whose size depends on the Python build)."""
+    arrays = [np.empty(8, np.uint8), np.empty(3, np.float64)]
+    for off in range(8, 129, 8):
+        if all(ctypes.c_void_p.from_address(id(a) + off).value == a.ctypes.data
+               for a in arrays):
+            return off
+    raise UnimplementedError("cannot find the data pointer in NumPy's array objects")
+
+
+__all__ = ["Action", "Ineligible", "StepPlan", "Storage", "array_at", "describe", "emit_step",
+           "numpy_data_offset", "plan_step"]
+
