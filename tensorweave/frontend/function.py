@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import os
 import threading
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -27,7 +28,9 @@ from .context import GraphBuilder, building, current_builder
 from .tensor import EagerTensor, Tensor
 from .variables import Variable
 
-DEFAULT_TARGET = "reference"
+# The target of `tw.compile` and `Session` when none is named: native code. The
+# environment variable TW_DEFAULT_TARGET changes it (``reference``: the NumPy oracle).
+DEFAULT_TARGET = os.environ.get("TW_DEFAULT_TARGET") or "reference"
 
 
 class TensorSpec:

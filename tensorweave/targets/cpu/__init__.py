@@ -1,14 +1,11 @@
-"""The cpu target: fused loop nests compiled through llvmlite, BLAS for matrix products.
+"""The cpu target: whole steps compiled through llvmlite into one native function.
 
-The pipeline's ``fused`` stage (this target only) groups elementwise ops and the
-reductions they feed into ``Fusion`` nodes; here each becomes one JIT-compiled native
-kernel (`fused`, `codegen`, `elementwise`), MatMul calls BLAS (`blas`), and every other
-op runs its reference kernel (`kernels` lists what is native). The graph runs on the
-dataflow executor, like the reference target, with these per-node kernels.
-
-Not yet (issue 4): one native function per partition (today every node is still
-dispatched from Python), intra-op parallelism, output-buffer reuse, an on-disk compile
-cache, ahead-of-time libraries, native conv/pooling/softmax-family ops and gradients.
+`executable.CpuExecutable` is what `@tw.compile(target="cpu")` runs: per argument
+shapes it plans the graph as one step (`step`) whose nodes are native lowerings
+(`lowering`, `lowerings/`), fused loop nests (`fused`, `codegen`, `elementwise`) and BLAS
+calls (`blas`), JIT-compiled and cached on disk (`jit`, `disk_cache`). Graphs a single
+native step cannot run go to the dataflow executor with this target's per-node kernels
+(`kernels`). `aot` writes the same code as a shared library callable from C.
 """
 
 from __future__ import annotations

@@ -216,8 +216,8 @@ def build_library(cf: Any, out_dir: str, name: str | None = None, cpu: str = "ho
                   resources: Any = None, source: str = "") -> Library:
     """Write ``lib<name>.so`` and ``<name>.h`` for concrete function `cf` into `out_dir`."""
     from ...runtime.resources import default_resource_manager
-    name = c_identifier(name or cf.graph.name)
     graph = _static_graph(cf, resources or default_resource_manager())
+    name = c_identifier(name or cf.graph.name)
     plan = _plan(graph)
     obj = _object_code(emit_library_module(plan, name), cpu)
     os.makedirs(out_dir, exist_ok=True)
@@ -227,7 +227,8 @@ def build_library(cf: Any, out_dir: str, name: str | None = None, cpu: str = "ho
         obj_path = os.path.join(tmp, f"{name}.o")
         with open(obj_path, "wb") as f:
             f.write(obj)
-        cmd = c_compiler().split() + ["-shared", "-o", lib + ".tmp", obj_path, "-lm"]
+        # -lpthread: big GEMMs run on threads (libc has them from glibc 2.34; older ones need it)
+        cmd = c_compiler().split() + ["-shared", "-o", lib + ".tmp", obj_path, "-lm", "-lpthread"]
         proc = subprocess.run(cmd, capture_output=True, text=True)
         if proc.returncode != 0:
             raise CompileError(f"linking {lib} failed: {' '.join(cmd)}\n{proc.stderr.strip()}")

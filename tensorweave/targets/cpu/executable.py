@@ -91,8 +91,7 @@ class NativeStep:
         self._locks: list[Any] = []
         self._workspaces: list[np.ndarray] = []
         self._ws_bytes = WORKSPACE_HEADER + max(1, plan.workspace_bytes)
-        self._spare: list[np.ndarray] | None = None
-        self._spare_lock = threading.Lock()
+        self._spares: list[list[np.ndarray]] = []  # result sets of finished calls
         self._state = _CallState()
         self._callback = CallbackFn(self._run_callback)
         self._callback_kernels: dict[int, Any] = {}
@@ -130,11 +129,11 @@ class NativeStep:
 
     # ------------------------------------------------------------------ results
     def _results(self) -> list[np.ndarray]:
-        """Result buffers: last call's, where nobody else holds them any more (so large
-        results do not page-fault fresh memory every step), else new ones."""
-        with self._spare_lock:
-            spare, self._spare = self._spare, None
-        if spare is None:
+        """Result buffers: an earlier call's, where nobody else holds them any more (so
+        large results do not page-fault fresh memory every step), else new ones."""
+        try:
+            spare = self._spares.pop()  # atomic: concurrent calls never share a set
+        except IndexError:
             return [np.empty(shape, dt) for shape, dt in self._result_specs]
         out = []
         for k, (shape, dt) in enumerate(self._result_specs):
@@ -151,32 +150,32 @@ class NativeStep:
             if a.dtype != dt or a.shape != shape:
                 raise _Unplanned
             args.append(a if a.flags.c_contiguous else np.ascontiguousarray(a))
-        states = self._variables()
+        states = self._var_states if self._var_states is not None else self._variables()
         locks = self._locks
         for lock in locks:
             lock.acquire()
         try:
             buffers, fresh = self._var_buffers(states) if states else ((), ())
             results = self._results()
-            ws = self._workspaces.pop() if self._workspaces else np.empty(self._ws_bytes,
-                                                                         np.uint8)
-            state = self._state
-            state.error, state.step = None, step
+            try:
+                ws = self._workspaces.pop()
+            except IndexError:
+                ws = np.empty(self._ws_bytes, np.uint8)
+            if self._callback_kernels:
+                state = self._state
+                state.error, state.step = None, step
             objects = self._objects(*map(id, args), *map(id, results), *map(id, buffers),
                                     id(ws))
             status = self._fn(objects, self._consts, self._callback)
-            if status:
-                position = int(ws[:4].view(np.int32)[0])
-                self._workspaces.append(ws)
-                self._raise(status, position)
             self._workspaces.append(ws)
+            if status:
+                self._raise(status, int(ws[:4].view(np.int32)[0]))
             for k in fresh:
                 states[k].value = buffers[k]
         finally:
             for lock in locks:
                 lock.release()
-        with self._spare_lock:
-            self._spare = list(results)
+        self._spares.append(list(results))
         return results
 
     def _raise(self, status: int, position: int) -> None:
