@@ -352,3 +352,30 @@ def test_key_covers_flag_and_text():
             jit.cache_key(ir_text + "\n")}
     assert len(keys) == 3
     assert jit.cache_key(ir_text) == jit.cache_key(ir_text)
+
+
+def test_keyed_modules_skip_generating_ir_when_cached(cache):
+    """`compile_keyed` (what native steps use) looks up the cache by a cheap key, so a
+    hit neither generates the LLVM IR nor runs LLVM; the key covers the code generator's
+    own source."""
+    ir_text, name = fresh_ir()
+    key = f"test step {name}"
+    built = []
+
+    def build() -> str:
+        built.append(1)
+        return ir_text
+
+    module = jit.compile_keyed(key, build, [name])
+    assert len(built) == 1
+    out = ctypes.c_int32(0)
+    assert FnType(module.address(name))(1.0, ctypes.byref(out)) == expected(name)[0]
+    with jit.LLVM_LOCK:  # forget it in memory: the next lookup goes to disk
+        for k in [k for k in jit._CACHE if key in k[1]]:
+            del jit._CACHE[k]
+    before = stats()
+    module = jit.compile_keyed(key, build, [name])
+    assert len(built) == 1, "a disk hit must not build the IR"
+    assert delta(before)["disk_hits"] == 1 and delta(before)["llvm_compiles"] == 0
+    assert FnType(module.address(name))(1.0, ctypes.byref(out)) == expected(name)[0]
+    assert len(jit.codegen_fingerprint()) == 64

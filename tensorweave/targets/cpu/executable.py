@@ -50,6 +50,19 @@ _log = logging.getLogger(__name__)
 MAX_SHAPES = 64  # argument-shape tuples remembered per executable
 
 
+# ops whose lowerings may call BLAS (through `lowering.gemm_function`)
+_MAY_CALL_BLAS = frozenset({"MatMul", "Conv2D", "Conv2DBackpropInput", "Conv2DBackpropFilter"})
+
+
+def _all_nodes(plan: StepPlan) -> list[Any]:
+    """The nodes of a plan and of its regions' plans."""
+    out = [a.node for a in plan.actions if a.node is not None]
+    for a in plan.actions:
+        for r in a.regions:
+            out.extend(_all_nodes(r))
+    return out
+
+
 class _CallState(threading.local):
     """The call in progress on this thread (the callback needs it)."""
 
@@ -74,11 +87,17 @@ class NativeStep:
         self.plan = plan
         self.resources = resources
         self.counters = counters
-        text = str(emit_step(plan, data_offset=_data_offset()))
-        if "tw_blas_" in text:  # calls BLAS: make its symbols known to the JIT first
+        # BLAS symbols must be known to the JIT before code calling them loads.
+        if any(n.op in _MAY_CALL_BLAS for n in _all_nodes(plan)):
             from .blas import register_blas
             register_blas()
-        self._compiled = jit.compile_module(text, [OBJECTS_STEP_NAME], loop_vectorize=True)
+        from ...compiler.printer import print_graph
+        from .parallel import num_threads
+        key = (f"step objects data_offset={_data_offset()} threads={num_threads()}\n"
+               + print_graph(plan.graph))
+        self._compiled = jit.compile_keyed(
+            key, lambda: str(emit_step(plan, data_offset=_data_offset())),
+            [OBJECTS_STEP_NAME], loop_vectorize=True)
         self._fn = ObjectsStepFn(self._compiled.address(OBJECTS_STEP_NAME))
         graph = plan.graph
         self._arg_specs = [(v.type.dtype.np, tuple(v.type.shape)) for v in graph.args]

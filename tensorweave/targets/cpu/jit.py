@@ -31,7 +31,7 @@ import logging
 import struct
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -333,6 +333,44 @@ def compile_module(ir_text: str, names: Sequence[str], loop_vectorize: bool = Fa
         STATS.misses += 1
         STATS.compile_seconds += time.perf_counter() - start
         return compiled
+
+
+def compile_keyed(key_text: str, build_ir: Callable[[], str], names: Sequence[str],
+                  loop_vectorize: bool = False) -> CompiledModule:
+    """Like `compile_module`, but cached under `key_text` (a cheap description of what
+    the module computes, e.g. a specialized graph's IR plus everything else the code
+    generator reads) instead of the module's text, so a hit skips generating the LLVM IR
+    too. `build_ir` makes the text on a miss. The key also covers the code generator's
+    own source (`codegen_fingerprint`): editing it invalidates these entries."""
+    text = "\0".join((f"keyed v{disk_cache.FORMAT_VERSION}", codegen_fingerprint(), key_text))
+    with LLVM_LOCK:
+        hit = _CACHE.get((loop_vectorize, text))
+        if hit is not None:
+            STATS.hits += 1
+            return hit
+        start = time.perf_counter()
+        key = cache_key(text, loop_vectorize)
+        compiled = _from_disk(key, names)
+        if compiled is None:
+            compiled = _compile(build_ir(), names, loop_vectorize, key)
+        _CACHE[(loop_vectorize, text)] = compiled
+        STATS.misses += 1
+        STATS.compile_seconds += time.perf_counter() - start
+        return compiled
+
+
+@lru_cache(maxsize=1)
+def codegen_fingerprint() -> str:
+    """A hash of the cpu target's source files (what turns graphs into LLVM IR)."""
+    import os
+    h = hashlib.sha256()
+    root = os.path.dirname(os.path.abspath(__file__))
+    for dirpath, _, files in sorted(os.walk(root)):
+        for name in sorted(files):
+            if name.endswith(".py"):
+                with open(os.path.join(dirpath, name), "rb") as f:
+                    h.update(name.encode() + b"\0" + f.read())
+    return h.hexdigest()
 
 
 def assembly(ir_text: str, loop_vectorize: bool = False) -> str:

@@ -6,24 +6,26 @@ function*
     i32 @chunk(i8* ctx, i64 begin, i64 end)      ; 0, or a status > 0
 
 that runs iterations ``begin..end-1`` on the data `ctx` points to. `parallel_for` emits a
-call that cuts the range into at most `threads` contiguous chunks of equal length (a
-multiple of `align`, the last one shorter), starts one thread per chunk after the first
-(``pthread_create``; libc, no runtime library), runs the first chunk on the calling
-thread, joins the others (``pthread_join``) and returns the chunks' statuses combined in
-chunk order: the first nonzero one (``combine="first"``) or the last (``"last"``, for
-kernels whose serial code reports the last failure). A thread that cannot be started
-(``pthread_create`` fails: too many threads) has its chunk run on the calling thread
-instead, so the result never depends on it.
+call that cuts the range into at most ``threads * blocks`` contiguous blocks of equal
+length (a multiple of `align`; the last one shorter), starts up to ``threads - 1``
+threads (``pthread_create`` from libc; no runtime library), runs block 0 on the calling
+thread, and then every thread, the calling one included, claims the next unclaimed block
+(an atomic counter) until none is left. The caller joins the threads
+(``pthread_join``) and returns the blocks' statuses combined in block order: the first
+nonzero one (``combine="first"``) or the last (``"last"``, for kernels whose serial code
+reports the last failure it meets). Which thread runs a block never changes what the
+block computes, so results do not depend on timing; a thread that starts late (the
+cores are busy) just claims fewer blocks, and one that cannot be started at all leaves
+its blocks to the others.
 
 The thread count is part of the generated code: `num_threads()` (``TW_NUM_THREADS``,
 else the CPUs this process may run on) is read when the IR is generated, so changing
 it changes the IR, and therefore the JIT and disk cache keys. Callers emit exactly
 their serial code when it is 1, and use threads only for work large enough to repay
-starting them (`MIN_FUSED_ELEMENTS`, `MIN_GEMM_FLOPS`: measured, see below).
+starting them (`MIN_FUSED_WORK`, `MIN_GEMM_FLOPS`: measured, see below).
 
 Threads are started for each call and joined before it returns (no pool, no state
-across calls): about 20-60 us per call on the 2-core development machine, paid only by
-kernels that take milliseconds.
+across calls): about 30 us per call on the 2-core development machine.
 """
 
 from __future__ import annotations
@@ -43,18 +45,25 @@ CHUNK_PTR = ir.PointerType(CHUNK_TYPE)
 # pthread_t is an unsigned long on Linux (glibc, musl) and a pointer on macOS: 8 bytes.
 PTHREAD_T = I64
 THREAD_START_TYPE = ir.FunctionType(I8P, [I8P])
-# struct task { chunk fn; i8* ctx; i64 begin; i64 end; i32 status; i32 started; }
-TASK_TYPE = ir.LiteralStructType([CHUNK_PTR, I8P, I64, I64, I32, I32])
+# struct job { chunk fn; i8* ctx; i64 total; i64 per; i64 count; i64 next; i32* statuses; }
+# shared by the threads of one parallel_for: blocks of `per` iterations, `count` of them,
+# `next` the first one nobody has claimed yet
+JOB_TYPE = ir.LiteralStructType([CHUNK_PTR, I8P, I64, I64, I64, I64, ir.PointerType(I32)])
 TRAMPOLINE = "tw_parallel_thread"
 
-# Below these sizes a kernel runs on one thread (starting and joining a thread costs
-# tens of microseconds). Measured on the 2-core development machine (AMD EPYC, AVX2):
-# - fused loop nests: 2^18 elements is where two threads start to win for cheap
-#   elementwise clusters (a few hundred microseconds of work); dearer ones (gelu: ~1.6 ns
-#   per element) win from about 2^15;
-# - GEMM: 2^22 multiply-adds (~0.1 ms in one sgemm thread) is where splitting C's rows
-#   over two threads starts to pay.
-MIN_FUSED_ELEMENTS = 1 << 18
+# Below these sizes a kernel runs on one thread: starting and joining a thread costs
+# ~30 us. Measured on the 2-core development machine (AMD EPYC, AVX2), time with one
+# thread -> two threads:
+# - fused loop nests, `MIN_FUSED_WORK` in elements times `codegen.work_per_element`:
+#   x * 2 + 1 over 2^18 elements 34 -> 53 us, 2^20 125 -> 99 us, 2^24 6.5 -> 4.3 ms;
+#   gelu (tanh: ~18 units an element) over 2^14 32 -> 46 us, 2^16 110 -> 94 us,
+#   2^18 416 -> 264 us, 2^24 27 -> 14.7 ms. 2^21 units: 2^20 elements of x * 2 + 1,
+#   2^17 of gelu;
+# - GEMM, in multiply-adds (m n k): 2^20 45 -> 65 us, 2^21 68 -> 68 us, 2^22 122 ->
+#   101 us, 2^24 400 -> 250 us, 256x1024x784 4.7 -> 2.7 ms.
+MIN_FUSED_WORK = 1 << 21
+# The same in elements, for loops doing a simple op or two per element touched.
+MIN_FUSED_ELEMENTS = 1 << 20
 MIN_GEMM_FLOPS = 1 << 22
 
 
@@ -79,8 +88,9 @@ def num_threads() -> int:
 
 
 def chunk_count(total: int, threads: int, align: int = 1) -> int:
-    """How many chunks `parallel_for` makes of `total` iterations (the threads it uses,
-    the calling one included)."""
+    """How many threads, the calling one included, get part of `total` iterations cut
+    into chunks of ``ceil(total / threads)`` rounded up to a multiple of `align` (1: the
+    loop is not worth splitting)."""
     if total <= 0 or threads <= 1:
         return 1
     per = -(-total // threads)
@@ -104,19 +114,21 @@ def define_chunk(module: ir.Module, name: str) -> ir.Function:
 
 
 def parallel_for(b: ir.IRBuilder, chunk: ir.Function, ctx: ir.Value, total: ir.Value | int,
-                 threads: int, align: int = 1, combine: str = "first") -> ir.Value:
+                 threads: int, align: int = 1, combine: str = "first", blocks: int = 1
+                 ) -> ir.Value:
     """Emit, at `b`, ``chunk(ctx, begin, end)`` over ``[0, total)`` on up to `threads`
-    threads; returns the combined i32 status (see the module docstring). Chunk starts
-    are multiples of `align`. With ``threads == 1`` this is one call of the chunk."""
-    if threads < 1 or align < 1:
-        raise ValueError(f"parallel_for: threads={threads}, align={align}")
+    threads, in up to ``threads * blocks`` blocks starting at multiples of `align`;
+    returns the combined i32 status (see the module docstring). With ``threads == 1``
+    this is one call of the chunk."""
+    if threads < 1 or align < 1 or blocks < 1:
+        raise ValueError(f"parallel_for: threads={threads}, align={align}, blocks={blocks}")
     if combine not in ("first", "last"):
         raise ValueError(f"parallel_for: combine={combine!r}")
     total = I64(int(total)) if isinstance(total, int) else total
     ctx = b.bitcast(ctx, I8P)
     if threads == 1:
         return b.call(chunk, [ctx, I64(0), total])
-    runner = _runner(b.module, threads, combine)
+    runner = _runner(b.module, threads, blocks, combine)
     return b.call(runner, [chunk, ctx, total, I64(align)])
 
 
@@ -147,9 +159,50 @@ class _Loops:
         b.position_at_end(done)
 
 
+def _field(b: ir.IRBuilder, job: ir.Value, k: int) -> ir.Value:
+    return b.gep(job, [I32(0), I32(k)])
+
+
+def _block(b: ir.IRBuilder, job: ir.Value, t: ir.Value) -> ir.Value:
+    """Run block `t` of `job` and store its status."""
+    per, total = b.load(_field(b, job, 3)), b.load(_field(b, job, 2))
+    begin = b.mul(t, per)
+    end = b.add(begin, per)
+    end = b.select(b.icmp_signed("<", end, total), end, total)
+    status = b.call(b.load(_field(b, job, 0)), [b.load(_field(b, job, 1)), begin, end])
+    b.store(status, b.gep(b.load(_field(b, job, 6)), [t]))
+    return status
+
+
+def _work(module: ir.Module) -> ir.Function:
+    """``void tw_parallel_work(job*)``: claim blocks of the job (an atomic counter) and
+    run them until none is left. Every thread runs it, the calling one included."""
+    name = "tw_parallel_work"
+    fn = module.globals.get(name)
+    if fn is not None:
+        return fn
+    fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [ir.PointerType(JOB_TYPE)]), name)
+    fn.linkage = "internal"
+    fn.attributes.add("nounwind")
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    job = fn.args[0]
+    head = fn.append_basic_block("claim")
+    body = fn.append_basic_block("run")
+    done = fn.append_basic_block("done")
+    b.branch(head)
+    b.position_at_end(head)
+    t = b.atomic_rmw("add", _field(b, job, 5), I64(1), "monotonic", name="t")
+    b.cbranch(b.icmp_signed("<", t, b.load(_field(b, job, 4))), body, done)
+    b.position_at_end(body)
+    _block(b, job, t)
+    b.branch(head)
+    b.position_at_end(done)
+    b.ret_void()
+    return fn
+
+
 def _trampoline(module: ir.Module) -> ir.Function:
-    """``i8* tw_parallel_thread(i8* task)``: what a started thread runs: the task's chunk,
-    its status stored back into the task."""
+    """``i8* tw_parallel_thread(i8* job)``: what a started thread runs."""
     fn = module.globals.get(TRAMPOLINE)
     if fn is not None:
         return fn
@@ -157,22 +210,15 @@ def _trampoline(module: ir.Module) -> ir.Function:
     fn.linkage = "internal"
     fn.attributes.add("nounwind")
     b = ir.IRBuilder(fn.append_basic_block("entry"))
-    task = b.bitcast(fn.args[0], ir.PointerType(TASK_TYPE))
-
-    def field(k: int) -> ir.Value:
-        return b.gep(task, [I32(0), I32(k)])
-
-    status = b.call(b.load(field(0)), [b.load(field(1)), b.load(field(2)), b.load(field(3))])
-    b.store(status, field(4))
+    b.call(_work(module), [b.bitcast(fn.args[0], ir.PointerType(JOB_TYPE))])
     b.ret(ir.Constant(I8P, None))
     return fn
 
 
-def _runner(module: ir.Module, threads: int, combine: str) -> ir.Function:
-    """``i32 tw_parallel_for.<threads>.<combine>(chunk, i8* ctx, i64 total, i64 align)``,
-    defined once per module and thread count (its arrays of tasks and thread ids have
-    `threads` entries)."""
-    name = f"tw_parallel_for.{threads}.{combine}"
+def _runner(module: ir.Module, threads: int, blocks: int, combine: str) -> ir.Function:
+    """``i32 tw_parallel_for.<threads>.<blocks>.<combine>(chunk, i8* ctx, i64 total,
+    i64 align)``, defined once per module and shape of the job."""
+    name = f"tw_parallel_for.{threads}.{blocks}.{combine}"
     fn = module.globals.get(name)
     if fn is not None:
         return fn
@@ -185,46 +231,43 @@ def _runner(module: ir.Module, threads: int, combine: str) -> ir.Function:
         I32, [ir.PointerType(PTHREAD_T), I8P, ir.PointerType(THREAD_START_TYPE), I8P]))
     join = _declare(module, "pthread_join", ir.FunctionType(
         I32, [PTHREAD_T, ir.PointerType(I8P)]))
-    start = _trampoline(module)
 
     b = ir.IRBuilder(fn.append_basic_block("entry"))
     loops = _Loops(b)
-    tasks = b.alloca(ir.ArrayType(TASK_TYPE, threads), name="tasks")
+    most = threads * blocks
+    job = b.alloca(JOB_TYPE, name="job")
+    statuses = b.alloca(ir.ArrayType(I32, most), name="statuses")
     tids = b.alloca(ir.ArrayType(PTHREAD_T, threads), name="tids")
+    started = b.alloca(ir.ArrayType(I8, threads), name="started")
     result = b.alloca(I32, name="result")
-    # per = round_up(ceil(total / threads), align); count = ceil(total / per)
-    per = b.sdiv(b.add(total, I64(threads - 1)), I64(threads))
-    per = b.mul(b.sdiv(b.add(per, b.sub(align, I64(1))), align), align, name="per")
-    per = b.select(b.icmp_signed("<", per, I64(1)), I64(1), per)
+    # per = round_up(ceil(total / most), align); count = ceil(total / per) <= most
+    per = b.sdiv(b.add(total, I64(most - 1)), I64(most))
+    per = b.mul(b.sdiv(b.add(per, b.sub(align, I64(1))), align), align)
+    per = b.select(b.icmp_signed("<", per, I64(1)), I64(1), per, name="per")
     count = b.sdiv(b.add(total, b.sub(per, I64(1))), per, name="count")
-
-    def field(t: ir.Value, k: int) -> ir.Value:
-        return b.gep(tasks, [I64(0), t, I32(k)])
-
-    def bounds(t: ir.Value) -> tuple[ir.Value, ir.Value]:
-        begin = b.mul(t, per)
-        end = b.add(begin, per)
-        return begin, b.select(b.icmp_signed("<", end, total), end, total)
-
-    # start chunks 1..count-1; run a chunk here when its thread cannot be started
-    with loops.loop(I64(1), count, "spawn") as t:
-        begin, end = bounds(t)
-        for k, v in enumerate((chunk, ctx, begin, end, I32(0), I32(1))):
-            b.store(v, field(t, k))
-        rc = b.call(create, [b.gep(tids, [I64(0), t]), ir.Constant(I8P, None), start,
-                             b.bitcast(b.gep(tasks, [I64(0), t]), I8P)])
-        with b.if_then(b.icmp_signed("!=", rc, I32(0)), likely=False):
-            b.store(I32(0), field(t, 5))
-            b.store(b.call(chunk, [ctx, begin, end]), field(t, 4))
-    # chunk 0 on this thread
-    _, end0 = bounds(I64(0))
-    b.store(b.call(chunk, [ctx, I64(0), end0], name="status0"), result)
-    # join, and combine the statuses in chunk order
-    with loops.loop(I64(1), count, "join") as t:
-        with b.if_then(b.icmp_signed("!=", b.load(field(t, 5)), I32(0))):
-            b.call(join, [b.load(b.gep(tids, [I64(0), t])), ir.Constant(ir.PointerType(I8P),
-                                                                          None)])
-        status = b.load(field(t, 4))
+    count = b.select(b.icmp_signed("<", count, I64(1)), I64(1), count)
+    status_ptr = b.gep(statuses, [I64(0), I64(0)])
+    # block 0 is the calling thread's; the others go to whoever claims them first
+    for k, v in enumerate((chunk, ctx, total, per, count, I64(1), status_ptr)):
+        b.store(v, _field(b, job, k))
+    helpers = b.sub(b.select(b.icmp_signed("<", count, I64(threads)), count, I64(threads)),
+                    I64(1), name="helpers")
+    arg = b.bitcast(job, I8P)
+    with loops.loop(I64(0), helpers, "spawn") as t:
+        rc = b.call(create, [b.gep(tids, [I64(0), t]), ir.Constant(I8P, None),
+                             _trampoline(module), arg])
+        # a thread that cannot be started leaves its blocks to the others
+        b.store(b.zext(b.icmp_signed("==", rc, I32(0)), I8), b.gep(started, [I64(0), t]))
+    _block(b, job, I64(0))
+    b.call(_work(module), [job])
+    with loops.loop(I64(0), helpers, "join") as t:
+        with b.if_then(b.icmp_signed("!=", b.load(b.gep(started, [I64(0), t])), I8(0))):
+            b.call(join, [b.load(b.gep(tids, [I64(0), t])),
+                          ir.Constant(ir.PointerType(I8P), None)])
+    # the blocks' statuses, combined in block order
+    b.store(I32(0), result)
+    with loops.loop(I64(0), count, "combine") as t:
+        status = b.load(b.gep(statuses, [I64(0), t]))
         old = b.load(result)
         keep_old = b.icmp_signed("!=", old, I32(0)) if combine == "first" else \
             b.icmp_signed("==", status, I32(0))
@@ -233,5 +276,5 @@ def _runner(module: ir.Module, threads: int, combine: str) -> ir.Function:
     return fn
 
 
-__all__ = ["CHUNK_TYPE", "MIN_FUSED_ELEMENTS", "MIN_GEMM_FLOPS", "chunk_count", "define_chunk",
-           "num_threads", "parallel_for"]
+__all__ = ["CHUNK_TYPE", "MIN_FUSED_ELEMENTS", "MIN_FUSED_WORK", "MIN_GEMM_FLOPS",
+           "chunk_count", "define_chunk", "num_threads", "parallel_for"]

@@ -164,9 +164,8 @@ class _Planner:
                 raise Ineligible(f"{node.op} '{node.name}' may block")
             if node.op in DATAFLOW_ONLY_OPS:
                 raise Ineligible(f"{node.op} '{node.name}' needs the dataflow executor")
-            if node.regions and node.op != "Fusion" and any(
-                    isinstance(v.type, ResourceType) for v in node.inputs):
-                # its regions would take variable locks the step holds
+            if node.regions and node.op != "Fusion" and _uses_resources(node):
+                # run by a callback, its regions would take variable locks the step holds
                 raise Ineligible(f"{node.op} '{node.name}' uses variables inside regions")
             if node.op == "VarHandle":
                 continue
@@ -355,6 +354,14 @@ class _Planner:
             actions.append(Action("result", None, ins=[src], outs=[Storage("out", r)],
                                   nbytes=_nbytes(_tensor(v))))
         return actions
+
+
+def _uses_resources(node: Node) -> bool:
+    """Whether `node` or a node in its regions (at any depth) reads or makes a resource
+    (a variable handle made inside a branch, say)."""
+    if any(isinstance(v.type, ResourceType) for v in list(node.inputs) + list(node.outputs)):
+        return True
+    return any(_uses_resources(n) for r in node.regions for n in r.nodes)
 
 
 def _all_consts(plan: StepPlan) -> list[np.ndarray]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import llvmlite.ir as ir
 import numpy as np
 
+from .. import parallel
 from ..fused import FusedKernel, try_fused_kernel
 from ..lowering import I64, LoweringContext, lowering
 
@@ -29,6 +30,23 @@ def _fusion_status(node, status: int):
     return _fused(node).status_error(status)
 
 
+def _fusion_threads(program, layout, sizes, width: int) -> tuple[int, int]:
+    """Threads (and chunk alignment) for a cluster's loop nest: its outermost loop is cut
+    into chunks when the nest is large (`parallel.MIN_FUSED_WORK`: elements times their
+    cost in simple ops) and that loop is over a kept dim (a reduction's rows are
+    independent; a full reduction is not cut). A lone dim is the vectorized one: its
+    chunks start at multiples of the vector width, so each element is computed by the
+    same (vector or scalar) code as in one pass."""
+    from ..codegen import work_per_element
+    threads = parallel.num_threads()
+    work = int(np.prod(sizes, dtype=np.int64)) * work_per_element(program)
+    if threads == 1 or layout.n_outer == 0 or work < parallel.MIN_FUSED_WORK:
+        return 1, 1
+    align = width if layout.rank == 1 else 1
+    chunks = parallel.chunk_count(int(sizes[0]), threads, align)
+    return (chunks, align) if chunks > 1 else (1, 1)
+
+
 @lowering("Fusion", supports=_fusion_supported, describe=_fusion_status)
 def _fusion(cx: LoweringContext) -> None:
     """The cluster's loop nest (`codegen.KernelBuilder`) with its loop sizes as a constant."""
@@ -38,8 +56,9 @@ def _fusion(cx: LoweringContext) -> None:
         cx.ret_ok()
         return
     from ..codegen import KernelBuilder
+    threads, align = _fusion_threads(k.program, layout, sizes, k.width)
     kernel = KernelBuilder(k.program, layout, k.width, name=f"{cx.fn.name}.loops",
-                           module=cx.module).emit()
+                           module=cx.module, threads=threads, align=align).emit()
     table = ir.GlobalVariable(cx.module, ir.ArrayType(I64, len(sizes)), f"{cx.fn.name}.sizes")
     table.global_constant = True
     table.linkage = "internal"

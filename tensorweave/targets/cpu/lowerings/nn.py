@@ -1,29 +1,35 @@
 """Native lowerings of the nn family: 2-D convolution and its two gradients, max and average
-pooling and their gradients, bias addition and its gradient, and the L2 loss (f32, f64).
+pooling and their gradients, bias addition and its gradient, and the L2 loss (f32, f64;
+other dtypes are declined and run their reference kernels).
 
-Convolutions are im2col + GEMM, in blocks of output pixels so that the patch matrix never
-exists whole: each block of `rows` pixels gathers its patches (``rows x KH*KW*C``, columns
-ordered like a flattened HWIO filter) into a stack buffer of at most `SCRATCH_BYTES`, and
-one `cx.gemm` consumes it while it is still in cache:
+Convolutions are, by preference, a direct loop nest with register tiles (section "direct
+convolution"): each step of the contraction multiplies a few broadcast scalars by a few
+vectors of output channels into accumulators that stay in registers, reading the
+zero-padded images (one small stack frame per image) and the filter (packed by channel
+group) in place. Conv2D and the input gradient (for stride 1: the correlation of padded
+dY with the flipped, transposed filter) tile output pixels x output channels; the filter
+gradient tiles filter rows x output channels and sums over pixels. Work is split over
+threads by images, or for the filter gradient by (channel group, kernel row), so results
+do not depend on the thread count. On the W3 shapes (5x5 filters, SAME) this runs at
+~95 GFLOP/s on one znver3 core against ~60-70 for im2col + BLAS; the measurements are in
+the comments at the thresholds below.
 
-- Conv2D: ``out[block] = patches @ W`` (1x1 stride-1 unpadded filters skip the gather);
-- Conv2DBackpropFilter: ``dW += patches^T @ dY[block]`` (BLAS accumulates in the working
-  precision in blocks of k anyway, so summing block products in f32 drifts no more than
-  the reference's single product);
-- Conv2DBackpropInput: ``dpatches = dY[block] @ W^T``, then scattered back (col2im,
-  adding) into the zeroed input gradient.
+Where the direct nest does not apply (dilated filters; strided or over-padded input
+gradients; input gradients with too few input channels to fill vectors; images whose
+frames would not fit `DIRECT_STACK_BYTES`) convolutions are im2col + GEMM, in blocks of
+output pixels so the patch matrix never exists whole: a block's patches (``rows x
+KH*KW*C``, columns ordered like a flattened HWIO filter) are gathered into a stack buffer
+of at most `SCRATCH_BYTES` and consumed by one `cx.gemm` while still in cache (Conv2D:
+``out[block] = patches @ W``; filter gradient: ``dW += patches^T @ dY[block]``; input
+gradient: ``dpatches = dY[block] @ W^T`` scattered back, adding, into the zeroed dX).
+1x1 stride-1 unpadded filters are a single GEMM on the tensors as they are.
 
-On the W3 shapes this is faster than a direct loop nest (see the numbers in the task
-report: the direct nest is load/store bound without register blocking, BLAS is not).
-
-Pooling and its gradients are loop nests over (batch, out row, out column, window tap)
-with the channel loop innermost (contiguous, constant trip count: LLVM vectorizes it).
-Window taps are clipped to the real input, so padding costs nothing; MaxPool propagates
-NaN like ``np.max`` and MaxPoolGrad routes each window's gradient to the element
-``np.argmax`` picks on the padded window (first maximum in row-major order, first NaN,
-and for an all ``-inf`` window its first tap, which may be padding). Channel state that
-lives across taps (running max and argmax, sums) is kept in stack arrays, in blocks of
-`CHANNEL_BLOCK` channels for very wide inputs.
+Pooling and its gradients are loop nests over (image, output row, output column) with
+the window's taps clipped to the input, so padding costs nothing, and the channels in
+groups of explicit vectors that stay in registers across the taps. MaxPool propagates NaN
+like ``np.max``; MaxPoolGrad routes each window's gradient to the element ``np.argmax``
+picks on the -inf padded window (the first maximum in row-major order, the first NaN, and
+for an all -inf window starting in padding, the padding: the gradient is dropped).
 
 BiasAddGrad and L2Loss accumulate f32 in f64.
 """
@@ -38,17 +44,20 @@ import numpy as np
 
 from ....compiler.ir import Node
 from ....compiler.ops.nn import window_output_size
-from ..lowering import F64, I32, I64, LoweringContext, lowering
+from .. import parallel
+from ..lowering import F64, I1, I32, I64, LoweringContext, lowering
 
 FLOAT_DTYPES = ("f32", "f64")
 
-# Largest stack buffer for a block of im2col patches. Executor threads have the default
-# 8 MiB stack; 256 KiB keeps a block in L2 and measured as fast as larger blocks.
+# Largest stack buffer for a block of im2col patches (half of this machine's L2; threads
+# have at least the default 8 MiB stack). Larger blocks amortize BLAS's packing of the
+# filter better (W3's second convolution: 21 ms at 256 KiB, 17 ms at 1 MiB) but that
+# shape goes direct; the blocked path is the fallback.
 SCRATCH_BYTES = 256 * 1024
 # A convolution whose single patch row is bigger than this is declined (runs its
 # reference kernel) rather than putting a huge array on the stack.
 MAX_PATCH_ROW_BYTES = 1024 * 1024
-# Channels handled per pass where per-channel state is kept on the stack.
+# Channels per pass of BiasAddGrad (its f64 sums are a stack array).
 CHANNEL_BLOCK = 1024
 # Loop-carried float adds that may be reassociated (so reductions vectorize).
 REDUCE_FLAGS = ("reassoc", "contract")
@@ -130,18 +139,6 @@ def _pool_window(node: Node) -> Window:
 
 def _floats_only(node: Node) -> bool:
     return all(v.type.dtype.name in FLOAT_DTYPES for v in list(node.inputs) + list(node.outputs))
-
-
-def _conv_supported(node: Node) -> bool:
-    if not _floats_only(node):
-        return False
-    g, _ = _conv_window(node)
-    return g.patch * node.outputs[0].type.dtype.np.itemsize <= MAX_PATCH_ROW_BYTES
-
-
-def _max_pool_grad_supported(node: Node) -> bool:
-    g = _pool_window(node)
-    return _floats_only(node) and g.h * g.w < 2**31  # argmax pixels are i32
 
 
 # ------------------------------------------------------------------ small helpers
@@ -338,8 +335,10 @@ def _blocks(cx: LoweringContext, g: Window, body: Callable[[ir.Value, ir.Value, 
 #
 # A register-tiled loop nest: a tile of `na` broadcast scalars (output pixels, or filter
 # rows for the filter gradient) times `vectors` vectors of output channels lives in
-# registers while the loops over the contraction run (FMA per pair); operands come
-# straight from the (padded) images and the filter, so nothing is packed or gathered.
+# registers while the loops over the contraction run (one FMA per pair); operands come
+# from the zero-padded image frames and the packed filter (or packed dY), with no patch
+# matrix. 6 x 2 tiles keep 12 accumulators, 2 filter vectors and a broadcast in the 16
+# AVX2 registers: 12 FMAs per 8 loads, so the FMA units, not the loads, set the pace.
 
 VECTOR_BYTES = 32  # one AVX2 register; LLVM splits or joins them on other hosts
 REGISTERS = 16     # vector registers for the accumulators and the operands of one step
@@ -465,7 +464,6 @@ def _no_unroll(module: ir.Module) -> ir.MDValue:
     return node
 
 
-
 @dataclass(frozen=True)
 class _Tile:
     """One register tile: `na` scalars (a[q] at a + q * a_stride) times `vectors`
@@ -512,34 +510,32 @@ def _tile_sums(cx: LoweringContext, dtype, tile: _Tile) -> list[ir.Value]:
     return nest(0, [], [zero] * (tile.na * tile.vectors))
 
 
-def _over_runs(cx: LoweringContext, runs: list[tuple[int, int, int]], step: int | None,
+def _over_runs(cx: LoweringContext, runs: list[tuple[int, int, int]],
                body: Callable[[ir.Value, int], None], name: str) -> None:
-    """``body(start, size)`` for each tile of runs (start, repeat, size); consecutive
-    tiles are `size` apart (or `step`)."""
+    """``body(start, size)`` for each tile of runs (start, repeat, size), consecutive
+    tiles `size` apart (a loop over the repeats)."""
     for start, repeat, size in runs:
         if repeat == 1:
             body(I64(start), size)
             continue
         with cx.loop(0, repeat, name=name) as k:
-            body(cx.b.add(I64(start), cx.b.mul(k, I64(step or size))), size)
+            body(cx.b.add(I64(start), cx.b.mul(k, I64(size))), size)
+
+
+def _over_segments(cx: LoweringContext, segs: list[_Segment],
+                   body: Callable[[ir.Value, _Segment], None], name: str = "seg") -> None:
+    """``body(o0, seg)`` for each group of channels of `segs` (o0: its first channel)."""
+    for seg in segs:
+        _over_runs(cx, [(seg.start, seg.repeat, seg.width)],
+                   lambda o0, _w, seg=seg: body(o0, seg), name=name)
 
 
 def _tile_grid(cx: LoweringContext, runs: list[tuple[int, int, int]], segs: list[_Segment],
-               body: Callable[[ir.Value, int, ir.Value, _Segment], None],
-               segments_outer: bool = False) -> None:
-    """``body(start, na, o0, seg)`` over every (tile of `runs`) x (output-channel group
-    of `segs`), in either nesting order."""
-    def over_segments(fn: Callable[[ir.Value, _Segment], None]) -> None:
-        for seg in segs:
-            _over_runs(cx, [(seg.start, seg.repeat, seg.width)], None,
-                       lambda o0, _w, seg=seg: fn(o0, seg), name="oseg")
-
-    if segments_outer:
-        over_segments(lambda o0, seg: _over_runs(
-            cx, runs, None, lambda s0, na: body(s0, na, o0, seg), name="tile"))
-    else:
-        _over_runs(cx, runs, None, lambda s0, na: over_segments(
-            lambda o0, seg: body(s0, na, o0, seg)), name="tile")
+               body: Callable[[ir.Value, int, ir.Value, _Segment], None]) -> None:
+    """``body(start, na, o0, seg)`` over every tile of `runs` (outer) and channel group
+    of `segs` (inner: a tile's image operands stay in cache across the groups)."""
+    _over_runs(cx, runs, lambda s0, na: _over_segments(
+        cx, segs, lambda o0, seg: body(s0, na, o0, seg)), name="tile")
 
 
 @dataclass(frozen=True)
@@ -573,8 +569,9 @@ def _padded_source(cx: LoweringContext, dtype, src: ir.Value, h: int, w: int, c:
 
 
 def _store_tile(cx: LoweringContext, dtype, accs: list[ir.Value], na: int, seg: _Segment,
-                row: Callable[[int], ir.Value], accumulate: bool) -> None:
-    """Write (or add) accumulator q * vectors + v at row(q) + v * lanes."""
+                row: Callable[[int], ir.Value], accumulate: bool | ir.Value) -> None:
+    """Write accumulator q * vectors + v at row(q) + v * lanes, or add it to what is
+    there (`accumulate`: always, or where the i1 value holds)."""
     b = cx.b
     size = dtype.np.itemsize
     for q in range(na):
@@ -582,8 +579,12 @@ def _store_tile(cx: LoweringContext, dtype, accs: list[ir.Value], na: int, seg: 
         for v in range(seg.vectors):
             acc = accs[q * seg.vectors + v]
             p = _at(cx, base, I64(v * seg.lanes))
-            if accumulate:
+            if accumulate is True:
                 acc = b.fadd(_vload(cx, p, acc.type, size), acc)
+            elif accumulate is not False:  # the old value is garbage where not accumulating
+                old = b.select(accumulate, _vload(cx, p, acc.type, size),
+                               ir.Constant(acc.type, None))
+                acc = b.fadd(old, acc)
             _vstore(cx, acc, p, size)
 
 
@@ -617,9 +618,7 @@ def _pack_filter(cx: LoweringContext, dtype, rows: int, o: int, segs: list[_Segm
         with cx.loop(0, rows, name="k") as k, cx.loop(0, seg.width, name="v") as v:
             b.store(b.load(element(k, b.add(o0, v))),
                     _at(cx, block, b.add(b.mul(k, I64(seg.width)), v)))
-    for seg in segs:
-        _over_runs(cx, [(seg.start, seg.repeat, seg.width)], None,
-                   lambda o0, _w, seg=seg: group(o0, seg), name="pack")
+    _over_segments(cx, segs, group, name="pack")
     return _Filter(packed, rows, o, True)
 
 
@@ -629,18 +628,89 @@ def _forward_segments(dtype, o: int) -> tuple[list[_Segment], int]:
     return _segments(o, _lanes(dtype), vectors), most
 
 
-def _direct_forward(cx: LoweringContext, dtype, n: int, src: _Source, w: _Filter,
-                    kh: int, kw: int, sh: int, sw: int, oh: int, ow: int,
-                    out: ir.Value) -> None:
+def _parallel(cx: LoweringContext, total: int, work: int, shared: list[ir.Value],
+              body: Callable[[LoweringContext, list[ir.Value], ir.Value, ir.Value], None],
+              name: str, minimum: int | None = None) -> None:
+    """Run ``body(cx_, shared_, begin, end)`` over [0, total) as chunks on the threads of
+    `parallel.parallel_for` when `work` repays starting threads (at least `minimum`:
+    multiply-adds, `parallel.MIN_GEMM_FLOPS` by default, or elements touched), else
+    once inline. In a chunk, `cx_` builds the chunk function (its own stack: allocas
+    there are per thread) and `shared_` are the `shared` pointers reloaded there.
+    Chunks must write disjoint outputs, each the same way whatever the chunking, so
+    results do not depend on the thread count."""
+    threads = parallel.num_threads()
+    if threads == 1 or total < 2 or work < (parallel.MIN_GEMM_FLOPS if minimum is None
+                                            else minimum):
+        body(cx, shared, I64(0), I64(total))
+        return
+    chunk = parallel.define_chunk(cx.module, f"{cx.fn.name}.{name}")
+    sub = LoweringContext(cx.node, cx.module, chunk, cx.gemm_mode)
+    ctx_type = ir.LiteralStructType([p.type for p in shared])
+    ctx = sub.b.bitcast(chunk.args[0], ir.PointerType(ctx_type))
+    body(sub, [sub.b.load(sub.b.gep(ctx, [I32(0), I32(k)])) for k in range(len(shared))],
+         chunk.args[1], chunk.args[2])
+    sub.ret_ok()
+    slot = cx.alloca(ctx_type, name=f"{name}.ctx")
+    for k, p in enumerate(shared):
+        cx.b.store(p, cx.b.gep(slot, [I32(0), I32(k)]))
+    parallel.parallel_for(cx.b, chunk, slot, total, threads)  # chunks always return 0
+
+
+@dataclass(frozen=True)
+class _Correlation:
+    """A direct correlation (dilation 1) of `n` images [h, w, c], placed at (top, left)
+    in zeroed hp x wp frames, with a [kh, kw, c, o] filter at strides (sh, sw), giving
+    [oh, ow, o] per image."""
+
+    n: int
+    h: int
+    w: int
+    c: int
+    top: int
+    left: int
+    hp: int
+    wp: int
+    kh: int
+    kw: int
+    sh: int
+    sw: int
+    oh: int
+    ow: int
+    o: int
+
+    @property
+    def rows(self) -> int:
+        """Filter rows: kh * kw * c."""
+        return self.kh * self.kw * self.c
+
+    @property
+    def work(self) -> int:
+        return self.n * self.oh * self.ow * self.o * self.rows
+
+
+def _run_correlation(cx: LoweringContext, dtype, job: _Correlation, src: ir.Value,
+                     filt: _Filter, out: ir.Value) -> None:
+    """`_direct_forward` over all images, split by images over threads."""
+    def body(cx_: LoweringContext, ptrs: list[ir.Value], begin: ir.Value, end: ir.Value) -> None:
+        source = _padded_source(cx_, dtype, ptrs[0], job.h, job.w, job.c, job.top, job.left,
+                                job.hp, job.wp)
+        w = _Filter(ptrs[1], filt.rows, filt.o, filt.packed)
+        _direct_forward(cx_, dtype, begin, end, source, w, job, ptrs[2])
+    _parallel(cx, job.n, job.work, [src, filt.ptr, out], body, "images")
+
+
+def _direct_forward(cx: LoweringContext, dtype, begin: ir.Value, end: ir.Value,
+                    src: _Source, w: _Filter, job: _Correlation, out: ir.Value) -> None:
     """out[n, y, x, :] = sum over (i, j, c) of img[y*sh + i, x*sw + j, c] * w[i, j, c, :]
-    (dilation 1, padding already in `src`); tiles of output pixels of one row times
-    output channels. A tap row (j, c) is contiguous in the image and in the filter, so
-    the contraction is two loops: kernel rows i, then e = j * C + c."""
+    for images [begin, end) (padding already in `src`); tiles of output pixels of one
+    row times output channels. A tap row (j, c) is contiguous in the image and in the
+    filter, so the contraction is two loops: kernel rows i, then e = j * C + c."""
     b = cx.b
     c, wp, o = src.c, src.wp, w.o
+    sh, sw, oh, ow = job.sh, job.sw, job.oh, job.ow
     segs, most = _forward_segments(dtype, o)
-    e_len = kw * c
-    with cx.loop(0, n, name="img") as img:
+    e_len = job.kw * c
+    with cx.loop(begin, end, name="img") as img:
         base = src.image(img)
         with cx.loop(0, oh, name="y") as y:
             def tile(x0: ir.Value, na: int, o0: ir.Value, seg: _Segment) -> None:
@@ -651,76 +721,128 @@ def _direct_forward(cx: LoweringContext, dtype, n: int, src: _Source, w: _Filter
                 def b_at(ix: list[ir.Value]) -> ir.Value:  # w[i, e, o0]
                     return w.at(cx, _lin(cx, (ix[0], e_len), (ix[1], 1)), o0, seg)
 
+                def out_row(q: int) -> ir.Value:
+                    pix = _lin(cx, (img, oh * ow), (y, ow), (x0, 1), q)
+                    return _at(cx, out, b.add(b.mul(pix, I64(o)), o0))
+
                 # not unrolled: measured as fast for 5x5x32 filters, and C=1 filters
                 # (fully unrolled) spill registers otherwise
-                t = _Tile(na, sw * c, seg.vectors, seg.lanes, ((0, kh), (0, e_len)), a_at, b_at,
-                          unroll=False)
-                accs = _tile_sums(cx, dtype, t)
-                _store_tile(cx, dtype, accs, na, seg, lambda q: _at(cx, out, b.add(b.mul(
-                    _lin(cx, (img, oh * ow), (y, ow), (x0, 1), q), I64(o)), o0)), False)
+                if job.kh * e_len <= BLOCK_TERMS:
+                    t = _Tile(na, sw * c, seg.vectors, seg.lanes, ((0, job.kh), (0, e_len)),
+                              a_at, b_at, unroll=False)
+                    _store_tile(cx, dtype, _tile_sums(cx, dtype, t), na, seg, out_row, False)
+                    return
+                # long sums: blocks of at most BLOCK_TERMS terms, added up in `out`
+                with cx.loop(0, job.kh, name="ki") as i:
+                    def block(e0: ir.Value, size: int, i: ir.Value = i) -> None:
+                        t = _Tile(na, sw * c, seg.vectors, seg.lanes, ((0, size),),
+                                  lambda ix: a_at([i, b.add(e0, ix[0])]),
+                                  lambda ix: b_at([i, b.add(e0, ix[0])]), unroll=False)
+                        first = b.and_(b.icmp_signed("==", i, I64(0)),
+                                       b.icmp_signed("==", e0, I64(0)))
+                        _store_tile(cx, dtype, _tile_sums(cx, dtype, t), na, seg, out_row,
+                                    b.not_(first))
+                    _over_runs(cx, _tiles(e_len, BLOCK_TERMS), block, name="eb")
             _tile_grid(cx, _tiles(ow, most), segs, tile)
 
 
-def _direct_filter_grad(cx: LoweringContext, dtype, g: Window, o: int, src: _Source,
-                        dy: ir.Value, dw: ir.Value) -> None:
+def _direct_filter_grad(cx: LoweringContext, dtype, g: Window, o: int, job: _Correlation,
+                        x: ir.Value, dy: ir.Value, dw: ir.Value) -> None:
     """dW[i, j, c, :] = sum over pixels of img[y*sh + i, x*sw + j, c] * dY[y, x, :]
     (dilation 1): tiles of filter rows (i, e = j * C + c, contiguous in the image and
     in dW) times a group of output channels, summed over one image's pixels in
     registers and then added to dW (so the long sum over the batch is blocked, as in
-    a GEMM). The group's slice of dY is first packed contiguously: read in place, its
-    rows (O apart) fall into a few L1 sets and evict each other between tiles."""
-    b = cx.b
-    c, wp = src.c, src.wp
+    a GEMM). The group's slice of dY is first packed contiguously when its rows are far
+    apart: read in place, they fall into a few L1 sets and evict each other.
+
+    Threads split the units (channel group, kernel row i), each unit summing over all
+    images in order, so dW does not depend on the thread count; each thread frames
+    the images itself."""
     vectors, most = _tile_shape(dtype, o)
     segs = _segments(o, _lanes(dtype), vectors)
+    units = sum(seg.repeat for seg in segs) * g.kh
+    _zero_output(cx)
+
+    def body(cx_: LoweringContext, ptrs: list[ir.Value], begin: ir.Value, end: ir.Value) -> None:
+        src = _padded_source(cx_, dtype, ptrs[0], job.h, job.w, job.c, job.top, job.left,
+                             job.hp, job.wp)
+        _filter_grad_units(cx_, dtype, g, o, segs, most, src, ptrs[1], ptrs[2], begin, end)
+    _parallel(cx, units, g.pixels * o * g.patch, [x, dy, dw], body, "units")
+
+
+def _filter_grad_units(cx: LoweringContext, dtype, g: Window, o: int, segs: list[_Segment],
+                       most: int, src: _Source, dy: ir.Value, dw: ir.Value, begin: ir.Value,
+                       end: ir.Value) -> None:
+    """The units [begin, end) of `_direct_filter_grad`: unit s * kh + i is kernel row i
+    of the s-th channel group (groups in channel order)."""
+    b = cx.b
+    c, wp = src.c, src.wp
     e_len = g.kw * c
     pixels = g.oh * g.ow
+    pack = _packs_dy(g, o, dtype.np.itemsize)
     width = max(seg.width for seg in segs)
-    pack = o * dtype.np.itemsize >= PACK_STRIDE_BYTES
     packed = cx.alloca(cx.memory(dtype), pixels * width, name="dy.packed") if pack else None
-    _zero_output(cx)
+    first_group = b.udiv(begin, I64(g.kh))
+    last_group = b.udiv(b.add(end, I64(g.kh - 1)), I64(g.kh))
     with cx.loop(0, g.n, name="img") as img:
         base = src.image(img)
-
-        def segment(o0: ir.Value, seg: _Segment) -> None:
-            if packed is not None:
-                with cx.loop(0, pixels, name="px") as px:
-                    row = _at(cx, dy, b.add(b.mul(_lin(cx, (img, pixels), (px, 1)), I64(o)), o0))
-                    cx.memcpy(_at(cx, packed, b.mul(px, I64(seg.width))), row,
-                              seg.width * dtype.np.itemsize)
-                rows, stride = packed, seg.width
-            else:
-                rows, stride = _at(cx, dy, b.add(b.mul(img, I64(pixels * o)), o0)), o
-            with cx.loop(0, g.kh, name="ki") as i:
-                def tile(e0: ir.Value, na: int) -> None:
-                    def a_at(ix: list[ir.Value]) -> ir.Value:  # img[y*sh + i, x*sw, e0]
-                        return _at(cx, base, _lin(cx, (ix[0], g.sh * wp * c), (i, wp * c),
-                                                  (ix[1], g.sw * c), (e0, 1)))
-
-                    def b_at(ix: list[ir.Value]) -> ir.Value:  # dY[img, y, x, o0]
-                        return _at(cx, rows, _lin(cx, (ix[0], g.ow * stride), (ix[1], stride)))
-
-                    t = _Tile(na, 1, seg.vectors, seg.lanes, ((0, g.oh), (0, g.ow)), a_at, b_at)
-                    accs = _tile_sums(cx, dtype, t)
-                    _store_tile(cx, dtype, accs, na, seg, lambda q: _at(cx, dw, b.add(b.mul(
-                        _lin(cx, (i, e_len), (e0, 1), q), I64(o)), o0)), True)
-                _over_runs(cx, _tiles(e_len, most), None, tile, name="et")
+        s0 = 0
         for seg in segs:
-            _over_runs(cx, [(seg.start, seg.repeat, seg.width)], None,
-                       lambda o0, _w, seg=seg: segment(o0, seg), name="oseg")
+            lo = _smax(cx, first_group, I64(s0))
+            hi = _smin(cx, last_group, I64(s0 + seg.repeat))
+            with cx.loop(lo, hi, name="grp") as s:
+                o0 = _lin(cx, (s, seg.width), seg.start - s0 * seg.width)
+                if packed is not None:
+                    with cx.loop(0, pixels, name="px") as px:
+                        row = _at(cx, dy, b.add(b.mul(_lin(cx, (img, pixels), (px, 1)), I64(o)),
+                                                o0))
+                        cx.memcpy(_at(cx, packed, b.mul(px, I64(seg.width))), row,
+                                  seg.width * dtype.np.itemsize)
+                    rows, stride = packed, seg.width
+                else:
+                    rows, stride = _at(cx, dy, b.add(b.mul(img, I64(pixels * o)), o0)), o
+                unit0 = b.mul(s, I64(g.kh))
+                i_lo = _smax(cx, b.sub(begin, unit0), I64(0))
+                i_hi = _smin(cx, b.sub(end, unit0), I64(g.kh))
+                with cx.loop(i_lo, i_hi, name="ki") as i:
+                    def tile(e0: ir.Value, na: int, i=i, rows=rows, stride=stride, o0=o0,
+                             seg=seg) -> None:
+                        def a_at(ix: list[ir.Value]) -> ir.Value:  # img[y*sh + i, x*sw, e0]
+                            return _at(cx, base, _lin(cx, (ix[0], g.sh * wp * c), (i, wp * c),
+                                                      (ix[1], g.sw * c), (e0, 1)))
+
+                        def b_at(ix: list[ir.Value]) -> ir.Value:  # dY[img, y, x, o0]
+                            return _at(cx, rows, _lin(cx, (ix[0], g.ow * stride),
+                                                      (ix[1], stride)))
+
+                        t = _Tile(na, 1, seg.vectors, seg.lanes, ((0, g.oh), (0, g.ow)),
+                                  a_at, b_at)
+                        accs = _tile_sums(cx, dtype, t)
+                        _store_tile(cx, dtype, accs, na, seg, lambda q: _at(cx, dw, b.add(b.mul(
+                            _lin(cx, (i, e_len), (e0, 1), q), I64(o)), o0)), True)
+                    _over_runs(cx, _tiles(e_len, most), tile, name="et")
+            s0 += seg.repeat
 
 
 # ------------------------------------------------------------------ convolutions
 #
-# Which way a convolution goes: 1x1 stride-1 unpadded filters are one GEMM on the
-# tensors as they are; otherwise the direct loop nest where it applies (dilation 1;
-# for the input gradient also stride 1 and padding < the filter size) and its stack
-# frames fit `DIRECT_STACK_BYTES`; otherwise im2col + GEMM in blocks.
+# Which way a convolution goes (`_conv_path`): 1x1 stride-1 unpadded filters are one
+# GEMM on the tensors as they are; otherwise the direct loop nest where it applies
+# (dilation 1; for the input gradient also stride 1, padding smaller than the filter and
+# enough input channels to fill vectors) and its stack buffers fit `DIRECT_STACK_BYTES`;
+# otherwise im2col + GEMM in blocks of rows.
 
 DIRECT = True  # tests switch this off to run the im2col path on the same cases
+# Stack buffers of a direct convolution (per thread): zero-padded image frames, the
+# packed filter, packed dY. Threads started with pthread_create get the default 8 MiB.
 DIRECT_STACK_BYTES = 512 * 1024
-# The filter gradient packs dY's channel groups when dY's rows are this far apart (or
-# more): rows 256 bytes apart map to a quarter of the L1 sets and thrash.
+# Longer direct-convolution sums are cut into blocks of at most this many terms, added
+# up in the output: float32 rounding error then grows with the block length, not with
+# KH*KW*C (a GEMM blocks its k loop the same way). Costs ~4% on the W3 shapes.
+BLOCK_TERMS = 256
+# dY's channel groups are packed for the filter gradient when dY's rows are this far
+# apart (or more): rows 256 bytes apart map to a quarter of the L1 sets and thrash
+# (measured on W3's second convolution: 17.2 ms unpacked, 13.8 ms packed).
 PACK_STRIDE_BYTES = 256
 
 
@@ -735,47 +857,81 @@ def _frame_bytes(g: Window, itemsize: int) -> int:
     return hp * wp * g.c * itemsize if padded else 0
 
 
-def _direct_forward_ok(g: Window, itemsize: int) -> bool:
-    return (DIRECT and g.dh == g.dw == 1
-            and _frame_bytes(g, itemsize) <= DIRECT_STACK_BYTES)
+def _forward_job(g: Window, o: int) -> _Correlation:
+    """The direct correlation computing Conv2D (the window's own geometry)."""
+    hp, wp = _frame(g)
+    return _Correlation(g.n, g.h, g.w, g.c, g.pt, g.pl, hp, wp, g.kh, g.kw, g.sh, g.sw,
+                        g.oh, g.ow, o)
 
 
-def _input_grad_frame(g: Window) -> tuple[int, int, int, int] | None:
-    """(top, left, rows, columns) of the frame holding dY for the stride-1 correlation
-    that gives the input gradient, or None when that does not apply."""
+def _input_grad_job(g: Window, o: int) -> _Correlation | None:
+    """The stride-1 correlation of zero-padded dY with the flipped, transposed filter
+    that gives Conv2DBackpropInput, or None when that does not apply."""
     if not (g.sh == g.sw == g.dh == g.dw == 1):
         return None
     top, left = g.kh - 1 - g.pt, g.kw - 1 - g.pl
     hp, wp = g.h + g.kh - 1, g.w + g.kw - 1
     if top < 0 or left < 0 or top + g.oh > hp or left + g.ow > wp:
         return None
-    return top, left, hp, wp
+    return _Correlation(g.n, g.oh, g.ow, o, top, left, hp, wp, g.kh, g.kw, 1, 1, g.h, g.w, g.c)
 
 
-def _direct_input_grad_ok(g: Window, o: int, itemsize: int) -> bool:
-    frame = _input_grad_frame(g)
-    if not DIRECT or frame is None:
+def _packs_filter(g: Window, o: int, itemsize: int) -> bool:
+    """Whether the direct Conv2D packs its filter (when the stack has room)."""
+    return _frame_bytes(g, itemsize) + g.patch * o * itemsize <= DIRECT_STACK_BYTES
+
+
+def _packs_dy(g: Window, o: int, itemsize: int) -> bool:
+    """Whether the direct filter gradient packs dY (see `PACK_STRIDE_BYTES`)."""
+    width = max(seg.width for seg in _segments(o, VECTOR_BYTES // itemsize, 2))
+    return (o * itemsize >= PACK_STRIDE_BYTES and _frame_bytes(g, itemsize)
+            + g.oh * g.ow * width * itemsize <= DIRECT_STACK_BYTES)
+
+
+def _direct_ok(node: Node, g: Window, o: int, itemsize: int) -> bool:
+    if not DIRECT or g.dh != 1 or g.dw != 1:
         return False
+    if node.op != "Conv2DBackpropInput":
+        return _frame_bytes(g, itemsize) <= DIRECT_STACK_BYTES
+    job = _input_grad_job(g, o)
     # Few input channels (the correlation's outputs) fill vectors poorly, and many
     # output channels make that expensive: im2col + GEMM is faster there (measured:
     # C=1, O=32, 5x5 on 28x28 images, 0.18 ms direct vs 0.035 ms per image).
     lanes = VECTOR_BYTES // itemsize
-    if 2 * g.c < lanes and 2 * o > lanes:
+    if job is None or 2 * g.c < lanes < 2 * o:
         return False
-    stack = (frame[2] * frame[3] * o + g.kh * g.kw * g.c * o) * itemsize
-    return stack <= DIRECT_STACK_BYTES
+    return (job.hp * job.wp * o + g.patch * o) * itemsize <= DIRECT_STACK_BYTES
 
 
-def _forward_source(cx: LoweringContext, dtype, g: Window, x: ir.Value) -> _Source:
-    hp, wp = _frame(g)
-    return _padded_source(cx, dtype, x, g.h, g.w, g.c, g.pt, g.pl, hp, wp)
+def _conv_path(node: Node) -> str | None:
+    """"gemm", "direct" or "im2col" (see above), or None: declined, when only im2col
+    applies and a single patch row exceeds `MAX_PATCH_ROW_BYTES`."""
+    g, o = _conv_window(node)
+    itemsize = node.outputs[0].type.dtype.np.itemsize
+    if g.is_pointwise:
+        return "gemm"
+    if _direct_ok(node, g, o, itemsize):
+        return "direct"
+    return "im2col" if g.patch * itemsize <= MAX_PATCH_ROW_BYTES else None
+
+
+def _conv_supported(node: Node) -> bool:
+    return _floats_only(node) and _conv_path(node) is not None
+
+
+def _conv_start(cx: LoweringContext) -> tuple[Window, int, str]:
+    """(window, output channels, path) of the node; its stack frame stays its own (the
+    buffers are big: inlined into a step function, several would add up)."""
+    cx.fn.attributes.add("noinline")
+    g, o = _conv_window(cx.node)
+    return g, o, _conv_path(cx.node)
 
 
 @lowering("Conv2D", supports=_conv_supported)
 def _conv2d(cx: LoweringContext) -> None:
     """out[P, O] = patches[P, KH*KW*C] @ W[KH*KW*C, O]: a direct loop nest, or im2col
     (a block of rows at a time) + GEMM."""
-    g, o = _conv_window(cx.node)
+    g, o, path = _conv_start(cx)
     dtype = cx.out_types[0].dtype
     x, w, out = cx.input(0), cx.input(1), cx.output(0)
     if g.pixels * o == 0:
@@ -783,16 +939,14 @@ def _conv2d(cx: LoweringContext) -> None:
         return
     if g.patch == 0:
         _zero_output(cx)
-    elif g.is_pointwise:
+    elif path == "gemm":
         cx.gemm(dtype, False, False, g.pixels, o, g.c, 1.0, x, g.c, w, o, 0.0, out, o)
-    elif _direct_forward_ok(g, dtype.np.itemsize):
-        src = _forward_source(cx, dtype, g, x)
+    elif path == "direct":
         filt = _Filter(w, g.patch, o, False)
-        if _frame_bytes(g, dtype.np.itemsize) + g.patch * o * dtype.np.itemsize \
-                <= DIRECT_STACK_BYTES:
+        if _packs_filter(g, o, dtype.np.itemsize):
             filt = _pack_filter(cx, dtype, g.patch, o, _forward_segments(dtype, o)[0],
                                 lambda k, ch: _at(cx, w, _lin(cx, (k, o), (ch, 1))))
-        _direct_forward(cx, dtype, g.n, src, filt, g.kh, g.kw, g.sh, g.sw, g.oh, g.ow, out)
+        _run_correlation(cx, dtype, _forward_job(g, o), x, filt, out)
     else:
         def block(buf: ir.Value, p0: ir.Value, rows: ir.Value) -> None:
             _patch_rows(cx, g, x, buf, p0, rows, scatter=False)
@@ -806,7 +960,7 @@ def _conv2d(cx: LoweringContext) -> None:
 def _conv2d_backprop_filter(cx: LoweringContext) -> None:
     """dW[KH*KW*C, O] = patches^T @ dY: a direct loop nest, or the sum over blocks of
     im2col rows of patches^T @ dY[block]."""
-    g, o = _conv_window(cx.node)
+    g, o, path = _conv_start(cx)
     dtype = cx.out_types[0].dtype
     x, dy, dw = cx.input(0), cx.input(1), cx.output(0)
     if g.patch * o == 0:
@@ -814,10 +968,10 @@ def _conv2d_backprop_filter(cx: LoweringContext) -> None:
         return
     if g.pixels == 0:
         _zero_output(cx)
-    elif g.is_pointwise:
+    elif path == "gemm":
         cx.gemm(dtype, True, False, g.c, o, g.pixels, 1.0, x, g.c, dy, o, 0.0, dw, o)
-    elif _direct_forward_ok(g, dtype.np.itemsize):
-        _direct_filter_grad(cx, dtype, g, o, _forward_source(cx, dtype, g, x), dy, dw)
+    elif path == "direct":
+        _direct_filter_grad(cx, dtype, g, o, _forward_job(g, o), x, dy, dw)
     else:
         _zero_output(cx)
 
@@ -835,48 +989,65 @@ def _conv2d_backprop_input(cx: LoweringContext) -> None:
     filter (a direct loop nest); otherwise col2im(dY @ W^T), each block of patch
     gradients scattered (added) into the zeroed input gradient. The optional
     input_like operand is not read."""
-    g, o = _conv_window(cx.node)
+    g, o, path = _conv_start(cx)
     dtype = cx.out_types[0].dtype
     w, dy, dx = cx.input(0), cx.input(1), cx.output(0)
+    b = cx.b
     if g.n * g.h * g.w * g.c == 0:
         cx.ret_ok()
         return
     if g.pixels * o == 0:
         _zero_output(cx)
-    elif g.is_pointwise:
+    elif path == "gemm":
         cx.gemm(dtype, False, True, g.pixels, g.c, o, 1.0, dy, o, w, o, 0.0, dx, g.c)
-    elif _direct_input_grad_ok(g, o, dtype.np.itemsize):
-        top, left, hp, wp = _input_grad_frame(g)
-        src = _padded_source(cx, dtype, dy, g.oh, g.ow, o, top, left, hp, wp)
+    elif path == "direct":
         taps = g.kh * g.kw
-        b = cx.b
 
         def flipped(k: ir.Value, ch: ir.Value) -> ir.Value:
             # row k = (tap, o) of the flipped, transposed filter: w[taps - 1 - tap, ch, o]
             tap, oo = b.udiv(k, I64(o)), b.urem(k, I64(o))
             return _at(cx, w, _lin(cx, (b.sub(I64(taps - 1), tap), g.c * o), (ch, o), (oo, 1)))
         filt = _pack_filter(cx, dtype, taps * o, g.c, _forward_segments(dtype, g.c)[0], flipped)
-        _direct_forward(cx, dtype, g.n, src, filt, g.kh, g.kw, 1, 1, g.h, g.w, dx)
+        _run_correlation(cx, dtype, _input_grad_job(g, o), dy, filt, dx)
     else:
         _zero_output(cx)
 
         def block(buf: ir.Value, p0: ir.Value, rows: ir.Value) -> None:
             cx.gemm(dtype, False, True, rows, g.patch, o, 1.0,
-                    _at(cx, dy, cx.b.mul(p0, I64(o))), o, w, o, 0.0, buf, g.patch)
+                    _at(cx, dy, b.mul(p0, I64(o))), o, w, o, 0.0, buf, g.patch)
             _patch_rows(cx, g, dx, buf, p0, rows, scatter=True)
         _blocks(cx, g, block)
     cx.ret_ok()
 
 
 # ------------------------------------------------------------------------ pooling
+#
+# Loop nests over (image, output row, output column) with the window's taps clipped to
+# the input; per window, the channels go in groups of a few explicit vectors that stay
+# in registers across the taps (a plain channel loop would be versioned by the
+# vectorizer with run-time alias checks on every window, which cost more than the
+# work on 32 channels).
+
+POOL_VECTORS = 4       # vectors per channel group: MaxPool, AvgPool, AvgPoolGrad
+POOL_GRAD_VECTORS = 2  # MaxPoolGrad keeps the max, the mask and the gradient live
+
+
+def _tiles_input(g: Window) -> bool:
+    """Whether the windows partition the input (no overlap, no padding, nothing left
+    out): each input element then gets exactly one window's gradient, which can be
+    stored rather than added to a zeroed output."""
+    return (g.kh == g.sh and g.kw == g.sw and g.pt == g.pl == 0
+            and g.oh * g.sh == g.h and g.ow * g.sw == g.w)
+
 
 def _windows(cx: LoweringContext, g: Window,
              body: Callable[[ir.Value, ir.Value, ir.Value, ir.Value, ir.Value, ir.Value,
-                             ir.Value, ir.Value], None]) -> None:
-    """Loop over output pixels: ``body(n, opix, ih0, iw0, i_lo, i_hi, j_lo, j_hi)`` with
+                             ir.Value, ir.Value], None], begin: ir.Value, end: ir.Value) -> None:
+    """Loop over the output pixels of images [begin, end):
+    ``body(n, opix, ih0, iw0, i_lo, i_hi, j_lo, j_hi)`` with
     `opix` the flat output pixel, (ih0, iw0) the window's top-left input position and
     [i_lo, i_hi) x [j_lo, j_hi) the taps that fall inside the input."""
-    with cx.loop(0, g.n, name="n") as n:
+    with cx.loop(begin, end, name="n") as n:
         with cx.loop(0, g.oh, name="oh") as oh:
             ih0 = _lin(cx, (oh, g.sh), -g.pt)
             i_lo, i_hi = _clip_taps(cx, ih0, g.kh, g.h)
@@ -887,16 +1058,90 @@ def _windows(cx: LoweringContext, g: Window,
                 body(n, opix, ih0, iw0, i_lo, i_hi, j_lo, j_hi)
 
 
-def _taps(cx: LoweringContext, g: Window, n: ir.Value, ih0: ir.Value, iw0: ir.Value,
-          i_lo: ir.Value, i_hi: ir.Value, j_lo: ir.Value, j_hi: ir.Value,
-          body: Callable[[ir.Value], None]) -> None:
-    """``body(ipix)`` for each in-input tap of a window, row-major; `ipix` is the flat
-    input pixel (n, ih, iw)."""
+@dataclass(frozen=True)
+class _PoolWindow:
+    """One window as the pooling emitters see it (see `_windows`)."""
+
+    n: ir.Value
+    opix: ir.Value
+    ih0: ir.Value
+    iw0: ir.Value
+    i_lo: ir.Value
+    i_hi: ir.Value
+    j_lo: ir.Value
+    j_hi: ir.Value
+
+
+GroupBody = Callable[[LoweringContext, list[ir.Value], _PoolWindow, ir.Value, _Segment], None]
+
+
+def _pool_groups(cx: LoweringContext, g: Window, dtype, vectors: int, ptrs: list[ir.Value],
+                 body: GroupBody) -> None:
+    """``body(cx_, ptrs_, window, c0, group)`` for every window and channel group
+    (windows outer, so a window's taps are read once for all its channels), split by
+    images over threads when there is enough to do; `cx_` and `ptrs_` are the context
+    and the `ptrs` to use (a thread's chunk function has its own)."""
+    segs = _segments(g.c, _lanes(dtype), vectors)
+
+    def images(cx_: LoweringContext, ptrs_: list[ir.Value], begin: ir.Value,
+               end: ir.Value) -> None:
+        def win(*args: ir.Value) -> None:
+            w = _PoolWindow(*args)
+            _over_segments(cx_, segs, lambda c0, seg: body(cx_, ptrs_, w, c0, seg), name="cg")
+        _windows(cx_, g, win, begin, end)
+    touched = (g.n * g.h * g.w + g.pixels) * g.c
+    _parallel(cx, g.n, touched, ptrs, images, "images", parallel.MIN_FUSED_ELEMENTS)
+
+
+def _fold_taps(cx: LoweringContext, g: Window, w: _PoolWindow, init: list[ir.Value],
+               step: Callable[[ir.Value, list[ir.Value]], list[ir.Value]]) -> list[ir.Value]:
+    """Fold ``vals = step(ipix, vals)`` over the window's in-input taps, row-major;
+    `ipix` is the flat input pixel (n, ih, iw)."""
     b = cx.b
-    with cx.loop(i_lo, i_hi, name="ti") as i:
-        row = _lin(cx, (n, g.h), (b.add(ih0, i), 1))
-        with cx.loop(j_lo, j_hi, name="tj") as j:
-            body(b.add(b.mul(row, I64(g.w)), b.add(iw0, j)))
+
+    def row(i: ir.Value, vals: list[ir.Value]) -> list[ir.Value]:
+        base = b.mul(_lin(cx, (w.n, g.h), (b.add(w.ih0, i), 1)), I64(g.w))
+        return _carried_loop(cx, w.j_lo, w.j_hi, vals,
+                             lambda j, v: step(b.add(base, b.add(w.iw0, j)), v), name="tj")
+    return _carried_loop(cx, w.i_lo, w.i_hi, init, row, name="ti")
+
+
+def _group_ptrs(cx: LoweringContext, base: ir.Value, pix: ir.Value, c: int, c0: ir.Value,
+                seg: _Segment) -> list[ir.Value]:
+    """Element pointers of the group's vectors at pixel `pix` of an [.., c] tensor."""
+    row = _at(cx, base, cx.b.add(cx.b.mul(pix, I64(c)), c0))
+    return [_at(cx, row, I64(t * seg.lanes)) for t in range(seg.vectors)]
+
+
+def _splat_const(dtype, lanes: int, value: float) -> ir.Constant:
+    vt = _vector_type(dtype, lanes)
+    if isinstance(vt, ir.VectorType):
+        return ir.Constant(vt, [ir.Constant(vt.element, value)] * lanes)
+    return ir.Constant(vt, value)
+
+
+def _window_count(cx: LoweringContext, dtype, w: _PoolWindow, lanes: int) -> ir.Value:
+    """How many real elements the window covers (the AvgPool divisor), splat."""
+    b = cx.b
+    cnt = b.mul(b.sub(w.i_hi, w.i_lo), b.sub(w.j_hi, w.j_lo))
+    return _splat(cx, b.sitofp(cnt, cx.scalar(dtype)), _vector_type(dtype, lanes))
+
+
+def _window_max(cx: LoweringContext, g: Window, dtype, x: ir.Value, w: _PoolWindow,
+                c0: ir.Value, seg: _Segment) -> list[ir.Value]:
+    """The group's max over the window's taps: a NaN wins (and stays), as in np.max;
+    -inf for a window without real taps (padding is -inf in the reference)."""
+    b = cx.b
+    size = dtype.np.itemsize
+    vt = _vector_type(dtype, seg.lanes)
+
+    def step(ipix: ir.Value, best: list[ir.Value]) -> list[ir.Value]:
+        out = []
+        for p, m in zip(_group_ptrs(cx, x, ipix, g.c, c0, seg), best):
+            v = _vload(cx, p, vt, size)
+            out.append(b.select(b.or_(b.fcmp_ordered(">", v, m), _nan(cx, v)), v, m))
+        return out
+    return _fold_taps(cx, g, w, [_splat_const(dtype, seg.lanes, -np.inf)] * seg.vectors, step)
 
 
 @lowering("MaxPool", supports=_floats_only)
@@ -904,92 +1149,73 @@ def _max_pool(cx: LoweringContext) -> None:
     """The max over each window's in-input taps (padding never wins); NaN propagates."""
     g = _pool_window(cx.node)
     dtype = cx.out_types[0].dtype
-    x, out = cx.input(0), cx.output(0)
-    b = cx.b
-    if g.pixels * g.c == 0:
-        cx.ret_ok()
-        return
 
-    def chans(c0: ir.Value, width: int) -> None:
-        def win(n, opix, ih0, iw0, i_lo, i_hi, j_lo, j_hi) -> None:
-            orow = _at(cx, out, b.add(b.mul(opix, I64(g.c)), c0))
-            with cx.loop(0, width, name="c") as c:
-                b.store(cx.const(dtype, -np.inf), _at(cx, orow, c))
-
-            def tap(ipix: ir.Value) -> None:
-                xrow = _at(cx, x, b.add(b.mul(ipix, I64(g.c)), c0))
-                with cx.loop(0, width, name="c") as c:
-                    v, m = b.load(_at(cx, xrow, c)), b.load(_at(cx, orow, c))
-                    take = b.or_(b.fcmp_ordered(">", v, m), _nan(cx, v))
-                    b.store(b.select(take, v, m), _at(cx, orow, c))
-            _taps(cx, g, n, ih0, iw0, i_lo, i_hi, j_lo, j_hi, tap)
-        _windows(cx, g, win)
-    _channel_blocks(cx, g.c, chans)
+    def group(k: LoweringContext, ptrs: list[ir.Value], w: _PoolWindow, c0: ir.Value,
+              seg: _Segment) -> None:
+        x, out = ptrs
+        best = _window_max(k, g, dtype, x, w, c0, seg)
+        for v, p in zip(best, _group_ptrs(k, out, w.opix, g.c, c0, seg)):
+            _vstore(k, v, p, dtype.np.itemsize)
+    if g.pixels * g.c:
+        _pool_groups(cx, g, dtype, POOL_VECTORS, [cx.input(0), cx.output(0)], group)
     cx.ret_ok()
 
 
-@lowering("MaxPoolGrad", supports=_max_pool_grad_supported)
+@lowering("MaxPoolGrad", supports=_floats_only)
 def _max_pool_grad(cx: LoweringContext) -> None:
-    """Each window's gradient goes to the element np.argmax picks on the padded window
-    (see the module docstring); the max is recomputed from orig_input, which is what
-    the reference does (orig_output is not read)."""
+    """Each window's gradient goes to the element np.argmax picks on the -inf padded
+    window: the first tap (row-major) equal to the window's max, or the first NaN; when
+    the max is -inf and the window starts in padding, a padded element (the gradient is
+    dropped). The max is recomputed from orig_input, as the reference does (orig_output
+    is not read). Two passes per window: the max, then the routing."""
     g = _pool_window(cx.node)
     dtype = cx.out_types[0].dtype
-    x, dy, dx = cx.input(0), cx.input(2), cx.output(0)
-    b = cx.b
+    size = dtype.np.itemsize
     if g.n * g.h * g.w * g.c == 0:
         cx.ret_ok()
         return
-    _zero_output(cx)
-    if g.pixels == 0:
-        cx.ret_ok()
-        return
-    width0 = min(g.c, CHANNEL_BLOCK)
-    best = cx.alloca(cx.memory(dtype), width0, name="best")
-    where = cx.alloca(I32, width0, name="argmax")
-    t = cx.scalar(dtype)
+    partition = _tiles_input(g)
+    if not partition:
+        _zero_output(cx)
 
-    def chans(c0: ir.Value, width: int) -> None:
-        def win(n, opix, ih0, iw0, i_lo, i_hi, j_lo, j_hi) -> None:
-            # argmax of an all -inf window is its first tap: a real pixel or padding (-1)
-            first_real = b.and_(b.icmp_signed(">=", ih0, I64(0)),
-                                b.icmp_signed(">=", iw0, I64(0)))
-            first = b.select(first_real, b.trunc(_lin(cx, (ih0, g.w), (iw0, 1)), I32), I32(-1))
-            with cx.loop(0, width, name="c") as c:
-                b.store(cx.const(dtype, -np.inf), _at(cx, best, c))
-                b.store(first, _at(cx, where, c))
+    def group(k: LoweringContext, ptrs: list[ir.Value], w: _PoolWindow, c0: ir.Value,
+              seg: _Segment) -> None:
+        x, dy, dx = ptrs
+        b = k.b
+        vt = _vector_type(dtype, seg.lanes)
+        best = _window_max(k, g, dtype, x, w, c0, seg)
+        grads = [_vload(k, p, vt, size) for p in _group_ptrs(k, dy, w.opix, g.c, c0, seg)]
+        zero = _splat_const(dtype, seg.lanes, 0.0)
+        starts_padded = b.or_(b.icmp_signed(">", w.i_lo, I64(0)),
+                              b.icmp_signed(">", w.j_lo, I64(0)))
+        lowest = _splat_const(dtype, seg.lanes, -np.inf)
+        # `taken`: a lane's gradient has gone (or, to padding, will never go) somewhere
+        taken0 = []
+        for m in best:
+            at_lowest = b.fcmp_ordered("==", m, lowest)
+            taken0.append(b.and_(at_lowest, _splat(k, starts_padded, at_lowest.type)))
+        every = ir.Constant(taken0[0].type, [ir.Constant(I1, 1)] * seg.lanes) \
+            if seg.lanes > 1 else ir.Constant(I1, 1)
 
-            def tap(ipix: ir.Value) -> None:
-                xrow = _at(cx, x, b.add(b.mul(ipix, I64(g.c)), c0))
-                pix = b.trunc(b.sub(ipix, b.mul(n, I64(g.h * g.w))), I32)
-                with cx.loop(0, width, name="c") as c:
-                    v, m = b.load(_at(cx, xrow, c)), b.load(_at(cx, best, c))
-                    nan_first = b.and_(_nan(cx, v), b.fcmp_ordered("ord", m, m))
-                    take = b.or_(b.fcmp_ordered(">", v, m), nan_first)
-                    b.store(b.select(take, v, m), _at(cx, best, c))
-                    p = _at(cx, where, c)
-                    b.store(b.select(take, pix, b.load(p)), p)
-            _taps(cx, g, n, ih0, iw0, i_lo, i_hi, j_lo, j_hi, tap)
-            grow = _at(cx, dy, b.add(b.mul(opix, I64(g.c)), c0))
-            image = _at(cx, dx, b.add(b.mul(n, I64(g.h * g.w * g.c)), c0))
-            with cx.loop(0, width, name="c") as c:
-                k = b.load(_at(cx, where, c))
-                ok = b.icmp_signed(">=", k, I32(0))
-                # branch-free: a gradient routed to padding adds 0 to pixel 0 instead
-                d = _at(cx, image, b.add(b.mul(b.sext(b.select(ok, k, I32(0)), I64), I64(g.c)),
-                                         c))
-                add = b.select(ok, b.load(_at(cx, grow, c)), ir.Constant(t, 0.0))
-                b.store(b.fadd(b.load(d), add), d)
-        _windows(cx, g, win)
-    _channel_blocks(cx, g.c, chans)
+        def step(ipix: ir.Value, taken: list[ir.Value]) -> list[ir.Value]:
+            out = []
+            for p, d, m, gv, t in zip(_group_ptrs(k, x, ipix, g.c, c0, seg),
+                                      _group_ptrs(k, dx, ipix, g.c, c0, seg),
+                                      best, grads, taken):
+                v = _vload(k, p, vt, size)
+                hit = b.or_(b.fcmp_ordered("==", v, m), b.and_(_nan(k, v), _nan(k, m)))
+                hit = b.and_(hit, b.xor(t, every))
+                routed = b.select(hit, gv, zero)
+                if not partition:
+                    routed = b.fadd(_vload(k, d, vt, size), routed)
+                _vstore(k, routed, d, size)
+                out.append(b.or_(t, hit))
+            return out
+        _fold_taps(k, g, w, taken0, step)
+    if g.pixels:
+        _pool_groups(cx, g, dtype, POOL_GRAD_VECTORS, [cx.input(0), cx.input(2), cx.output(0)],
+                     group)
     cx.ret_ok()
-
-
-def _window_count(cx: LoweringContext, dtype, i_lo, i_hi, j_lo, j_hi) -> ir.Value:
-    """How many real elements a window covers, as a float (the AvgPool divisor)."""
-    b = cx.b
-    cnt = b.mul(b.sub(i_hi, i_lo), b.sub(j_hi, j_lo))
-    return b.sitofp(cnt, cx.scalar(dtype))
 
 
 @lowering("AvgPool", supports=_floats_only)
@@ -997,30 +1223,22 @@ def _avg_pool(cx: LoweringContext) -> None:
     """The mean of each window's in-input taps (SAME padding is not counted)."""
     g = _pool_window(cx.node)
     dtype = cx.out_types[0].dtype
-    x, out = cx.input(0), cx.output(0)
-    b = cx.b
-    if g.pixels * g.c == 0:
-        cx.ret_ok()
-        return
+    size = dtype.np.itemsize
 
-    def chans(c0: ir.Value, width: int) -> None:
-        def win(n, opix, ih0, iw0, i_lo, i_hi, j_lo, j_hi) -> None:
-            orow = _at(cx, out, b.add(b.mul(opix, I64(g.c)), c0))
-            with cx.loop(0, width, name="c") as c:
-                b.store(cx.const(dtype, 0.0), _at(cx, orow, c))
+    def group(k: LoweringContext, ptrs: list[ir.Value], w: _PoolWindow, c0: ir.Value,
+              seg: _Segment) -> None:
+        x, out = ptrs
+        vt = _vector_type(dtype, seg.lanes)
 
-            def tap(ipix: ir.Value) -> None:
-                xrow = _at(cx, x, b.add(b.mul(ipix, I64(g.c)), c0))
-                with cx.loop(0, width, name="c") as c:
-                    d = _at(cx, orow, c)
-                    b.store(b.fadd(b.load(d), b.load(_at(cx, xrow, c))), d)
-            _taps(cx, g, n, ih0, iw0, i_lo, i_hi, j_lo, j_hi, tap)
-            cnt = _window_count(cx, dtype, i_lo, i_hi, j_lo, j_hi)
-            with cx.loop(0, width, name="c") as c:
-                d = _at(cx, orow, c)
-                b.store(b.fdiv(b.load(d), cnt), d)
-        _windows(cx, g, win)
-    _channel_blocks(cx, g.c, chans)
+        def step(ipix: ir.Value, sums: list[ir.Value]) -> list[ir.Value]:
+            return [k.b.fadd(acc, _vload(k, p, vt, size))
+                    for p, acc in zip(_group_ptrs(k, x, ipix, g.c, c0, seg), sums)]
+        sums = _fold_taps(k, g, w, [_splat_const(dtype, seg.lanes, 0.0)] * seg.vectors, step)
+        cnt = _window_count(k, dtype, w, seg.lanes)
+        for v, p in zip(sums, _group_ptrs(k, out, w.opix, g.c, c0, seg)):
+            _vstore(k, k.b.fdiv(v, cnt), p, size)
+    if g.pixels * g.c:
+        _pool_groups(cx, g, dtype, POOL_VECTORS, [cx.input(0), cx.output(0)], group)
     cx.ret_ok()
 
 
@@ -1030,32 +1248,31 @@ def _avg_pool_grad(cx: LoweringContext) -> None:
     in-input taps; the optional input_like operand is not read."""
     g = _pool_window(cx.node)
     dtype = cx.out_types[0].dtype
-    dy, dx = cx.input(0), cx.output(0)
-    b = cx.b
+    size = dtype.np.itemsize
     if g.n * g.h * g.w * g.c == 0:
         cx.ret_ok()
         return
-    _zero_output(cx)
-    if g.pixels == 0:
-        cx.ret_ok()
-        return
-    share = cx.alloca(cx.memory(dtype), min(g.c, CHANNEL_BLOCK), name="share")
+    partition = _tiles_input(g)
+    if not partition:
+        _zero_output(cx)
 
-    def chans(c0: ir.Value, width: int) -> None:
-        def win(n, opix, ih0, iw0, i_lo, i_hi, j_lo, j_hi) -> None:
-            grow = _at(cx, dy, b.add(b.mul(opix, I64(g.c)), c0))
-            cnt = _window_count(cx, dtype, i_lo, i_hi, j_lo, j_hi)
-            with cx.loop(0, width, name="c") as c:
-                b.store(b.fdiv(b.load(_at(cx, grow, c)), cnt), _at(cx, share, c))
+    def group(k: LoweringContext, ptrs: list[ir.Value], w: _PoolWindow, c0: ir.Value,
+              seg: _Segment) -> None:
+        dy, dx = ptrs
+        b = k.b
+        vt = _vector_type(dtype, seg.lanes)
+        cnt = _window_count(k, dtype, w, seg.lanes)
+        shares = [b.fdiv(_vload(k, p, vt, size), cnt)
+                  for p in _group_ptrs(k, dy, w.opix, g.c, c0, seg)]
 
-            def tap(ipix: ir.Value) -> None:
-                drow = _at(cx, dx, b.add(b.mul(ipix, I64(g.c)), c0))
-                with cx.loop(0, width, name="c") as c:
-                    d = _at(cx, drow, c)
-                    b.store(b.fadd(b.load(d), b.load(_at(cx, share, c))), d)
-            _taps(cx, g, n, ih0, iw0, i_lo, i_hi, j_lo, j_hi, tap)
-        _windows(cx, g, win)
-    _channel_blocks(cx, g.c, chans)
+        def step(ipix: ir.Value, vals: list[ir.Value]) -> list[ir.Value]:
+            for p, share in zip(_group_ptrs(k, dx, ipix, g.c, c0, seg), shares):
+                _vstore(k, share if partition else b.fadd(_vload(k, p, vt, size), share),
+                        p, size)
+            return vals
+        _fold_taps(k, g, w, [], step)
+    if g.pixels:
+        _pool_groups(cx, g, dtype, POOL_VECTORS, [cx.input(0), cx.output(0)], group)
     cx.ret_ok()
 
 
@@ -1063,19 +1280,29 @@ def _avg_pool_grad(cx: LoweringContext) -> None:
 
 @lowering("BiasAdd", supports=_floats_only)
 def _bias_add(cx: LoweringContext) -> None:
-    """value + bias along the last axis: rows outer, channels inner."""
+    """value + bias along the last axis: rows outer (split over threads when large),
+    channels in groups of explicit vectors (no per-row alias checks)."""
     shape = cx.out_types[0].shape
+    dtype = cx.out_types[0].dtype
     c = int(shape[-1])
     rows = int(np.prod(shape[:-1], dtype=np.int64))
-    v, bias, out = cx.input(0), cx.input(1), cx.output(0)
-    b = cx.b
+    size = dtype.np.itemsize
+    segs = _segments(c, _lanes(dtype), 2 * POOL_VECTORS)
+
+    def body(k: LoweringContext, ptrs: list[ir.Value], begin: ir.Value, end: ir.Value) -> None:
+        v, bias, out = ptrs
+        with k.loop(begin, end, name="row") as r:
+            def group(c0: ir.Value, seg: _Segment) -> None:
+                vt = _vector_type(dtype, seg.lanes)
+                for vp, bp, op in zip(_group_ptrs(k, v, r, c, c0, seg),
+                                      _group_ptrs(k, bias, I64(0), c, c0, seg),
+                                      _group_ptrs(k, out, r, c, c0, seg)):
+                    _vstore(k, k.b.fadd(_vload(k, vp, vt, size), _vload(k, bp, vt, size)),
+                            op, size)
+            _over_segments(k, segs, group, name="cg")
     if rows * c:
-        with cx.loop(0, rows, name="row") as r:
-            base = b.mul(r, I64(c))
-            vr, orow = _at(cx, v, base), _at(cx, out, base)
-            with cx.loop(0, c, name="c") as j:
-                b.store(b.fadd(b.load(_at(cx, vr, j)), b.load(_at(cx, bias, j))),
-                        _at(cx, orow, j))
+        _parallel(cx, rows, 2 * rows * c, [cx.input(0), cx.input(1), cx.output(0)], body,
+                  "rows", parallel.MIN_FUSED_ELEMENTS)
     cx.ret_ok()
 
 
