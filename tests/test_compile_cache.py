@@ -370,9 +370,7 @@ def test_keyed_modules_skip_generating_ir_when_cached(cache):
     assert len(built) == 1
     out = ctypes.c_int32(0)
     assert FnType(module.address(name))(1.0, ctypes.byref(out)) == expected(name)[0]
-    with jit.LLVM_LOCK:  # forget it in memory: the next lookup goes to disk
-        for k in [k for k in jit._CACHE if key in k[1]]:
-            del jit._CACHE[k]
+    jit.clear_cache()  # forget it in memory: the next lookup goes to disk
     before = stats()
     module = jit.compile_keyed(key, build, [name])
     assert len(built) == 1, "a disk hit must not build the IR"

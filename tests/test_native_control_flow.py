@@ -107,3 +107,29 @@ def test_an_error_inside_a_native_loop_names_the_op():
     np.testing.assert_allclose(cpu(x, np.array([0], np.int32)), x.sum(0, keepdims=True))
     with pytest.raises(InvalidArgumentError, match=r"(?i)gather"):
         cpu(x, np.array([2], np.int32))
+
+
+def test_errors_in_loops_name_the_op_when_the_step_comes_from_a_cache():
+    def f(x, idx):
+        def body(i, a):
+            return i + 1, a + tw.gather(x, idx + i)
+        return tw.while_loop(lambda i, a: i < 4, body, (tw.constant(0), tw.zeros([1, 2])))[1]
+
+    x = np.arange(8, dtype=np.float32).reshape(4, 2)
+    for _ in range(2):  # the second function's step is a cache hit (same graph)
+        with pytest.raises(InvalidArgumentError, match=r"(?i)gather"):
+            tw.compile(f, target="cpu")(x, np.array([2], np.int32))
+
+
+def test_a_native_loop_with_a_deadline_runs_where_the_deadline_is_enforced():
+    f = tw.compile(lambda x: tw.while_loop(lambda i: i >= 0.0, lambda i: (i + 1.0,), (x,)),
+                   target="cpu", timeout=0.5)
+    with pytest.raises(tw.errors.DeadlineExceededError):
+        f(np.float32(0.0))
+
+
+def test_numpy_scalars_reach_native_steps_safely():
+    f = tw.compile(lambda x: x * 2.0 + 1.0, target="cpu")
+    exe = f.get_concrete_function(np.float32(1)).executable
+    for _ in range(3):
+        assert exe(np.float32(3.0))[0] == 7.0

@@ -28,8 +28,8 @@ from .context import GraphBuilder, building, current_builder
 from .tensor import EagerTensor, Tensor
 from .variables import Variable
 
-# The target of `tw.compile` and `Session` when none is named: native code. The
-# environment variable TW_DEFAULT_TARGET changes it (``reference``: the NumPy oracle).
+# The target of `tw.compile` and `Session` when none is named; the environment variable
+# TW_DEFAULT_TARGET changes it (``cpu``: native code, ``reference``: the NumPy oracle).
 DEFAULT_TARGET = os.environ.get("TW_DEFAULT_TARGET") or "reference"
 
 

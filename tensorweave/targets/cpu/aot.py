@@ -175,6 +175,8 @@ def _header(plan: StepPlan, name: str, source: str) -> str:
              " * The library needs only libc and libm (no BLAS, no OpenMP, no Python):",
              f" *   cc main.c -I DIR -L DIR -l{name} -lm -Wl,-rpath,DIR",
              " * Each call allocates its own scratch memory, so calls may run concurrently.",
+             " * Result buffers must not overlap argument buffers (results are written as",
+             " * the arguments are still being read).",
              " * Variables the function read were frozen into the library when it was built.",
              " */", "",
              f"#define {name.upper()}_NUM_ARGS {len(g.args)}",

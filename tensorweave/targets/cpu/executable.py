@@ -54,6 +54,18 @@ MAX_SHAPES = 64  # argument-shape tuples remembered per executable
 _MAY_CALL_BLAS = frozenset({"MatMul", "Conv2D", "Conv2DBackpropInput", "Conv2DBackpropFilter"})
 
 
+def _blas_key(plan: StepPlan) -> str:
+    """What the GEMM code generated for `plan` depends on besides the graph: where this
+    process's BLAS may split products (probed) and its thread setting."""
+    if not any(n.op in _MAY_CALL_BLAS for n in _all_nodes(plan)):
+        return "no-blas"
+    import os
+
+    from .lowering import blas_row_align
+    return (f"blas_align={blas_row_align('f32')},{blas_row_align('f64')} "
+            f"blas_threads={os.environ.get('TW_BLAS_THREADS', '')}")
+
+
 def _all_nodes(plan: StepPlan) -> list[Any]:
     """The nodes of a plan and of its regions' plans."""
     out = [a.node for a in plan.actions if a.node is not None]
@@ -93,8 +105,8 @@ class NativeStep:
             register_blas()
         from ...compiler.printer import print_graph
         from .parallel import num_threads
-        key = (f"step objects data_offset={_data_offset()} threads={num_threads()}\n"
-               + print_graph(plan.graph))
+        key = (f"step objects data_offset={_data_offset()} threads={num_threads()} "
+               f"{_blas_key(plan)}\n" + print_graph(plan.graph))
         self._compiled = jit.compile_keyed(
             key, lambda: str(emit_step(plan, data_offset=_data_offset())),
             [OBJECTS_STEP_NAME], loop_vectorize=True)
@@ -113,6 +125,7 @@ class NativeStep:
         self._spares: list[list[np.ndarray]] = []  # result sets of finished calls
         self._state = _CallState()
         self._callback = CallbackFn(self._run_callback)
+        self.has_loops = any(n.op == "While" for n in _all_nodes(plan))
         self._callback_kernels: dict[int, Any] = {}
         if plan.callback_nodes:
             from ..reference.executor import PreparedKernel
@@ -166,7 +179,8 @@ class NativeStep:
         """Run the step on `arrays` (one per graph argument); returns fresh results."""
         args = []
         for a, (dt, shape) in zip(arrays, self._arg_specs):
-            if a.dtype != dt or a.shape != shape:
+            # (exactly arrays: the entry point reads the data pointer of an ndarray object)
+            if type(a) is not np.ndarray or a.dtype != dt or a.shape != shape:
                 raise _Unplanned
             args.append(a if a.flags.c_contiguous else np.ascontiguousarray(a))
         states = self._var_states if self._var_states is not None else self._variables()
@@ -186,9 +200,10 @@ class NativeStep:
             objects = self._objects(*map(id, args), *map(id, results), *map(id, buffers),
                                     id(ws))
             status = self._fn(objects, self._consts, self._callback)
+            position = int(ws[:4].view(np.int32)[0]) if status else -1
             self._workspaces.append(ws)
             if status:
-                self._raise(status, int(ws[:4].view(np.int32)[0]))
+                self._raise(status, position)
             for k in fresh:
                 states[k].value = buffers[k]
         finally:
@@ -302,8 +317,10 @@ class CpuExecutable:
             self.native_reason = str(e)
             _log.debug("cpu: %s runs on the dataflow executor: %s", self.graph.name, e)
             return None
-        except TensorWeaveError:
+        except TensorWeaveError as e:
             # e.g. shapes that do not fit: the dataflow path reports it properly
+            self.native_reason = f"{type(e).__name__}: {e}"
+            _log.debug("cpu: %s runs on the dataflow executor: %s", self.graph.name, e)
             return None
 
     # Results are never an argument's or a constant's buffer (`tw.compile` need not check).
@@ -318,12 +335,14 @@ class CpuExecutable:
         if step is _UNSET:
             args = tuple(np.asarray(a) for a in args)
             step = self.native_step(args) if len(args) == len(self.graph.args) else None
-        if step is not None:
+        t = self.timeout if timeout is _UNSET else timeout
+        if step is not None and (t is None or not step.has_loops):
+            # (a native loop cannot be interrupted: steps with a deadline and loops run on
+            # the dataflow executor, which enforces it)
             try:
                 return step(args)
             except _Unplanned:
                 pass
-        t = self.timeout if timeout is _UNSET else timeout
         from ...frontend.function import own_result
         arrays = [np.asarray(a) for a in args]
         return [own_result(r, arrays) for r in self.dataflow.run(args, timeout=t)]

@@ -343,17 +343,17 @@ def compile_keyed(key_text: str, build_ir: Callable[[], str], names: Sequence[st
     too. `build_ir` makes the text on a miss. The key also covers the code generator's
     own source (`codegen_fingerprint`): editing it invalidates these entries."""
     text = "\0".join((f"keyed v{disk_cache.FORMAT_VERSION}", codegen_fingerprint(), key_text))
+    key = cache_key(text, loop_vectorize)  # (kept in memory instead of the long text)
     with LLVM_LOCK:
-        hit = _CACHE.get((loop_vectorize, text))
+        hit = _CACHE.get((loop_vectorize, key))
         if hit is not None:
             STATS.hits += 1
             return hit
         start = time.perf_counter()
-        key = cache_key(text, loop_vectorize)
         compiled = _from_disk(key, names)
         if compiled is None:
             compiled = _compile(build_ir(), names, loop_vectorize, key)
-        _CACHE[(loop_vectorize, text)] = compiled
+        _CACHE[(loop_vectorize, key)] = compiled
         STATS.misses += 1
         STATS.compile_seconds += time.perf_counter() - start
         return compiled

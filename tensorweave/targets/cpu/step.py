@@ -164,6 +164,10 @@ class _Planner:
                 raise Ineligible(f"{node.op} '{node.name}' may block")
             if node.op in DATAFLOW_ONLY_OPS:
                 raise Ineligible(f"{node.op} '{node.name}' needs the dataflow executor")
+            if node.regions and node.op != "Fusion" and any(_reads_enclosing(r)
+                                                            for r in node.regions):
+                raise Ineligible(f"{node.op} '{node.name}' has regions that read values of "
+                                 f"the enclosing graph")
             if node.regions and node.op != "Fusion" and _uses_resources(node):
                 # run by a callback, its regions would take variable locks the step holds
                 raise Ineligible(f"{node.op} '{node.name}' uses variables inside regions")
@@ -280,9 +284,11 @@ class _Planner:
             return self.region_plans[node]
         plans = []
         for region in node.regions:
+            if _reads_enclosing(region):
+                return None
             try:
                 sub = _Planner(region).plan()
-            except Ineligible:
+            except (Ineligible, KeyError):
                 return None
             if sub.var_names or not _all_native(sub):
                 return None
@@ -356,6 +362,19 @@ class _Planner:
         return actions
 
 
+def _reads_enclosing(region: Graph) -> bool:
+    """Whether a region (or a region nested in it) reads a value of an enclosing graph
+    instead of only its own arguments (the IR allows it; a region's step function has
+    no storage for such values)."""
+    for n in region.nodes:
+        for v in n.inputs:
+            if v.graph is not region:
+                return True
+        if any(_reads_enclosing(r) for r in n.regions) and n.op != "Fusion":
+            return True
+    return any(v.graph is not region for v in region.results)
+
+
 def _uses_resources(node: Node) -> bool:
     """Whether `node` or a node in its regions (at any depth) reads or makes a resource
     (a variable handle made inside a branch, say)."""
@@ -412,7 +431,9 @@ def _coalesce(free: list[tuple[int, int]]) -> list[tuple[int, int]]:
 def plan_step(graph: Graph) -> StepPlan:
     """Plan `graph` (one partition, all shapes static) as one native step; raises
     `Ineligible` when it cannot run that way."""
-    return _Planner(graph).plan()
+    plan = _Planner(graph).plan()
+    plan.number()  # ids of nested actions: errors are reported by id, cached code or not
+    return plan
 
 
 # ------------------------------------------------------------------------- codegen
@@ -429,7 +450,6 @@ def emit_step(plan: StepPlan, gemm_mode: str = "blas", allow_callbacks: bool = T
     """The LLVM module of `plan`: its node functions and ``tw_step``; with
     `data_offset`, also the JIT entry ``tw_step_objects`` (`_emit_objects_entry`)."""
     module = ir.Module(name=f"step_{plan.graph.name}")
-    plan.number()
     fn = _emit_plan(module, plan, STEP_NAME, gemm_mode, allow_callbacks)
     if data_offset is not None:
         _emit_objects_entry(module, fn, plan, data_offset)
