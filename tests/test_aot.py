@@ -130,3 +130,10 @@ def test_bad_library_names_are_refused(tmp_path):
     f = tw.compile(lambda x: x + 1, input_signature=[tw.TensorSpec([2], tw.float32)])
     with pytest.raises(CompileError, match="C identifier"):
         build_library(f.get_concrete_function(), str(tmp_path), name="not-a-name")
+
+
+def test_unsupported_dtypes_are_refused_naming_the_ops(tmp_path):
+    from tensorweave.errors import UnimplementedError
+    f = tw.compile(lambda x: x * x, input_signature=[tw.TensorSpec([4], tw.bfloat16)])
+    with pytest.raises(UnimplementedError, match="no native lowering for"):
+        build_library(f.get_concrete_function(), str(tmp_path), name="bf16")

@@ -69,3 +69,15 @@ def test_fusion_status_names_the_inner_op():
     (node,) = [n for n in graph.nodes if n.op == "Fusion"]
     with pytest.raises(InvalidArgumentError, match="FloorDiv.*division by zero"):
         compile_node(node)(_inputs_of(node, graph, {graph.args[0]: x, graph.args[1]: y}))
+
+
+def test_assert_fails_with_its_message_natively():
+    from tensorweave.errors import InvalidArgumentError
+    from tensorweave.targets.cpu.lowering import compile_node
+    from tests.lowerings.helpers import single_node
+
+    node = single_node("Assert", [np.bool_(True)], message="x must be positive")
+    kernel = compile_node(node)
+    assert kernel([np.bool_(True)]) == []
+    with pytest.raises(InvalidArgumentError, match="x must be positive"):
+        kernel([np.bool_(False)])

@@ -121,3 +121,16 @@ def _matmul(cx: LoweringContext) -> None:
         pc = cx.b.gep(c, [I64(ic * m * n)])
         cx.gemm(ct.dtype, ta, tb, m, n, k, 1.0, pa, ac, pb, bc, 0.0, pc, n)
     cx.ret_ok()
+
+
+def _assert_message(node, status: int):
+    return str(node.attrs.get("message", "assertion failed")), node
+
+
+@lowering("Assert", messages={1: "assertion failed"}, describe=_assert_message)
+def _assert(cx: LoweringContext) -> None:
+    """Fail the step with the node's message unless the bool scalar holds."""
+    from ....compiler.dtypes import bool_
+    holds = cx.load(cx.input(0), 0, bool_)
+    cx.fail_if(cx.b.not_(holds), 1)
+    cx.ret_ok()
