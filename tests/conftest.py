@@ -3,6 +3,13 @@
 import os
 
 os.environ.setdefault("TW_VERIFY", "1")
+# Functions that name no target run on the reference target here. The library's default
+# is the cpu target, whose code is specialized per shape: each new shape of the
+# thousands of tiny graphs the suite traces would be an LLVM compile (50-300 ms), a
+# 25-minute suite instead of 3. Tests about the cpu target name it, every op test runs on
+# both targets (`tests.helpers.TARGETS`), and the examples run on the library's default
+# (`tests/test_examples.py`). TW_DEFAULT_TARGET=cpu runs everything on the cpu target.
+os.environ.setdefault("TW_DEFAULT_TARGET", "reference")
 
 from hypothesis import HealthCheck, settings  # noqa: E402
 

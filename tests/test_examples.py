@@ -3,6 +3,7 @@ the bundled digits) with fewer steps, checking what they print."""
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -16,8 +17,10 @@ def run_example(name: str, *args: str, timeout: float = 300) -> str:
     """Run ``examples/<name>.py`` with `args` from the repository root; its stdout.
 
     A non-zero exit fails the test with the program's stderr."""
+    # the library's default target (the suite's conftest picks the reference target)
+    env = {k: v for k, v in os.environ.items() if k != "TW_DEFAULT_TARGET"}
     proc = subprocess.run([sys.executable, str(EXAMPLES / f"{name}.py"), *args], cwd=ROOT,
-                          capture_output=True, text=True, timeout=timeout)
+                          capture_output=True, text=True, timeout=timeout, env=env)
     assert proc.returncode == 0, f"{name}.py exited with {proc.returncode}:\n{proc.stderr}"
     return proc.stdout
 

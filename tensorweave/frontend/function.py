@@ -30,7 +30,7 @@ from .variables import Variable
 
 # The target of `tw.compile` and `Session` when none is named; the environment variable
 # TW_DEFAULT_TARGET changes it (``cpu``: native code, ``reference``: the NumPy oracle).
-DEFAULT_TARGET = os.environ.get("TW_DEFAULT_TARGET") or "reference"
+DEFAULT_TARGET = os.environ.get("TW_DEFAULT_TARGET") or "cpu"
 
 
 class TensorSpec:
