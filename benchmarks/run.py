@@ -1,4 +1,4 @@
-"""tensorweave benchmarks (first version): one table of median times, ratios against NumPy,
+"""tensorweave benchmarks: one table of median times, ratios against NumPy,
 and the machine's ceilings measured in the same run.
 
     python benchmarks/run.py            # about 1-3 minutes (under 5 on 2 cores)
