@@ -14,10 +14,17 @@ import pytest
 
 import tensorweave as tw
 from tensorweave.errors import CompileError
-from tensorweave.targets.cpu.aot import build_library
+from tensorweave.targets.cpu.aot import build_library, c_compiler
 
-pytestmark = pytest.mark.skipif(shutil.which("cc") is None and shutil.which("gcc") is None,
-                                reason="needs a C compiler")
+
+def _compiler() -> list[str] | None:
+    try:
+        return c_compiler().split()
+    except CompileError:
+        return None
+
+
+pytestmark = pytest.mark.skipif(_compiler() is None, reason="needs a C compiler")
 MAIN_C = os.path.join(os.path.dirname(__file__), "data", "aot_main.c")
 
 MODEL = textwrap.dedent("""
@@ -40,7 +47,7 @@ MODEL = textwrap.dedent("""
 def _build_c(tmp_path, header: str, name: str, arrays, results) -> str:
     exe = str(tmp_path / "main")
     sizes = lambda xs: "{" + ",".join(str(x.nbytes) for x in xs) + "}"  # noqa: E731
-    cmd = [shutil.which("cc") or "gcc", "-O1", "-o", exe, MAIN_C,
+    cmd = [*_compiler(), "-O1", "-o", exe, MAIN_C,
            f"-DHEADER=\"{header}\"", f"-DRUN={name}_run", f"-DNARGS={len(arrays)}",
            f"-DNRESULTS={len(results)}", f"-DARG_BYTES={sizes(arrays)}",
            f"-DRESULT_BYTES={sizes(results)}", f"-L{tmp_path / 'out'}", f"-l{name}", "-lm",
@@ -74,8 +81,10 @@ def test_cli_library_runs_from_c(tmp_path):
     assert "PREDICT_ARG0_SHAPE[] = {4, 784}" in header
     assert "PREDICT_RESULT1_DTYPE \"i64\"" in header
     # the library needs nothing but libc/libm
-    deps = subprocess.run(["ldd", str(out / "libpredict.so")], capture_output=True, text=True)
-    assert "blas" not in deps.stdout.lower() and "python" not in deps.stdout.lower()
+    if shutil.which("ldd"):
+        deps = subprocess.run(["ldd", str(out / "libpredict.so")], capture_output=True,
+                              text=True)
+        assert "blas" not in deps.stdout.lower() and "python" not in deps.stdout.lower()
 
     # the same model in this process gives the expected values
     sys.path.insert(0, str(tmp_path))

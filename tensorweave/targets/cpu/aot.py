@@ -207,11 +207,18 @@ def _header(plan: StepPlan, name: str, source: str) -> str:
 
 
 def c_compiler() -> str:
-    """The C compiler used to link libraries: ``$CC``, else cc or gcc on the PATH."""
+    """The C compiler used to link libraries: ``$CC``, else cc or gcc on the PATH, else
+    the Zig toolchain's ``zig cc`` when the ``ziglang`` package is installed (pip
+    installs it with the test extra, so machines without gcc can build libraries)."""
     for cc in (os.environ.get("CC"), "cc", "gcc"):
         if cc and shutil.which(cc.split()[0]):
             return cc
-    raise CompileError("no C compiler found to link the library: install gcc or set $CC")
+    import importlib.util
+    import sys
+    if importlib.util.find_spec("ziglang") is not None:
+        return f"{sys.executable} -m ziglang cc"
+    raise CompileError("no C compiler found to link the library: install gcc, set $CC, or "
+                       "pip install ziglang")
 
 
 def build_library(cf: Any, out_dir: str, name: str | None = None, cpu: str = "host",
