@@ -44,6 +44,7 @@ from ...compiler.types import TensorType
 from ...errors import UnimplementedError
 from . import parallel
 from .elementwise import F32, F64, I1, I8, I32, I64, memory_type, scalar_type
+from .loops import counted_loop
 
 I8P = ir.PointerType(I8)
 I8PP = ir.PointerType(I8P)
@@ -186,28 +187,11 @@ class LoweringContext:
             return self.b.alloca(t, size=None if count == 1 else I64(count), name=name)
 
     # ------------------------------------------------------------------------ loops
-    @contextlib.contextmanager
     def loop(self, start: ir.Value | int, stop: ir.Value | int, step: int = 1,
-             name: str = "i") -> Iterator[ir.Value]:
+             name: str = "i") -> contextlib.AbstractContextManager[ir.Value]:
         """``for (i = start; i < stop; i += step)``: the body is emitted inside the
         ``with`` block; yields the i64 index."""
-        b = self.b
-        start, stop = _i64(start), _i64(stop)
-        pre = b.block
-        head = b.append_basic_block(f"{name}.head")
-        body = b.append_basic_block(f"{name}.body")
-        done = b.append_basic_block(f"{name}.done")
-        b.branch(head)
-        b.position_at_end(head)
-        i = b.phi(I64, name=name)
-        i.add_incoming(start, pre)
-        b.cbranch(b.icmp_signed("<", i, stop), body, done)
-        b.position_at_end(body)
-        yield i
-        nxt = b.add(i, I64(step), name=f"{name}.next")
-        i.add_incoming(nxt, b.block)
-        b.branch(head)
-        b.position_at_end(done)
+        return counted_loop(self.b, _i64(start), _i64(stop), step, name)
 
     @contextlib.contextmanager
     def if_then(self, cond: ir.Value) -> Iterator[None]:
@@ -345,23 +329,22 @@ def _gemm_generated(fn: ir.Function, dtype: DType) -> None:
     ta, tb, m, n, k, alpha, a, lda, b_, ldb, beta, c, ldc = fn.args
     for p in (a, b_, c):
         p.add_attribute("noalias")
-    cx = _BareLoops(fn)
-    b = cx.b
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
     t = scalar_type(dtype)
     zero = ir.Constant(t, 0.0)
     a_row_major = b.icmp_signed("==", ta, I32(0))
     b_row_major = b.icmp_signed("==", tb, I32(0))
-    with cx.loop(I64(0), m, name="i") as i:
+    with counted_loop(b, I64(0), m, name="i") as i:
         crow = b.mul(i, ldc)
-        with cx.loop(I64(0), n, name="z") as j:
+        with counted_loop(b, I64(0), n, name="z") as j:
             pc = b.gep(c, [b.add(crow, j)])
             old = b.load(pc)
             scaled = b.select(b.fcmp_ordered("==", beta, zero), zero, b.fmul(old, beta))
             b.store(scaled, pc)
-        with cx.loop(I64(0), k, name="p") as p:
+        with counted_loop(b, I64(0), k, name="p") as p:
             a_idx = b.select(a_row_major, b.add(b.mul(i, lda), p), b.add(b.mul(p, lda), i))
             av = b.fmul(b.load(b.gep(a, [a_idx])), alpha)
-            with cx.loop(I64(0), n, name="j") as j:
+            with counted_loop(b, I64(0), n, name="j") as j:
                 b_idx = b.select(b_row_major, b.add(b.mul(p, ldb), j), b.add(b.mul(j, ldb), p))
                 pc = b.gep(c, [b.add(crow, j)])
                 b.store(b.fadd(b.load(pc), b.fmul(av, b.load(b.gep(b_, [b_idx])))), pc)
@@ -460,15 +443,6 @@ def _gemm_split_rows(module: ir.Module, fn: ir.Function, serial: ir.Function,
         with whole:
             b.call(serial, list(fn.args))
     b.ret_void()
-
-
-class _BareLoops:
-    """Counted loops for functions built outside a `LoweringContext`."""
-
-    def __init__(self, fn: ir.Function) -> None:
-        self.b = ir.IRBuilder(fn.append_basic_block("entry"))
-
-    loop = LoweringContext.loop
 
 
 # --------------------------------------------------------------------- emission

@@ -30,14 +30,13 @@ across calls): about 30 us per call on the 2-core development machine.
 
 from __future__ import annotations
 
-import contextlib
 import os
-from collections.abc import Iterator
 
 import llvmlite.ir as ir
 
 from ...errors import InvalidArgumentError
 from .elementwise import I8, I32, I64
+from .loops import counted_loop
 
 I8P = ir.PointerType(I8)
 CHUNK_TYPE = ir.FunctionType(I32, [I8P, I64, I64])
@@ -134,30 +133,6 @@ def parallel_for(b: ir.IRBuilder, chunk: ir.Function, ctx: ir.Value, total: ir.V
 
 # ------------------------------------------------------------------- the runtime code
 
-class _Loops:
-    """Counted loops at a builder (phi form)."""
-
-    def __init__(self, b: ir.IRBuilder) -> None:
-        self.b = b
-
-    @contextlib.contextmanager
-    def loop(self, start: ir.Value, stop: ir.Value, name: str) -> Iterator[ir.Value]:
-        b = self.b
-        pre = b.block
-        head = b.append_basic_block(f"{name}.head")
-        body = b.append_basic_block(f"{name}.body")
-        done = b.append_basic_block(f"{name}.done")
-        b.branch(head)
-        b.position_at_end(head)
-        i = b.phi(I64, name=name)
-        i.add_incoming(start, pre)
-        b.cbranch(b.icmp_signed("<", i, stop), body, done)
-        b.position_at_end(body)
-        yield i
-        i.add_incoming(b.add(i, I64(1)), b.block)
-        b.branch(head)
-        b.position_at_end(done)
-
 
 def _field(b: ir.IRBuilder, job: ir.Value, k: int) -> ir.Value:
     return b.gep(job, [I32(0), I32(k)])
@@ -233,7 +208,6 @@ def _runner(module: ir.Module, threads: int, blocks: int, combine: str) -> ir.Fu
         I32, [PTHREAD_T, ir.PointerType(I8P)]))
 
     b = ir.IRBuilder(fn.append_basic_block("entry"))
-    loops = _Loops(b)
     most = threads * blocks
     job = b.alloca(JOB_TYPE, name="job")
     statuses = b.alloca(ir.ArrayType(I32, most), name="statuses")
@@ -253,20 +227,20 @@ def _runner(module: ir.Module, threads: int, blocks: int, combine: str) -> ir.Fu
     helpers = b.sub(b.select(b.icmp_signed("<", count, I64(threads)), count, I64(threads)),
                     I64(1), name="helpers")
     arg = b.bitcast(job, I8P)
-    with loops.loop(I64(0), helpers, "spawn") as t:
+    with counted_loop(b, I64(0), helpers, name="spawn") as t:
         rc = b.call(create, [b.gep(tids, [I64(0), t]), ir.Constant(I8P, None),
                              _trampoline(module), arg])
         # a thread that cannot be started leaves its blocks to the others
         b.store(b.zext(b.icmp_signed("==", rc, I32(0)), I8), b.gep(started, [I64(0), t]))
     _block(b, job, I64(0))
     b.call(_work(module), [job])
-    with loops.loop(I64(0), helpers, "join") as t:
+    with counted_loop(b, I64(0), helpers, name="join") as t:
         with b.if_then(b.icmp_signed("!=", b.load(b.gep(started, [I64(0), t])), I8(0))):
             b.call(join, [b.load(b.gep(tids, [I64(0), t])),
                           ir.Constant(ir.PointerType(I8P), None)])
     # the blocks' statuses, combined in block order
     b.store(I32(0), result)
-    with loops.loop(I64(0), count, "combine") as t:
+    with counted_loop(b, I64(0), count, name="combine") as t:
         status = b.load(b.gep(statuses, [I64(0), t]))
         old = b.load(result)
         keep_old = b.icmp_signed("!=", old, I32(0)) if combine == "first" else \

@@ -38,6 +38,7 @@ import numpy as np
 from ...compiler.ir import Graph, Node, Value
 from ...compiler.types import ResourceType, TensorType
 from ...errors import UnimplementedError
+from .loops import counted_loop
 from .lowering import I8, I8P, I8PP, I32, I64, emit_node_function, find_lowering
 
 ALIAS_OPS = frozenset({"Identity", "StopGradient", "Reshape", "ExpandDims", "Squeeze",
@@ -687,34 +688,19 @@ def _emit_update(b: ir.IRBuilder, a: Action, dst: ir.Value, src: ir.Value) -> No
     n = a.nbytes // np.dtype(a.dtype.np).itemsize
     d = b.bitcast(dst, ir.PointerType(t))
     s = b.bitcast(src, ir.PointerType(t))
-    pre = b.block
-    head = b.append_basic_block("upd.head")
-    body = b.append_basic_block("upd.body")
-    done = b.append_basic_block("upd.done")
-    b.branch(head)
-    b.position_at_end(head)
-    i = b.phi(I64)
-    i.add_incoming(I64(0), pre)
-    b.cbranch(b.icmp_signed("<", i, I64(n)), body, done)
-    b.position_at_end(body)
-    pd, ps = b.gep(d, [i]), b.gep(s, [i])
-    x, y = b.load(pd), b.load(ps)
     is_float = a.dtype.kind == "float"
-    if a.op == "AssignAddVariable":
-        r = b.fadd(x, y) if is_float else b.add(x, y)
-    else:
-        r = b.fsub(x, y) if is_float else b.sub(x, y)
-    b.store(r, pd)
-    i.add_incoming(b.add(i, I64(1)), body)
-    b.branch(head)
-    b.position_at_end(done)
+    with counted_loop(b, 0, n, name="upd") as i:
+        pd, ps = b.gep(d, [i]), b.gep(s, [i])
+        x, y = b.load(pd), b.load(ps)
+        if a.op == "AssignAddVariable":
+            r = b.fadd(x, y) if is_float else b.add(x, y)
+        else:
+            r = b.fsub(x, y) if is_float else b.sub(x, y)
+        b.store(r, pd)
 
 
 CallbackFn = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_int32,
                               ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_void_p))
-StepFn = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
-                          ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
-                          ctypes.c_void_p)
 
 
 def array_at(address: int, t: TensorType) -> np.ndarray:
