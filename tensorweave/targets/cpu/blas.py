@@ -5,8 +5,8 @@ SciPy ships an optimized BLAS (OpenBLAS) and exposes its routines to Cython as
 PyCapsules (``scipy.linalg.cython_blas.__pyx_capi__``); the capsule holds the function
 pointer. We register ``sgemm``/``dgemm`` with LLVM's symbol table under our own names
 (`SYMBOLS`), so JIT-compiled code calls them directly. They use the Fortran convention:
-every argument by pointer, column-major matrices. A row-major product C = op(A) op(B)
-is, read column-major, C^T = op(B)^T op(A)^T, so we pass B first and swap the sizes.
+every argument by pointer, column-major matrices; `lowering.gemm_function` wraps them
+as one row-major GEMM, which both the native steps and the kernels here call.
 
 `matmul_ir(dtype)` is one JIT function per dtype that runs a batch of products:
 
@@ -148,44 +148,19 @@ done:
 }}
 """
 
+# One product through `lowering.gemm_function` (BLAS, row-major, Fortran call inside).
 _GEMM_ONE = """
-declare void @{sym}(i8*, i8*, i32*, i32*, i32*, {t}*, {t}*, i32*, {t}*, i32*, {t}*, {t}*, i32*)
-
 define internal void @tw_one_{dt}({t}* %a, {t}* %b, {t}* %c, i64 %m, i64 %n, i64 %k,
                                   i64 %ta, i64 %tb) {{
 entry:
-  %transa = alloca i8
-  %transb = alloca i8
-  %bm = alloca i32
-  %bn = alloca i32
-  %bk = alloca i32
-  %alpha = alloca {t}
-  %beta = alloca {t}
-  %lda = alloca i32
-  %ldb = alloca i32
-  %ldc = alloca i32
-  ; column-major: C^T (n x m) = op(B)^T (n x k) . op(A)^T (k x m)
-  %tbf = icmp ne i64 %tb, 0
-  %tbc = select i1 %tbf, i8 84, i8 78
-  store i8 %tbc, i8* %transa
   %taf = icmp ne i64 %ta, 0
-  %tac = select i1 %taf, i8 84, i8 78
-  store i8 %tac, i8* %transb
-  %n32 = trunc i64 %n to i32
-  %m32 = trunc i64 %m to i32
-  %k32 = trunc i64 %k to i32
-  store i32 %n32, i32* %bm
-  store i32 %m32, i32* %bn
-  store i32 %k32, i32* %bk
-  store {t} 1.0, {t}* %alpha
-  store {t} 0.0, {t}* %beta
-  %ldb_blas = select i1 %tbf, i32 %k32, i32 %n32
-  store i32 %ldb_blas, i32* %lda
-  %lda_blas = select i1 %taf, i32 %m32, i32 %k32
-  store i32 %lda_blas, i32* %ldb
-  store i32 %n32, i32* %ldc
-  call void @{sym}(i8* %transa, i8* %transb, i32* %bm, i32* %bn, i32* %bk, {t}* %alpha,
-                   {t}* %b, i32* %lda, {t}* %a, i32* %ldb, {t}* %beta, {t}* %c, i32* %ldc)
+  %tbf = icmp ne i64 %tb, 0
+  %ta32 = zext i1 %taf to i32
+  %tb32 = zext i1 %tbf to i32
+  %lda = select i1 %taf, i64 %m, i64 %k
+  %ldb = select i1 %tbf, i64 %k, i64 %n
+  call void @tw_gemm_{dt}(i32 %ta32, i32 %tb32, i64 %m, i64 %n, i64 %k, {t} 1.0, {t}* %a,
+                          i64 %lda, {t}* %b, i64 %ldb, {t} 0.0, {t}* %c, i64 %n)
   ret void
 }}
 """
@@ -264,7 +239,12 @@ def matmul_ir(dtype: DType) -> str:
     """The LLVM IR module of ``tw_matmul_<dtype>``."""
     t = str(scalar_type(dtype))
     if dtype.name in _GEMM:
-        one = _GEMM_ONE.format(dt=dtype.name, t=t, sym=_GEMM[dtype.name])
+        import llvmlite.ir as ir
+
+        from .lowering import gemm_function
+        gemm = ir.Module(name=f"tw_matmul_{dtype.name}")
+        gemm_function(gemm, dtype, "blas")
+        one = str(gemm) + _GEMM_ONE.format(dt=dtype.name, t=t)
     elif dtype.name in INT_DTYPES:
         one = _INT_ONE.format(dt=dtype.name, t=t)
     else:
