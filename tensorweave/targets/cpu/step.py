@@ -351,6 +351,8 @@ class _Planner:
             else:
                 value = node.inputs[1]
                 t = _tensor(value)
+                if t.dtype.name == "bool" and node.op != "AssignVariable":
+                    raise Ineligible(f"{node.op} '{node.name}' on a bool variable")
                 actions.append(Action("assign", node, ins=[st(value)], nbytes=_nbytes(t),
                                       var=self._var_of(node.inputs[0], "read"), op=node.op,
                                       dtype=t.dtype))
@@ -682,9 +684,7 @@ def _emit_objects_entry(module: ir.Module, step: ir.Function, plan: StepPlan,
 def _emit_update(b: ir.IRBuilder, a: Action, dst: ir.Value, src: ir.Value) -> None:
     """var += value / var -= value, elementwise (wrapping for integers, like NumPy)."""
     from .elementwise import memory_type
-    t = memory_type(a.dtype)
-    if a.dtype.name == "bool":
-        raise Ineligible("AssignAdd/Sub on a bool variable")
+    t = memory_type(a.dtype)  # (bool variables are refused when planning)
     n = a.nbytes // np.dtype(a.dtype.np).itemsize
     d = b.bitcast(dst, ir.PointerType(t))
     s = b.bitcast(src, ir.PointerType(t))
