@@ -109,6 +109,20 @@ class InternalError(OpError):
     """An invariant of the runtime itself broke."""
 
 
+class UnavailableError(OpError):
+    """A task of the cluster cannot be reached (dead, not started, or the network is down);
+    retrying later may work."""
+
+
+class UnauthenticatedError(OpError):
+    """A request without the cluster's token (or with a wrong one) was refused."""
+
+
+class AbortedError(OpError):
+    """The operation was aborted, typically by a concurrent action (e.g. a server shutting
+    down while a step ran)."""
+
+
 class DataLossError(OpError):
     """Stored data (checkpoint, cache entry) is truncated or corrupt."""
 
