@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from .errors import TensorWeaveError
+from .runtime import atomic_files
 
 _SPEC_RE = re.compile(r"^(?:(?P<name>[A-Za-z_]\w*):)?(?P<dtype>[A-Za-z0-9]+)\[(?P<dims>[^\]]*)\]$")
 
@@ -180,6 +181,18 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _write_output(path: str, text: str) -> None:
+    """Write `-o`'s file atomically and durably, or straight into what is not a regular
+    file (``-o /dev/stdout``, a pipe), which cannot be renamed over."""
+    if os.path.exists(path) and not os.path.isfile(path):
+        with open(path, "w") as f:
+            f.write(text)
+        return
+    directory = os.path.dirname(os.path.abspath(path))
+    atomic_files.sweep_temporaries(directory, only_for=[os.path.basename(path)])
+    atomic_files.write_bytes(path, text.encode())
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``tensorweave`` console script; returns the exit status."""
     parser = build_parser()
@@ -196,8 +209,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"tensorweave: error: {type(e).__name__}: {e}", file=sys.stderr)
         return 1
     if getattr(args, "output", None):
-        with open(args.output, "w") as f:
-            f.write(text + "\n")
+        _write_output(args.output, text + "\n")
     else:
         try:
             print(text)

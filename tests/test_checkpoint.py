@@ -11,7 +11,7 @@ import pytest
 
 import tensorweave as tw
 import tensorweave.compat.v1 as tf
-from tensorweave.runtime import checkpoint_io
+from tensorweave.runtime import atomic_files
 
 
 def test_checkpoint_round_trip_with_optimizer_slots(tmp_path):
@@ -80,14 +80,14 @@ def test_missing_checkpoint_and_missing_tensor(tmp_path):
 
 def test_writes_are_atomic(tmp_path, monkeypatch):
     path = str(tmp_path / "f.bin")
-    checkpoint_io.atomic_write(path, b"old")
+    atomic_files.write_bytes(path, b"old")
 
     def boom(fd):
         raise OSError("disk failed")
 
     monkeypatch.setattr(os, "fsync", boom)
     with pytest.raises(OSError):
-        checkpoint_io.atomic_write(path, b"new contents")
+        atomic_files.write_bytes(path, b"new contents")
     assert open(path, "rb").read() == b"old"
     assert os.listdir(tmp_path) == ["f.bin"]
 

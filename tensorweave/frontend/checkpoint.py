@@ -9,6 +9,7 @@ whose ``Restore`` nodes feed ``AssignVariable``. Optimizer slots that do not exi
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -16,7 +17,7 @@ import numpy as np
 
 from ..compiler.ops.io import encode_path
 from ..errors import NotFoundError
-from ..runtime import checkpoint_io
+from ..runtime import checkpoint_index, checkpoint_io
 from .building import apply_op, apply_op1
 from .function import TensorSpec, compile
 from .optimizers import Optimizer
@@ -136,27 +137,58 @@ class Checkpoint:
 
 
 class CheckpointManager:
-    """Numbers checkpoints in a directory and keeps the newest `max_to_keep`."""
+    """Numbers checkpoints ``{directory}/{checkpoint_name}-N`` and keeps the newest
+    `max_to_keep` (None: all), as TensorFlow's; with `keep_checkpoint_every_n_hours`,
+    one checkpoint every that many hours is left on disk when it would be dropped.
 
-    def __init__(self, checkpoint: Checkpoint, directory: str, max_to_keep: int = 5,
+    Starting a manager recovers the directory from crashes (`checkpoint_index.recover`:
+    orphaned temporaries deleted, a checkpoint whose save was cut off before the index
+    listed). Numbering continues after the highest checkpoint in the directory, even
+    when the process saves before restoring, and a save never deletes a checkpoint
+    numbered after the one it wrote. One manager per directory at a time."""
+
+    def __init__(self, checkpoint: Checkpoint, directory: str, max_to_keep: int | None = 5,
+                 keep_checkpoint_every_n_hours: float | None = None,
                  checkpoint_name: str = "ckpt") -> None:
+        if max_to_keep is not None and max_to_keep <= 0:
+            raise ValueError(f"expected a positive integer or None for max_to_keep, got "
+                             f"{max_to_keep}")
         self.checkpoint = checkpoint
         self.directory = directory
         self.max_to_keep = max_to_keep
+        self.keep_checkpoint_every_n_hours = keep_checkpoint_every_n_hours
         self.checkpoint_name = checkpoint_name
+        index = checkpoint_index.recover(directory, checkpoint_name)
+        # TensorFlow counts the hours from the manager's creation when nothing was kept yet
+        self._last_preserved: float = index.get("last_preserved_timestamp", time.time())
+        self._highest = checkpoint_index.highest_number(directory, checkpoint_name)
 
     @property
     def latest_checkpoint(self) -> str | None:
+        """The prefix of the newest checkpoint, or None."""
         return checkpoint_io.latest_checkpoint(self.directory)
 
     @property
     def checkpoints(self) -> list[str]:
+        """The prefixes of the kept checkpoints, oldest first."""
         index = checkpoint_io.read_index(self.directory)
         return [os.path.join(self.directory, p) for p in index["all"]]
 
-    def save(self) -> str:
-        return self.checkpoint.save(os.path.join(self.directory, self.checkpoint_name),
-                                    max_to_keep=self.max_to_keep)
+    def save(self, checkpoint_number: int | None = None) -> str:
+        """Write the next checkpoint, or number `checkpoint_number`, record it as the
+        latest and drop old ones beyond `max_to_keep`; returns its prefix."""
+        self.checkpoint.save_counter += 1
+        if checkpoint_number is None:
+            # after the previous run's checkpoints, whether or not they were restored
+            self.checkpoint.save_counter = max(self.checkpoint.save_counter, self._highest + 1)
+            checkpoint_number = self.checkpoint.save_counter
+        number = int(checkpoint_number)
+        prefix = self.checkpoint.write(
+            os.path.join(self.directory, f"{self.checkpoint_name}-{number}"))
+        _, self._last_preserved = checkpoint_index.record(
+            prefix, self.max_to_keep, self.keep_checkpoint_every_n_hours, self._last_preserved)
+        self._highest = max(self._highest, number)
+        return prefix
 
 
 def latest_checkpoint(directory: str) -> str | None:

@@ -32,6 +32,7 @@ import numpy as np
 from ...compiler.ir import Graph
 from ...compiler.types import TensorType, format_shape
 from ...errors import CompileError, UnimplementedError
+from ...runtime import atomic_files
 from . import jit
 from .lowering import I8, I8P, I8PP, I32, I64
 from .step import ALIGN, CALLBACK_TYPE, STEP_NAME, Ineligible, StepPlan, emit_step, plan_step
@@ -229,20 +230,25 @@ def build_library(cf: Any, out_dir: str, name: str | None = None, cpu: str = "ho
     name = c_identifier(name or cf.graph.name)
     plan = _plan(graph)
     obj = _object_code(emit_library_module(plan, name), cpu)
-    os.makedirs(out_dir, exist_ok=True)
     lib = os.path.join(out_dir, f"lib{name}.so")
     header = os.path.join(out_dir, f"{name}.h")
+    atomic_files.make_directory(out_dir)
+    # out_dir is the user's: only temporaries of the files written here are swept
+    atomic_files.sweep_temporaries(out_dir, only_for=[os.path.basename(lib),
+                                                       os.path.basename(header)])
+    # The linker writes in a private temporary directory (it replaces its output file,
+    # so it cannot write into our locked temporary); the result is copied into place.
     with tempfile.TemporaryDirectory() as tmp:
         obj_path = os.path.join(tmp, f"{name}.o")
         with open(obj_path, "wb") as f:
             f.write(obj)
+        linked = os.path.join(tmp, os.path.basename(lib))
         # -lpthread: big GEMMs run on threads (libc has them from glibc 2.34; older ones need it)
-        cmd = c_compiler().split() + ["-shared", "-o", lib + ".tmp", obj_path, "-lm", "-lpthread"]
+        cmd = c_compiler().split() + ["-shared", "-o", linked, obj_path, "-lm", "-lpthread"]
         proc = subprocess.run(cmd, capture_output=True, text=True)
         if proc.returncode != 0:
             raise CompileError(f"linking {lib} failed: {' '.join(cmd)}\n{proc.stderr.strip()}")
-    os.replace(lib + ".tmp", lib)
-    with open(header + ".tmp", "w") as f:
-        f.write(_header(plan, name, source or cf.graph.name))
-    os.replace(header + ".tmp", header)
+        with open(linked, "rb") as f:
+            atomic_files.write_bytes(lib, f.read(), mode=0o777)
+    atomic_files.write_bytes(header, _header(plan, name, source or cf.graph.name).encode())
     return Library(lib, header, name, plan)

@@ -10,10 +10,13 @@ or ``TW_DISABLE_CACHE=1`` turns the cache off (nothing is read or written). The 
 are read on every lookup, so tests can change them at run time.
 
 An entry is ``<key>.twjit``: a header (magic, format version, payload length, SHA-256 of
-key and payload) and the payload. Entries are written to a temporary file in the same
-directory and renamed over the final name, so readers see a whole entry or none; one
-that is truncated, altered or otherwise unreadable fails its checks, is deleted and is
-reported as absent. A directory that cannot be written only turns writing off.
+key and payload) and the payload. Entries are written with `atomic_files` (a locked
+temporary in the same directory, fsync, rename over the final name, fsync of the
+directory), so readers see a whole entry or none, in any number of processes writing
+the same entries at once, and a written entry survives a power loss; one that is
+truncated, altered or otherwise unreadable fails its checks, is deleted and is reported
+as absent. The first use of the directory in a process deletes the temporaries of
+writers that were killed. A directory that cannot be written only turns writing off.
 
 The files hold native code that the process runs: the directory is created private
 (mode 0700), and nothing in it should be writable by anyone the user does not trust.
@@ -25,8 +28,9 @@ import hashlib
 import logging
 import os
 import struct
-import tempfile
 from pathlib import Path
+
+from ...runtime import atomic_files
 
 _log = logging.getLogger(__name__)
 
@@ -95,10 +99,18 @@ def decode(key: str, data: bytes) -> bytes:
     return payload
 
 
+def _directory() -> Path | None:
+    """`cache_dir()`, swept of orphaned temporaries the first time this process uses it."""
+    directory = cache_dir()
+    if directory is not None:
+        atomic_files.sweep_once(str(directory))
+    return directory
+
+
 def load(key: str) -> bytes | None:
     """The payload stored under `key`, or None (no entry, or the cache is off).
     InvalidEntry when the entry is unreadable or fails its checks: it is deleted."""
-    directory = cache_dir()
+    directory = _directory()
     if directory is None:
         return None
     path = entry_path(directory, key)
@@ -119,28 +131,21 @@ def load(key: str) -> bytes | None:
 
 
 def store(key: str, payload: bytes) -> bool:
-    """Write `payload` under `key` atomically; False (and no exception) when the cache is
-    off or its directory cannot be written, after which this process stops trying."""
-    directory = cache_dir()
+    """Write `payload` under `key` atomically and durably; False (and no exception) when
+    the cache is off or its directory cannot be written, after which this process stops
+    trying."""
+    directory = _directory()
     if directory is None or directory in _unwritable:
         return False
-    tmp = None
     try:
-        directory.mkdir(parents=True, exist_ok=True, mode=0o700)
-        fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=SUFFIX, dir=directory)
-        with os.fdopen(fd, "wb") as f:
-            f.write(encode(key, payload))
-        os.replace(tmp, entry_path(directory, key))
+        atomic_files.make_directory(str(directory), mode=0o700)
+        atomic_files.write_bytes(str(entry_path(directory, key)), encode(key, payload),
+                                 mode=0o600)
         return True
     except OSError as e:
         _log.debug("compile cache: cannot write in %s (%s); not writing there any more",
                    directory, e)
         _unwritable.add(directory)
-        if tmp is not None:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
         return False
 
 
