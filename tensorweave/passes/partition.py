@@ -19,7 +19,7 @@ appended. `split_by_device` then cuts the rewritten graph into `Partition`s.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 import numpy as np
@@ -158,16 +158,33 @@ def split_by_device(graph: Graph) -> dict[str, Partition]:
     """One `Partition` per device of partitioned `graph`, in device order (a graph with
     no nodes gives one partition on the default device). Raises `CompileError` if an
     edge still crosses devices (run `partition` first)."""
+    return _split(graph, lambda device: device)
+
+
+def task_name(device: str) -> str:
+    """The task a device belongs to: ``/job:ps/replica:0/task:1``."""
+    spec = DeviceSpec.from_string(device)
+    return DeviceSpec(spec.job, spec.replica or 0, spec.task or 0).to_string()
+
+
+def split_by_task(graph: Graph) -> dict[str, Partition]:
+    """One `Partition` per task of partitioned `graph` (its `device` field is the task's
+    name, ``/job:worker/replica:0/task:0``): what a cluster's master registers on each
+    task. Transfers between two devices of one task stay inside that task's graph."""
+    return _split(graph, task_name)
+
+
+def _split(graph: Graph, group_of: Callable[[str], str]) -> dict[str, Partition]:
     _require_placed(graph, "split_by_device")
     _check_no_crossing(graph)
     groups: dict[str, list[Node]] = {}
     for n in graph.topological_order():
-        groups.setdefault(n.assigned_device, []).append(n)
+        groups.setdefault(group_of(n.assigned_device), []).append(n)
     if not groups:
-        groups[default_device_manager().default_device.name] = []
+        groups[group_of(default_device_manager().default_device.name)] = []
     devices = sorted(groups, key=lambda d: DeviceSpec.from_string(d).sort_key())
     readers = {d: _args_read(graph, groups[d]) for d in devices}
-    owners = _result_owners(graph, devices, readers)
+    owners = _result_owners(graph, devices, readers, group_of)
     return {d: _cut(graph, d, groups[d], readers[d], owners) for d in devices}
 
 
@@ -202,16 +219,17 @@ def _args_read(graph: Graph, nodes: list[Node]) -> set[int]:
     return out
 
 
-def _result_owners(graph: Graph, devices: list[str], readers: dict[str, set[int]]) -> list[str]:
+def _result_owners(graph: Graph, devices: list[str], readers: dict[str, set[int]],
+                   group_of: Callable[[str], str]) -> list[str]:
     """The device whose partition returns each result: the one computing it; for a result
     that is an argument, the first partition reading it (else the default device's, else
     the first)."""
-    default = default_device_manager().default_device.name
+    default = group_of(default_device_manager().default_device.name)
     fallback = default if default in devices else devices[0]
     owners = []
     for r in graph.results:
         if r.producer is not None:
-            owners.append(r.producer.assigned_device)
+            owners.append(group_of(r.producer.assigned_device))
         else:
             owners.append(next((d for d in devices if r.index in readers[d]), fallback))
     return owners
@@ -262,4 +280,5 @@ def _unique(values: Iterable[Value]) -> list[Value]:
     return list(seen)
 
 
-__all__ = ["Partition", "partition", "split_by_device", "transfer_key"]
+__all__ = ["Partition", "partition", "split_by_device", "split_by_task", "task_name",
+           "transfer_key"]

@@ -35,9 +35,11 @@ twice changes nothing.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 
 from ..compiler.ir import Graph, Node, Value
 from ..compiler.types import ResourceType, TensorType, Type
@@ -177,19 +179,58 @@ register_flops("AvgPoolGrad")(_pool_flops(0))
 # ------------------------------------------------------------------------- the pass
 
 def place(graph: Graph, devices: Sequence[Device | str] | None = None,
-          soft_placement: bool = True, cost_model: CostModel | None = None) -> None:
+          soft_placement: bool = True, cost_model: CostModel | None = None,
+          default_task: DeviceSpec | None = None) -> None:
     """Set `assigned_device` (a canonical device name) and the ``_placement_reason``
     attribute on every node of `graph`, nested regions included. `devices` defaults to
-    this process's devices (`tw.config.list_logical_devices()`). Rewrites in place and
+    this process's devices (`tw.config.list_logical_devices()`).
+
+    With `default_task` (a spec naming a job, replica and task: the client's task in a
+    cluster), a node without a request may go only to that task's devices, and a request
+    that names no job (``/gpu:0``) means that task's device, as in TensorFlow; requests
+    naming a job (``/job:ps``) may go to any matching task. Rewrites in place and
     returns None."""
-    _Placer(graph, as_devices(devices), soft_placement, cost_model or CostModel()).run()
+    _Placer(graph, as_devices(devices), soft_placement, cost_model or CostModel(),
+            default_task).run()
+
+
+@dataclass(frozen=True)
+class PlacementScope:
+    """The devices of a cluster and the client's task, for compiling a graph that runs
+    on several tasks (see `placement_scope`)."""
+
+    devices: tuple[Device, ...]
+    default_task: DeviceSpec
+
+
+_scope: contextvars.ContextVar[PlacementScope | None] = contextvars.ContextVar(
+    "tw_placement_scope", default=None)
+
+
+@contextlib.contextmanager
+def placement_scope(devices: Sequence[Device | str], default_task: DeviceSpec | str) -> Iterator[None]:
+    """Within the block, the ``placed`` stage places on `devices` (every device of a
+    cluster) with `default_task` as the home of unconstrained nodes."""
+    default = DeviceSpec.from_string(default_task)
+    default = DeviceSpec(default.job, default.replica or 0, default.task or 0)
+    token = _scope.set(PlacementScope(tuple(as_devices(devices)), default))
+    try:
+        yield
+    finally:
+        _scope.reset(token)
 
 
 def place_with_config(graph: Graph) -> None:
-    """The ``placed`` pipeline stage: `place` on this process's devices, with soft
-    placement as `tw.config.set_soft_device_placement` says."""
+    """The ``placed`` pipeline stage: `place` on this process's devices (or, inside a
+    `placement_scope`, on the cluster's), with soft placement as
+    `tw.config.set_soft_device_placement` says."""
     from ..config import get_soft_device_placement
-    place(graph, soft_placement=get_soft_device_placement())
+    scope = _scope.get()
+    if scope is None:
+        place(graph, soft_placement=get_soft_device_placement())
+    else:
+        place(graph, list(scope.devices), get_soft_device_placement(),
+              default_task=scope.default_task)
 
 
 def placement_reasons(graph: Graph) -> list[tuple[Node, str]]:
@@ -210,12 +251,18 @@ class _Group:
 
 
 class _Placer:
-    def __init__(self, graph: Graph, devices: list[Device], soft: bool, cost: CostModel) -> None:
+    def __init__(self, graph: Graph, devices: list[Device], soft: bool, cost: CostModel,
+                 default_task: DeviceSpec | None = None) -> None:
         self.graph = graph
         self.devices = devices
         self.soft = soft
         self.cost = cost
-        self.default = next((d for d in devices if d.device_type == "CPU"), devices[0])
+        self.default_task = default_task
+        home = [d for d in devices if default_task is None or default_task.matches(d.spec)]
+        if not home:
+            raise InvalidArgumentError(f"the client's task {default_task} has no device among "
+                                       f"{device_names(devices)}")
+        self.default = next((d for d in home if d.device_type == "CPU"), home[0])
         self.order = graph.topological_order()
         self.position = {n: i for i, n in enumerate(self.order)}
         self.group_of: dict[Node, _Group] = {}
@@ -280,6 +327,9 @@ class _Placer:
             spec = DeviceSpec.from_string(node.device)
         except InvalidArgumentError as e:
             raise InvalidArgumentError(e.message, **node.error_context()) from None
+        if self.default_task is not None and spec.job is None:
+            t = self.default_task
+            spec = replace(spec, job=t.job, replica=t.replica, task=t.task)
         matching = [d for d in self.devices if spec.matches(d.spec)]
         usable = [d for d in matching if has_kernel(node, d.device_type)]
         if usable:
@@ -332,6 +382,10 @@ class _Placer:
             elif any(d in group.candidates for d in cands):
                 group.candidates = [d for d in group.candidates if d in cands]
                 group.notes[m] = note
+        if group.leader is None and self.default_task is not None:
+            # Nothing requested: the client's task, as TensorFlow places such ops.
+            home = [d for d in group.candidates if self.default_task.matches(d.spec)]
+            group.candidates = home or [self.default]
         return group
 
     def _check_member_requests(self, group: _Group) -> None:
@@ -461,4 +515,5 @@ def _colocate_names(node: Node) -> tuple[str, ...]:
 
 
 __all__ = ["COLOCATE_ATTR", "KERNEL_TARGETS", "REASON_ATTR", "CostModel", "has_kernel", "place",
-           "place_with_config", "placement_reasons", "register_flops"]
+           "place_with_config", "placement_reasons", "placement_scope", "register_flops",
+           "PlacementScope"]

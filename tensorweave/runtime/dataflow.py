@@ -116,16 +116,19 @@ class DataflowExecutable:
 
     def run(self, args: Sequence[Any], timeout: float | None = None,
             trace: list[NodeTrace] | None = None, *, step_id: int | None = None,
-            cancellation: CancellationManager | None = None) -> list[Any]:
+            cancellation: CancellationManager | None = None,
+            rendezvous: Rendezvous | None = None) -> list[Any]:
         """Run one step. With a `trace` list, appends a `NodeTrace` per node run.
 
         A caller that coordinates this step with others (several executables or tasks
         running parts of one step) passes their shared `step_id`, which keys the
-        rendezvous, and may pass the `cancellation` that cancels them all."""
+        rendezvous, and may pass the `cancellation` that cancels them all and the
+        `rendezvous` they share (a task of a cluster passes its step's)."""
         arrays = self._check_arguments(self.graph, args)
         if timeout is not None and timeout <= 0:
             raise InvalidArgumentError(f"timeout must be positive, got {timeout}")
-        step = Step(new_step_id() if step_id is None else step_id, self.rendezvous_factory(),
+        step = Step(new_step_id() if step_id is None else step_id,
+                    self.rendezvous_factory() if rendezvous is None else rendezvous,
                     cancellation, trace=trace)
         parts = [(ex, [arrays[i] for i in p.arg_indices])
                  for ex, p in zip(self.executors, self.partitions)]

@@ -154,6 +154,20 @@ class ResourceManager:
             self._resources.pop(name, None)
 
 
+def create_graph_resources(graph: Any, resources: ResourceManager) -> None:
+    """Create, in `resources`, the variables and queues that `graph`'s handle ops name
+    (existing ones of the same name are shared, not replaced): what a v1 `Session` or a
+    task of a cluster does before running a graph."""
+    from ..compiler.ops.queue import queue_from_attrs
+    for n in graph.walk():
+        if n.op == "VarHandle":
+            resources.create_variable(n.attrs["shared_name"], n.attrs["dtype"],
+                                      n.attrs["shape"], exist_ok=True)
+        elif n.op == "QueueHandle":
+            resources.get_or_create(n.attrs["shared_name"],
+                                    lambda a=n.attrs: queue_from_attrs(a))
+
+
 _default = ResourceManager()
 
 

@@ -16,7 +16,6 @@ from typing import Any
 import numpy as np
 
 from ...compiler import ir
-from ...compiler.ops.queue import queue_from_attrs
 from ...compiler.pipeline import compile_graph
 from ...compiler.types import format_shape
 from ...errors import InvalidArgumentError
@@ -25,7 +24,7 @@ from ...frontend.function import DEFAULT_TARGET, own_result
 from ...frontend.tensor import Tensor
 from ...passes.prune import extract_subgraph
 from ...runtime.queues import close_all_queues
-from ...runtime.resources import ResourceManager
+from ...runtime.resources import ResourceManager, create_graph_resources
 from .graph import Graph, Variable, get_default_graph
 
 _local = threading.local()
@@ -54,6 +53,11 @@ class Session:
         self.graph = graph or get_default_graph()
         self.sess_str = target
         self.compile_target = compile_target or DEFAULT_TARGET
+        self._cluster = None
+        if target:
+            from ...distribute.master import Cluster
+            # A cluster session: variables live on the tasks, not here.
+            self._cluster = Cluster(target)
         self._resources = ResourceManager()
         self._steps: dict[Any, Any] = {}  # (fetches, feeds) -> compiled step
         self._lock = threading.Lock()
@@ -79,8 +83,12 @@ class Session:
             _session_stack().pop()
 
     def close(self) -> None:
-        """Release the session's variables and compiled steps."""
+        """Release the session's variables and compiled steps (in a cluster, the graphs
+        registered on the tasks; the tasks keep their variables)."""
         self._closed = True
+        for step in self._steps.values():
+            if self._cluster is not None and hasattr(step, "close"):
+                step.close()
         self._steps.clear()
         close_all_queues(self._resources)  # wake threads blocked on the session's queues
 
@@ -163,12 +171,11 @@ class Session:
                 raise InvalidArgumentError(
                     f"you must feed a value for placeholder tensor '{n.name}' of type {t}",
                     **n.error_context())
-            if n.op == "VarHandle":
-                self._resources.create_variable(n.attrs["shared_name"], n.attrs["dtype"],
-                                                n.attrs["shape"], exist_ok=True)
-            if n.op == "QueueHandle":
-                self._resources.get_or_create(n.attrs["shared_name"],
-                                              lambda a=n.attrs: queue_from_attrs(a))
+        if self._cluster is not None:
+            from ...distribute.master import compile_for_cluster
+            target = "cpu" if self.compile_target == "cpu" else "reference"
+            return compile_for_cluster(sub, self._cluster, target)
+        create_graph_resources(sub, self._resources)
         return compile_graph(sub, self.compile_target, resources=self._resources)
 
 

@@ -1,0 +1,271 @@
+"""The master: compiles a client's graph for a cluster and runs it step by step.
+
+`Cluster` is a client's view of a cluster: the tasks (from the server at the session's
+target, which knows the cluster spec), the devices of each task, and a connection per
+task. `compile_for_cluster` places a graph on every device of the cluster, with the
+client's task as the home of unconstrained ops (`passes.placement.placement_scope`),
+runs the rest of the pipeline (Send/Recv at every cross-device edge), cuts the result
+into one graph per task (`passes.partition.split_by_task`) and registers each on its
+task as IR text, once. A step of the `DistributedExecutable` is then one ``RunGraph``
+call per task, all at once, under one fresh random step id (several clients share the
+parameter-server tasks, so ids must not collide); tensors between tasks flow directly
+between them (``RecvTensor``), never through the master. The first failure aborts the
+step on every task (``AbortStep``) and is raised here with the op, node, source line and
+task it happened on; a task that cannot be reached is `UnavailableError`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import threading
+from concurrent import futures
+from typing import Any
+
+from ..compiler.ir import Graph
+from ..compiler.pipeline import run_pipeline
+from ..compiler.printer import print_graph
+from ..errors import (
+    CancelledError,
+    CompileError,
+    DeadlineExceededError,
+    InvalidArgumentError,
+    TensorWeaveError,
+    UnavailableError,
+)
+from ..passes.partition import split_by_task, task_name
+from ..passes.placement import placement_scope
+from ..runtime.devices import Device, DeviceSpec
+from ..runtime.distributed import rpc, wire
+from ..runtime.distributed.cluster import ClusterSpec, as_cluster_spec, task_config_from_env
+
+CONNECT_TIMEOUT_S = float(os.environ.get("TW_CONNECT_TIMEOUT", "60"))
+"""How long a client waits for the cluster's tasks to come up (``TW_CONNECT_TIMEOUT``)."""
+
+ABORT_TIMEOUT_S = 5.0
+
+
+def parse_target(target: str) -> str:
+    """``grpc://host:port`` -> ``host:port``."""
+    if not isinstance(target, str) or not target.startswith("grpc://"):
+        raise InvalidArgumentError(f"a session target is 'grpc://host:port', got {target!r}")
+    return target[len("grpc://"):]
+
+
+def default_token() -> str | None:
+    """The cluster token of this process: ``TW_CONFIG``'s ``token`` or ``TW_TOKEN``."""
+    config = task_config_from_env()
+    if config is not None and config.token:
+        return config.token
+    return os.environ.get("TW_TOKEN") or None
+
+
+class Cluster:
+    """A client's connection to a cluster: its spec, tasks, devices and the client's
+    own task (where ops without a device request go)."""
+
+    def __init__(self, target: str | None = None, cluster: ClusterSpec | dict | None = None,
+                 *, task: str | None = None, token: str | None = None,
+                 tls: rpc.TlsConfig | None = None,
+                 connect_timeout: float = CONNECT_TIMEOUT_S) -> None:
+        self.token = token if token is not None else default_token()
+        self.tls = tls
+        self.connect_timeout = connect_timeout
+        if cluster is None:
+            if target is None:
+                raise InvalidArgumentError("give a session target or a cluster spec")
+            status = self._status(parse_target(target))
+            cluster = as_cluster_spec(json.loads(status["cluster"]))
+            task = task or status["task"]
+        self.spec = as_cluster_spec(cluster) if not isinstance(cluster, ClusterSpec) else cluster
+        if task is None:
+            first = next(self.spec.tasks())
+            task = f"/job:{first[0]}/replica:0/task:{first[1]}"
+        self.task = task_name(task)
+        self._devices: list[Device] | None = None
+        self._lock = threading.Lock()
+
+    def _status(self, address: str) -> dict[str, Any]:
+        client = rpc.client_for(address, self.token, self.tls)
+        client.wait_ready(self.connect_timeout)
+        header, _ = client.call("GetStatus", {}, timeout=self.connect_timeout)
+        return header
+
+    def address_of(self, task: str) -> str:
+        spec = DeviceSpec.from_string(task)
+        return self.spec.task_address(spec.job or "", spec.task or 0)
+
+    def client(self, task: str) -> rpc.WorkerClient:
+        return rpc.client_for(self.address_of(task), self.token, self.tls)
+
+    @property
+    def devices(self) -> list[Device]:
+        """Every device of every task (asked of the tasks once, waiting for them to
+        start up to ``connect_timeout``)."""
+        with self._lock:
+            if self._devices is None:
+                pool = futures.ThreadPoolExecutor(max_workers=8)
+                try:
+                    statuses = list(pool.map(self._status, [a for _, _, a in self.spec.tasks()]))
+                finally:
+                    pool.shutdown(wait=False)
+                self._devices = [Device(DeviceSpec.from_string(name))
+                                 for s in statuses for name in s["devices"]]
+            return list(self._devices)
+
+    def __repr__(self) -> str:
+        return f"<Cluster {self.spec.as_dict()} as {self.task}>"
+
+
+def compile_for_cluster(graph: Graph, cluster: Cluster, target: str = "cpu") -> DistributedExecutable:
+    """Place, partition and register `graph` on the tasks of `cluster` (see the module
+    docstring); the result runs one step per call."""
+    with placement_scope(cluster.devices, cluster.task):
+        compiled = run_pipeline(graph, target=target)
+    return DistributedExecutable(compiled, cluster, target)
+
+
+class DistributedExecutable:
+    """A graph registered on the tasks of a cluster; ``exe(*args)`` runs one step and
+    returns the results in the graph's order (like `runtime.dataflow.DataflowExecutable`)."""
+
+    def __init__(self, graph: Graph, cluster: Cluster, target: str = "cpu",
+                 timeout: float | None = None) -> None:
+        self.graph = graph
+        self.cluster = cluster
+        self.timeout = timeout
+        self.partitions = list(split_by_task(graph).values())
+        self.handles: list[str] = []
+        for p in self.partitions:
+            client = cluster.client(p.device)
+            header, _ = client.call("RegisterGraph", {"graph": print_graph(p.graph),
+                                                      "target": target})
+            self.handles.append(header["handle"])
+        self._result_sources = self._locate_results()
+        self._pool = futures.ThreadPoolExecutor(max_workers=max(1, len(self.partitions)),
+                                                thread_name_prefix="tw-master")
+
+    @property
+    def tasks(self) -> list[str]:
+        """The tasks this graph runs on, one per partition."""
+        return [p.device for p in self.partitions]
+
+    def _locate_results(self) -> list[tuple[int, int]]:
+        sources: dict[int, tuple[int, int]] = {}
+        for k, p in enumerate(self.partitions):
+            for j, r in enumerate(p.result_indices):
+                sources.setdefault(r, (k, j))
+        out = []
+        for r, value in enumerate(self.graph.results):
+            if r in sources:
+                out.append(sources[r])
+            elif value.is_arg and value.graph is self.graph:
+                out.append((-1, value.index))
+            else:
+                raise CompileError(f"no task computes result {r} ({value.name})")
+        return out
+
+    def __call__(self, *args: Any, timeout: float | None = None) -> list[Any]:
+        return self.run(args, timeout=self.timeout if timeout is None else timeout)
+
+    def run(self, args: Any, timeout: float | None = None) -> list[Any]:
+        """One step on every task; returns the graph's results."""
+        from ..targets.reference.executor import check_arguments
+        arrays = check_arguments(self.graph, list(args))
+        if timeout is not None and timeout <= 0:
+            raise InvalidArgumentError(f"timeout must be positive, got {timeout}")
+        step_id = secrets.randbits(62)
+        header = {"step": step_id, "timeout": timeout}
+        deadline = None if timeout is None else timeout + 5.0  # the tasks time out first
+        calls = []
+        for p, handle in zip(self.partitions, self.handles):
+            client = self.cluster.client(p.device)
+            try:
+                call = client.start("RunGraph", dict(header, handle=handle),
+                                    [arrays[i] for i in p.arg_indices], timeout=deadline)
+            except Exception as e:  # noqa: BLE001 - a failure to start is the step's error
+                call = _Failed(e)
+            calls.append((client, call))
+        if len(calls) == 1:
+            outputs = [self._finish(*calls[0])]
+        else:
+            outputs = self._gather(step_id, calls)
+        return [outputs[k][j] if k >= 0 else arrays[j] for k, j in self._result_sources]
+
+    @staticmethod
+    def _finish(client: rpc.WorkerClient, call: Any) -> list[Any]:
+        if isinstance(call, _Failed):  # (a gRPC call object is itself an exception class)
+            raise call.error
+        return client.finish("RunGraph", call)[1]
+
+    def _gather(self, step_id: int, calls: list[tuple[rpc.WorkerClient, Any]]) -> list[list[Any]]:
+        pending = {self._pool.submit(self._finish, client, call): k
+                   for k, (client, call) in enumerate(calls)}
+        outputs: list[list[Any] | None] = [None] * len(calls)
+        errors: list[BaseException] = []
+        while pending:
+            done, _ = futures.wait(pending, return_when=futures.FIRST_EXCEPTION)
+            for f in done:
+                k = pending.pop(f)
+                if f.exception() is not None:
+                    if not errors:
+                        self._abort(step_id, f.exception(), calls)
+                    errors.append(f.exception())
+                else:
+                    outputs[k] = f.result()
+        if errors:
+            raise _root_cause(errors)
+        return outputs  # type: ignore[return-value]
+
+    def _abort(self, step_id: int, error: BaseException, calls: list) -> None:
+        """Tell every task the step failed (best effort: a dead task cannot hear it)."""
+        header = dict(wire.error_to_header(error, "the master"), step=step_id)
+        for client, _ in calls:
+            # Not waited for; a dropped gRPC call object would cancel its call, so each
+            # abort runs to its end on a thread of its own (not the pool, which may be
+            # full of calls waiting for exactly these aborts).
+            threading.Thread(target=_quietly, args=(client, "AbortStep", header),
+                             daemon=True).start()
+
+    def close(self) -> None:
+        """Forget the registered graphs on their tasks."""
+        for p, handle in zip(self.partitions, self.handles):
+            try:
+                self.cluster.client(p.device).call("DeregisterGraph", {"handle": handle},
+                                                   timeout=ABORT_TIMEOUT_S)
+            except TensorWeaveError:
+                pass
+        self._pool.shutdown(wait=False)
+
+    def __repr__(self) -> str:
+        return f"<DistributedExecutable {self.graph.name} on {', '.join(self.tasks)}>"
+
+
+def _quietly(client: rpc.WorkerClient, method: str, header: dict[str, Any]) -> None:
+    """A best-effort call: a task that cannot hear it fails its own calls anyway."""
+    try:
+        client.call(method, header, timeout=ABORT_TIMEOUT_S)
+    except TensorWeaveError:
+        pass
+
+
+class _Failed:
+    """A call that could not even start."""
+
+    def __init__(self, error: BaseException) -> None:
+        self.error = error
+
+
+def _root_cause(errors: list[BaseException]) -> BaseException:
+    """The error that explains a failed step: an op's own error before the cancellations
+    and deadline it caused in other tasks."""
+    for kinds in ((UnavailableError,), (Exception,)):
+        for e in errors:
+            if isinstance(e, kinds) and not isinstance(e, CancelledError | DeadlineExceededError):
+                return e
+    return errors[0]
+
+
+__all__ = ["Cluster", "DistributedExecutable", "compile_for_cluster", "default_token",
+           "parse_target"]

@@ -1,0 +1,424 @@
+"""A task's server: the worker service that holds the task's state and runs its graphs.
+
+One `Server` per task process (``tf.train.Server``). It binds exactly the address the
+cluster spec gives the task and serves, over gRPC (`rpc`):
+
+- ``GetStatus``: the task's name, devices and cluster (how a master learns the cluster);
+- ``RegisterGraph``: a partition as IR text; parsed and verified here (only registered
+  ops exist in the parser, so nothing received is ever executed as Python), its
+  variables and queues created in the task's `ResourceManager` (shared by name between
+  the graphs of every client: between-graph replication), compiled for the task's
+  target; answers a handle;
+- ``RunGraph``: runs a registered graph for one step id with the fed arguments, and
+  answers its results;
+- ``RecvTensor``: hands the tensor that this task's Send left under a rendezvous key to
+  the task whose Recv asks for it (transfers are pulled, as in TensorFlow);
+- ``AbortStep``: fails a step here (another task of the step failed);
+- ``DeregisterGraph``: forgets a graph.
+
+Each step id has a `_StepState` here while any of its graphs runs, a peer pulls from
+it, or it holds a value not yet pulled: a `TaskRendezvous` whose Recvs of keys sent on
+another task pull through that task's ``RecvTensor``. A step aborted here is remembered
+for a while, so a late ``RunGraph`` of it fails at once instead of waiting for tensors
+that will never come.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import threading
+import time
+from concurrent import futures
+from typing import Any
+
+import grpc
+
+from ...compiler.ir import Graph
+from ...errors import (
+    CancelledError,
+    DeadlineExceededError,
+    InvalidArgumentError,
+    NotFoundError,
+    TensorWeaveError,
+    UnavailableError,
+)
+from ..devices import DeviceManager, DeviceSpec
+from ..rendezvous import LocalRendezvous, Rendezvous
+from ..resources import ResourceManager, create_graph_resources
+from . import rpc, wire
+from .cluster import ClusterSpec
+
+log = logging.getLogger("tensorweave.distributed")
+
+ABORTED_MEMORY_S = 300.0
+"""How long an aborted step id is remembered (late RunGraphs of it fail at once)."""
+
+POLL_S = 0.25
+"""How often a blocked RecvTensor checks that its caller is still there."""
+
+
+def task_of_device(device: str) -> tuple[str | None, int]:
+    """(job, task) of a device name."""
+    spec = DeviceSpec.from_string(device)
+    return spec.job, spec.task or 0
+
+
+class TaskRendezvous(Rendezvous):
+    """The rendezvous of one step on one task: keys sent here are kept in a local table;
+    a Recv of a key whose Send runs on another task pulls it from that task."""
+
+    def __init__(self, service: WorkerService, step_id: int) -> None:
+        self.local = LocalRendezvous()
+        self.service = service
+        self.step_id = step_id
+        self._lock = threading.Lock()
+        self._calls: set[Any] = set()
+        self._error: BaseException | None = None
+
+    def send(self, key: str, value: Any) -> None:
+        self.local.send(key, value)
+
+    def recv(self, key: str, timeout: float | None = None) -> Any:
+        job, task = task_of_device(key.split(";", 1)[0])
+        if (job, task) == (self.service.job_name, self.service.task_index):
+            return self.local.recv(key, timeout)
+        return self._pull(key, job, task, timeout)
+
+    def _pull(self, key: str, job: str | None, task: int, timeout: float | None) -> Any:
+        if job is None:
+            raise InvalidArgumentError(f"rendezvous key '{key}' names no job")
+        address = self.service.cluster.task_address(job, task)
+        client = self.service.client(address)
+        call = client.start("RecvTensor", {"step": self.step_id, "key": key}, timeout=timeout)
+        with self._lock:
+            if self._error is not None:
+                call.cancel()
+                raise self._cancelled(key)
+            self._calls.add(call)
+        try:
+            _, tensors = client.finish("RecvTensor", call)
+        except CancelledError:
+            with self._lock:
+                if self._error is not None:
+                    raise self._cancelled(key) from None
+            raise
+        finally:
+            with self._lock:
+                self._calls.discard(call)
+        return tensors[0]
+
+    def _cancelled(self, key: str) -> CancelledError:
+        cause = self._error
+        detail = cause.message if isinstance(cause, TensorWeaveError) else str(cause)
+        return CancelledError(f"rendezvous for '{key}' aborted: {type(cause).__name__}: {detail}")
+
+    def abort(self, error: BaseException) -> None:
+        with self._lock:
+            if self._error is None:
+                self._error = error
+            calls = list(self._calls)
+        self.local.abort(error)
+        for call in calls:
+            call.cancel()
+
+
+class _StepState:
+    __slots__ = ("rendezvous", "runs", "pulls", "error")
+
+    def __init__(self, rendezvous: TaskRendezvous) -> None:
+        self.rendezvous = rendezvous
+        self.runs = 0
+        self.pulls = 0
+        self.error: BaseException | None = None
+
+
+class StepTable:
+    """The live steps of one task, by step id."""
+
+    def __init__(self, service: WorkerService) -> None:
+        self.service = service
+        self._lock = threading.Lock()
+        self._steps: dict[int, _StepState] = {}
+        self._aborted: dict[int, tuple[BaseException, float]] = {}
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._steps)
+
+    def _get(self, step_id: int) -> _StepState:
+        state = self._steps.get(step_id)
+        if state is None:
+            state = self._steps[step_id] = _StepState(TaskRendezvous(self.service, step_id))
+            aborted = self._aborted.get(step_id)
+            if aborted is not None:
+                state.error = aborted[0]
+                state.rendezvous.abort(aborted[0])
+        return state
+
+    def begin(self, step_id: int, kind: str) -> _StepState:
+        """Join step `step_id` (kind ``run`` or ``pull``); raises if it was aborted."""
+        with self._lock:
+            state = self._get(step_id)
+            if state.error is not None:
+                error = state.error
+                self._release(step_id, state)
+                raise CancelledError(f"step {step_id} was aborted: {error}")
+            setattr(state, kind + "s", getattr(state, kind + "s") + 1)
+            return state
+
+    def end(self, step_id: int, state: _StepState, kind: str) -> None:
+        with self._lock:
+            setattr(state, kind + "s", getattr(state, kind + "s") - 1)
+            self._release(step_id, state)
+
+    def _release(self, step_id: int, state: _StepState) -> None:
+        """Drop a step nobody runs, pulls from, or has left a value in."""
+        if (state.runs == 0 and state.pulls == 0 and len(state.rendezvous.local) == 0
+                and self._steps.get(step_id) is state):
+            del self._steps[step_id]
+
+    def abort(self, step_id: int, error: BaseException) -> None:
+        """Fail step `step_id` here: blocked Recvs wake with `CancelledError`."""
+        now = time.monotonic()
+        with self._lock:
+            for old in [s for s, (_, t) in self._aborted.items() if now - t > ABORTED_MEMORY_S]:
+                del self._aborted[old]
+            self._aborted[step_id] = (error, now)
+            state = self._get(step_id)
+            state.error = state.error or error
+        state.rendezvous.abort(error)
+        with self._lock:
+            self._release(step_id, state)
+
+    def abort_all(self, error: BaseException) -> None:
+        with self._lock:
+            ids = list(self._steps)
+        for step_id in ids:
+            self.abort(step_id, error)
+
+
+class WorkerService:
+    """The state and RPC handlers of one task (see the module docstring)."""
+
+    def __init__(self, cluster: ClusterSpec, job_name: str, task_index: int, *,
+                 token: str | None = None, tls: rpc.TlsConfig | None = None,
+                 target: str = "cpu") -> None:
+        self.cluster = cluster
+        self.job_name = job_name
+        self.task_index = task_index
+        self.token = token
+        self.tls = tls
+        self.target = target
+        self.task_name = f"/job:{job_name}/replica:0/task:{task_index}"
+        self.devices = DeviceManager(job_name, 0, task_index)
+        self.resources = ResourceManager()
+        self.steps = StepTable(self)
+        self._graphs: dict[str, Any] = {}
+        self._graphs_lock = threading.Lock()
+        self._handles = itertools.count(1)
+
+    def client(self, address: str) -> rpc.WorkerClient:
+        return rpc.client_for(address, self.token, self.tls)
+
+    def handlers(self) -> dict[str, rpc.Handler]:
+        return {"GetStatus": self.get_status, "RegisterGraph": self.register_graph,
+                "DeregisterGraph": self.deregister_graph, "RunGraph": self.run_graph,
+                "RecvTensor": self.recv_tensor, "AbortStep": self.abort_step}
+
+    # ----------------------------------------------------------------- handlers
+    def get_status(self, header: dict, tensors: list, context: Any) -> tuple[dict, list]:
+        return {"task": self.task_name, "job": self.job_name, "index": self.task_index,
+                "devices": [d.name for d in self.devices.devices],
+                "cluster": self.cluster.to_json(), "graphs": len(self._graphs),
+                "steps": len(self.steps)}, []
+
+    def register_graph(self, header: dict, tensors: list, context: Any) -> tuple[dict, list]:
+        from ...compiler.parser import parse_graph
+        from ...compiler.verifier import verify
+        text = header.get("graph")
+        if not isinstance(text, str):
+            raise InvalidArgumentError("RegisterGraph needs the graph as IR text in 'graph'")
+        graph = parse_graph(text, source_name=f"graph for {self.task_name}")
+        verify(graph)
+        self._check_devices(graph)
+        create_graph_resources(graph, self.resources)
+        target = str(header.get("target") or self.target)
+        exe = _executable(graph, target, self.resources)
+        handle = f"{self.job_name}{self.task_index}-g{next(self._handles)}"
+        with self._graphs_lock:
+            self._graphs[handle] = exe
+        log.debug("%s: registered %s (%d nodes, target %s)", self.task_name, handle,
+                  len(graph.nodes), target)
+        return {"handle": handle}, []
+
+    def _check_devices(self, graph: Graph) -> None:
+        for node in graph.nodes:
+            device = node.assigned_device
+            if device is None:
+                continue
+            job, task = task_of_device(device)
+            if (job, task) != (self.job_name, self.task_index):
+                raise InvalidArgumentError(
+                    f"node '{node.name}' is placed on {device}, which is not a device of "
+                    f"{self.task_name}", **node.error_context())
+            self.devices.lookup(device)  # raises, listing this task's devices
+
+    def deregister_graph(self, header: dict, tensors: list, context: Any) -> tuple[dict, list]:
+        with self._graphs_lock:
+            self._graphs.pop(str(header.get("handle")), None)
+        return {}, []
+
+    def run_graph(self, header: dict, tensors: list, context: Any) -> tuple[dict, list]:
+        handle = str(header.get("handle"))
+        exe = self._graphs.get(handle)
+        if exe is None:
+            raise NotFoundError(f"{self.task_name} has no graph {handle!r} (was the task "
+                                f"restarted? the client registers graphs again on its next "
+                                f"session)")
+        step_id = int(header["step"])
+        timeout = header.get("timeout")
+        state = self.steps.begin(step_id, "run")
+        done = threading.Event()
+
+        def caller_gone() -> None:  # the master died or gave up: do not wait forever
+            if not done.is_set():
+                self.steps.abort(step_id, CancelledError(
+                    f"the client of step {step_id} went away"))
+
+        context.add_callback(caller_gone)
+        try:
+            results = exe.run(tensors, timeout=timeout, step_id=step_id,
+                              rendezvous=state.rendezvous)
+        finally:
+            done.set()
+            self.steps.end(step_id, state, "run")
+        return {}, results
+
+    def recv_tensor(self, header: dict, tensors: list, context: Any) -> tuple[dict, list]:
+        step_id, key = int(header["step"]), str(header["key"])
+        state = self.steps.begin(step_id, "pull")
+        try:
+            while True:
+                try:
+                    value = state.rendezvous.local.recv(key, timeout=POLL_S)
+                    break
+                except DeadlineExceededError:
+                    if not context.is_active():
+                        raise CancelledError(f"the receiver of '{key}' went away") from None
+        finally:
+            self.steps.end(step_id, state, "pull")
+        return {}, [value]
+
+    def abort_step(self, header: dict, tensors: list, context: Any) -> tuple[dict, list]:
+        error = wire.error_from_header(header) or CancelledError("aborted by the client")
+        self.steps.abort(int(header["step"]), error)
+        return {}, []
+
+
+def _executable(graph: Graph, target: str, resources: ResourceManager) -> Any:
+    """A dataflow executable of a registered partition with `target`'s per-node kernels
+    (Send/Recv graphs run on the dataflow executor)."""
+    from ..dataflow import DataflowExecutable
+    if target == "cpu":
+        from ...targets import cpu
+        cpu._register_with_executor()
+    return DataflowExecutable(graph, target, resources)
+
+
+class Server:
+    """This task's server (``tf.train.Server``): binds the task's address from `cluster`
+    and serves its worker service until `stop` (or the process ends).
+
+    ``Server(cluster, job_name="ps", task_index=0)``; `target` is ``grpc://host:port``,
+    what ``Session(server.target)`` connects to."""
+
+    def __init__(self, cluster: ClusterSpec | dict, job_name: str | None = None,
+                 task_index: int | None = None, protocol: str = "grpc", config: Any = None,
+                 start: bool = True, *, token: str | None = None,
+                 tls: rpc.TlsConfig | None = None, target: str = "cpu",
+                 max_workers: int = 64) -> None:
+        from .cluster import as_cluster_spec
+        if protocol != "grpc":
+            raise InvalidArgumentError(f"only the 'grpc' protocol is supported, got {protocol!r}")
+        self.cluster = as_cluster_spec(cluster)
+        if job_name is None:
+            if len(self.cluster.jobs) != 1:
+                raise InvalidArgumentError(f"job_name is needed: the cluster has jobs "
+                                           f"{self.cluster.jobs}")
+            job_name = self.cluster.jobs[0]
+        if task_index is None:
+            if self.cluster.num_tasks(job_name) != 1:
+                raise InvalidArgumentError(f"task_index is needed: job {job_name!r} has "
+                                           f"{self.cluster.num_tasks(job_name)} tasks")
+            task_index = self.cluster.task_indices(job_name)[0]
+        self.address = self.cluster.task_address(job_name, task_index)
+        self.service = WorkerService(self.cluster, job_name, task_index, token=token, tls=tls,
+                                     target=target)
+        self._grpc = grpc.server(futures.ThreadPoolExecutor(
+            max_workers=max_workers, thread_name_prefix=f"tw-{job_name}{task_index}"),
+            options=rpc.SERVER_OPTIONS)
+        self._grpc.add_generic_rpc_handlers((rpc.generic_handler(
+            self.service.handlers(), token, self.service.task_name),))
+        try:
+            port = (self._grpc.add_insecure_port(self.address) if tls is None else
+                    self._grpc.add_secure_port(self.address, tls.server_credentials()))
+        except RuntimeError as e:
+            port = 0
+            reason = str(e)
+        else:
+            reason = "the address is in use or not local"
+        if not port:
+            raise UnavailableError(f"{self.service.task_name} cannot listen on {self.address}: "
+                                   f"{reason}")
+        self._started = False
+        self._stopped = threading.Event()
+        if start:
+            self.start()
+
+    @property
+    def target(self) -> str:
+        """``grpc://host:port``: give it to ``Session``."""
+        return f"grpc://{self.address}"
+
+    @property
+    def server_def(self) -> dict[str, Any]:
+        return {"cluster": self.cluster.as_dict(), "job_name": self.service.job_name,
+                "task_index": self.service.task_index, "protocol": "grpc"}
+
+    @property
+    def resources(self) -> ResourceManager:
+        """The task's variables and queues."""
+        return self.service.resources
+
+    def start(self) -> None:
+        """Start serving (done by the constructor unless ``start=False``)."""
+        if not self._started:
+            self._grpc.start()
+            self._started = True
+            log.info("%s serving at %s", self.service.task_name, self.address)
+
+    def join(self) -> None:
+        """Block until the server stops."""
+        self._stopped.wait()
+
+    def stop(self, grace: float | None = 1.0) -> None:
+        """Stop serving: running steps are aborted, then the port is released."""
+        from ...errors import AbortedError
+        from ..queues import close_all_queues
+        self.service.steps.abort_all(AbortedError(f"{self.service.task_name} is shutting down"))
+        close_all_queues(self.service.resources)
+        self._grpc.stop(grace).wait()
+        self._stopped.set()
+
+    def __enter__(self) -> Server:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
+
+    def __repr__(self) -> str:
+        return f"<Server {self.service.task_name} at {self.address}>"
+
+
+__all__ = ["Server", "StepTable", "TaskRendezvous", "WorkerService", "task_of_device"]
