@@ -173,8 +173,8 @@ def test_control_edges_move_to_the_fusion_node():
 
 # ------------------------------------------------------------------- the fused stage
 
-def test_fused_stage_belongs_to_the_cpu_target_only():
-    assert stage_names()[-1] == "fused" and stage_targets("fused") == frozenset({"cpu"})
+def test_fused_stage_belongs_to_the_cpu_and_gpu_targets_only():
+    assert stage_names()[-1] == "fused" and stage_targets("fused") == frozenset({"cpu", "gpu"})
     g = traced(softmax, X)
     assert "Fusion" not in top_ops(run_pipeline(g, target="reference"))
     assert "Fusion" in top_ops(run_pipeline(g))  # no target (dump): every stage

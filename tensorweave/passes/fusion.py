@@ -1,7 +1,7 @@
 """Fusion (clustering): group elementwise ops, and the reductions they feed, into `Fusion`
 nodes that a target compiles into one loop nest each.
 
-Stage ``fused`` (cpu target only; the reference target runs graphs unfused):
+Stage ``fused`` (cpu and gpu targets; the reference target runs graphs unfused):
 `fuse`, in place.
 
 What is fused
@@ -322,10 +322,10 @@ def fuse(graph: Graph) -> None:
 
 
 def _register() -> None:
-    """Register stage ``fused`` (cpu target only) as the pipeline's last stage; a second
-    import (`importlib.reload`) keeps the stage already there."""
+    """Register stage ``fused`` (cpu and gpu targets) as the pipeline's last stage; a
+    second import (`importlib.reload`) keeps the stage already there."""
     try:
-        register_stage("fused", [fuse], targets=("cpu",))
+        register_stage("fused", [fuse], targets=("cpu", "gpu"))
     except ValueError:  # "stage 'fused' exists"
         pass
 

@@ -6,7 +6,7 @@ from typing import Any
 
 from ..errors import CompileError
 
-TARGETS = ("reference", "cpu")
+TARGETS = ("reference", "cpu", "gpu")
 
 
 def compile_for_target(graph: Any, target: str, resources: Any = None) -> Any:
@@ -19,4 +19,7 @@ def compile_for_target(graph: Any, target: str, resources: Any = None) -> Any:
     if target == "cpu":
         from .cpu import compile_graph
         return compile_graph(graph, resources)
+    if target == "gpu":
+        from .gpu import compile_graph as compile_gpu
+        return compile_gpu(graph, resources)
     raise CompileError(f"unknown target {target!r}; available: {', '.join(TARGETS)}")

@@ -1,0 +1,101 @@
+"""A caching device allocator: freed blocks are kept and reused by size.
+
+cudaMalloc/cudaFree synchronize the device and cost tens of microseconds, so, as
+PyTorch's caching allocator and TensorFlow's BFC allocator do, blocks go back to a pool
+keyed by their (rounded) size instead of to the driver, and the next request of that
+size takes one from the pool. Sizes are rounded up to `GRANULE` bytes so that nearby
+sizes share blocks. `stats()` reports the bytes in use, the peak, the bytes held in the
+pool and the hit rate.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+GRANULE = 512
+
+
+@dataclass
+class Block:
+    """A device allocation of `nbytes` (rounded) bytes: `data` is a uint8 device array."""
+
+    nbytes: int
+    data: Any
+
+    def view(self, dtype: np.dtype, shape: tuple[int, ...]) -> Any:
+        """The first bytes of the block as a C-contiguous device array."""
+        n = int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
+        return self.data[:n].view(np.dtype(dtype)).reshape(shape)
+
+
+def round_size(nbytes: int) -> int:
+    return max(GRANULE, -(-int(nbytes) // GRANULE) * GRANULE)
+
+
+class CachingAllocator:
+    """Device memory with a free pool per block size (see the module docstring)."""
+
+    def __init__(self, cuda: Any) -> None:
+        self._cuda = cuda
+        self._pool: dict[int, list[Block]] = {}
+        self._lock = threading.Lock()
+        self.in_use = 0
+        self.peak = 0
+        self.cached = 0
+        self.hits = 0
+        self.misses = 0
+
+    def allocate(self, nbytes: int) -> Block:
+        """A block of at least `nbytes` bytes, from the pool when one of its size is free."""
+        size = round_size(nbytes)
+        with self._lock:
+            free = self._pool.get(size)
+            if free:
+                block = free.pop()
+                self.cached -= size
+                self.hits += 1
+            else:
+                block = None
+                self.misses += 1
+            self.in_use += size
+            self.peak = max(self.peak, self.in_use)
+        if block is None:
+            block = Block(size, self._cuda.device_array(size, np.uint8))
+        return block
+
+    def free(self, block: Block) -> None:
+        """Give `block` back to the pool (the device memory stays allocated)."""
+        with self._lock:
+            self._pool.setdefault(block.nbytes, []).append(block)
+            self.in_use -= block.nbytes
+            self.cached += block.nbytes
+
+    def empty_cache(self) -> None:
+        """Release the pooled blocks to the driver."""
+        with self._lock:
+            self._pool.clear()
+            self.cached = 0
+
+    def stats(self) -> dict[str, int]:
+        """Bytes in use, peak bytes in use, bytes pooled, pool hits and misses."""
+        with self._lock:
+            return {"in_use": self.in_use, "peak": self.peak, "cached": self.cached,
+                    "hits": self.hits, "misses": self.misses}
+
+
+_default: CachingAllocator | None = None
+_default_lock = threading.Lock()
+
+
+def default_allocator() -> CachingAllocator:
+    """The process's allocator for the current device."""
+    global _default
+    with _default_lock:
+        if _default is None:
+            from .device import require
+            _default = CachingAllocator(require())
+        return _default

@@ -1,0 +1,125 @@
+"""What `@tw.compile(target="gpu")` runs: one planned GPU step per tuple of argument
+shapes (`step.plan_step` on the graph specialized to those shapes, bound to the device by
+`runner.GpuStep`); graphs the planner declines run on the reference dataflow executor,
+and `native_reason` says why.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Any
+
+import numpy as np
+
+from ...compiler.ir import Graph
+from ...compiler.types import TensorType
+from ...errors import TensorWeaveError
+from ...runtime.kernel_context import CallCounters
+from ...runtime.resources import ResourceManager, default_resource_manager
+from .device import require
+from .runner import GpuStep, Mismatch
+from .step import Ineligible, StepPlan, plan_step
+
+_log = logging.getLogger(__name__)
+_UNSET: Any = object()
+MAX_SHAPES = 16  # argument-shape tuples remembered per executable
+
+
+def specialized(graph: Graph, shapes: list[tuple[int, ...]]) -> Graph:
+    """`graph` with its argument shapes fixed to `shapes` (itself when already static)."""
+    if all(isinstance(v.type, TensorType) and tuple(v.type.shape) == tuple(s)
+           for v, s in zip(graph.args, shapes)) and not _has_unknown(graph):
+        return graph
+    from ...passes.shape_inference import specialize
+    return specialize(graph, [TensorType(v.type.dtype, s) for v, s in zip(graph.args, shapes)])
+
+
+def _has_unknown(graph: Graph) -> bool:
+    return any(isinstance(v.type, TensorType) and not v.type.is_fully_defined
+               for n in graph.nodes for v in n.outputs)
+
+
+class GpuExecutable:
+    """A graph compiled for the gpu target; call it like a `DataflowExecutable`:
+    ``exe(*arrays) -> list of results``."""
+
+    owns_results = True  # results are fresh host arrays
+
+    def __init__(self, graph: Graph, resources: ResourceManager | None = None) -> None:
+        self.cuda = require()
+        from .allocator import default_allocator
+        self.allocator = default_allocator()
+        self.graph = graph
+        self.resources = resources or default_resource_manager()
+        self.counters = CallCounters()
+        self._steps: dict[tuple, GpuStep | None] = {}
+        self._lock = threading.Lock()
+        self._dataflow: Any = None
+        self.native_reason: str | None = None
+
+    @property
+    def dataflow(self) -> Any:
+        """The reference dataflow executable of the same graph (made on first use)."""
+        if self._dataflow is None:
+            from ...runtime.dataflow import DataflowExecutable
+            exe = DataflowExecutable(self.graph, "reference", self.resources)
+            exe.counters = self.counters
+            for ex in exe.executors:
+                ex.counters = self.counters
+            self._dataflow = exe
+        return self._dataflow
+
+    def plan(self, shapes: list[tuple[int, ...]]) -> StepPlan:
+        """The step plan for arguments of `shapes` (raises `Ineligible`)."""
+        return plan_step(specialized(self.graph, shapes))
+
+    def step(self, arrays: list[np.ndarray]) -> GpuStep | None:
+        """The bound step for these arguments' shapes (built on first use), or None."""
+        key = tuple(a.shape for a in arrays)
+        step = self._steps.get(key, _UNSET)
+        if step is _UNSET:
+            with self._lock:
+                step = self._steps.get(key, _UNSET)
+                if step is _UNSET:
+                    if len(self._steps) >= MAX_SHAPES:
+                        self._steps.clear()
+                    step = self._steps[key] = self._build(arrays)
+        return step
+
+    def _build(self, arrays: list[np.ndarray]) -> GpuStep | None:
+        if len(arrays) != len(self.graph.args):
+            return None
+        try:
+            plan = self.plan([a.shape for a in arrays])
+        except (Ineligible, TensorWeaveError) as e:
+            self.native_reason = str(e)
+            _log.debug("gpu: %s runs on the reference executor: %s", self.graph.name, e)
+            return None
+        for name, reason in plan.fallbacks.items():
+            _log.info("gpu: %s runs on the host: %s", name, reason)
+        return GpuStep(plan, self.resources, self.counters, self.cuda, self.allocator)
+
+    def __call__(self, *args: Any, timeout: float | None = None) -> list[Any]:
+        """Run one step on `args`; returns the graph's results as NumPy arrays."""
+        arrays = [np.asarray(a) for a in args]
+        step = self.step(arrays)
+        if step is not None:
+            try:
+                return step(arrays)
+            except Mismatch:
+                pass
+        return [np.array(r, copy=True) for r in self.dataflow.run(arrays, timeout=timeout)]
+
+    def run(self, args: Any, timeout: float | None = None, **kw: Any) -> list[Any]:
+        """The dataflow executor's `run` (node traces, shared step ids)."""
+        return self.dataflow.run(args, timeout=timeout, **kw)
+
+    @property
+    def fallbacks(self) -> dict[str, str]:
+        """Nodes of the built steps that run on the host, with the reason."""
+        out: dict[str, str] = {}
+        for step in self._steps.values():
+            if step is not None:
+                out.update(step.plan.fallbacks)
+        return out

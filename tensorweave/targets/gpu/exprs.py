@@ -1,0 +1,328 @@
+"""Python source for elementwise ops on scalars, as kernel code computes them.
+
+Each emitter takes already computed operands (local variable names, typed) and returns
+an expression of the op's result; emitters that need statements (integer division's
+zero check) write them with the `Writer`. The caller wraps the expression in the output
+type, so small integers wrap around as in NumPy and float32 stays float32.
+
+The semantics are the reference kernels' (and the cpu target's, `cpu/elementwise.py`):
+Maximum/Minimum propagate NaN, comparisons are ordered except ``!=``, integer division
+and modulo by zero and integers to negative powers set the kernel's status (the step
+raises InvalidArgumentError with the cpu target's message and the op's line) instead of
+trapping, Div of integers truncates toward zero, FloorDiv/FloorMod of floats follow
+NumPy's divmod. Status codes are the cpu target's (`STATUS_*` + 4 * the op's index in
+its cluster), so `cpu.fused.FusedKernel.status_error` decodes both.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from ...compiler.dtypes import DType, bool_
+from ..cpu.elementwise import STATUS_DIV_BY_ZERO, STATUS_NEGATIVE_POWER
+from .source import Writer, numba_type
+
+
+@dataclass
+class Op:
+    """One op as the emitters see it."""
+
+    op: str
+    attrs: dict[str, Any]
+    in_dtypes: tuple[DType, ...]
+    out_dtype: DType
+    index: int  # position in its cluster, reported with a failing status
+
+
+class Scope:
+    """Emission context: the writer, the status array's name (None: the kernel cannot
+    fail) and the device helpers the emitted code calls."""
+
+    def __init__(self, w: Writer, status: str | None = None) -> None:
+        self.w = w
+        self.status = status
+        self.helpers: dict[str, str] = {}
+
+    def const(self, dtype: DType, value: Any) -> str:
+        if dtype is bool_:
+            return "True" if value else "False"
+        v = float(value) if dtype.kind == "float" else int(value)
+        return f"{numba_type(dtype)}({v!r})"
+
+    def fail_if(self, cond: str, code: int, op: Op) -> None:
+        if self.status is None:
+            raise ValueError(f"{op.op} can fail but its kernel has no status")
+        self.w(f"if {cond}:")
+        self.w(f"    {self.status}[0] = {code + 4 * op.index}")
+
+    def helper(self, name: str) -> str:
+        self.helpers[name] = HELPERS[name]
+        return name
+
+
+Emitter = Callable[[Scope, Op, list[str]], str]
+EMITTERS: dict[str, Emitter] = {}
+
+
+def emitter(*names: str) -> Callable[[Emitter], Emitter]:
+    def deco(fn: Emitter) -> Emitter:
+        for n in names:
+            EMITTERS[n] = fn
+        return fn
+    return deco
+
+
+def _float(op: Op) -> bool:
+    return op.in_dtypes[0].kind == "float"
+
+
+# floor/ceil through math.floor would give an integer (undefined for inf and NaN); values
+# at or beyond 2**mantissa bits are integers already, inf and NaN give themselves.
+_INTEGRAL = {32: "8388608.0", 64: "4503599627370496.0"}
+
+HELPERS = {
+    "_floordivmod": '''@cuda.jit(device=True)
+def _floordivmod(a, b):
+    # NumPy's npy_divmod for floats: (floor division, modulo with the sign of b)
+    if b == 0:
+        return a / b, math.fmod(a, b)
+    mod = math.fmod(a, b)
+    div = (a - mod) / b
+    if mod != 0:
+        if (b < 0) != (mod < 0):
+            mod += b
+            div -= 1.0
+    else:
+        mod = math.copysign(0.0, b)
+    if div != 0:
+        fl = math.floor(div)
+        if div - fl > 0.5:
+            fl += 1.0
+        div = fl
+    else:
+        div = math.copysign(0.0, a / b)
+    return div, mod''',
+}
+
+
+@emitter("Identity", "StopGradient", "BroadcastTo")
+def _identity(cx, op, a):
+    return a[0]
+
+
+@emitter("ZerosLike", "OnesLike")
+def _fill_like(cx, op, a):
+    return cx.const(op.out_dtype, 0 if op.op == "ZerosLike" else 1)
+
+
+@emitter("Neg")
+def _neg(cx, op, a):
+    return f"-{a[0]}"
+
+
+@emitter("Abs")
+def _abs(cx, op, a):
+    return a[0] if op.out_dtype.kind == "uint" else f"abs({a[0]})"
+
+
+@emitter("Square")
+def _square(cx, op, a):
+    return f"{a[0]} * {a[0]}"
+
+
+@emitter("Sign")
+def _sign(cx, op, a):
+    x, dt = a[0], op.out_dtype
+    one, minus, zero = cx.const(dt, 1), cx.const(dt, -1 if dt.kind != "uint" else 0), \
+        cx.const(dt, 0)
+    if dt.kind == "float":  # NaN and +-0 give themselves
+        return f"({one} if {x} > {zero} else ({minus} if {x} < {zero} else {x}))"
+    if dt.kind == "uint":
+        return f"({one} if {x} != {zero} else {zero})"
+    return f"({one} if {x} > {zero} else ({minus} if {x} < {zero} else {zero}))"
+
+
+@emitter("Relu")
+def _relu(cx, op, a):
+    if op.out_dtype.kind == "uint":
+        return a[0]
+    zero = cx.const(op.out_dtype, 0)
+    return f"({zero} if {a[0]} < {zero} else {a[0]})"  # NaN stays NaN
+
+
+def _math(name: str) -> Emitter:
+    def emit(cx, op, a):
+        return f"math.{name}({a[0]})"
+    return emit
+
+
+for _op, _fn in (("Log", "log"), ("Sqrt", "sqrt"), ("Sin", "sin"), ("Cos", "cos"),
+                 ("Exp", "exp"), ("Log1p", "log1p"), ("Tanh", "tanh")):
+    EMITTERS[_op] = _math(_fn)
+
+
+@emitter("Floor", "Ceil")
+def _floor_ceil(cx, op, a):
+    x = a[0]
+    limit = _INTEGRAL[op.out_dtype.bits]
+    fn = "floor" if op.op == "Floor" else "ceil"
+    return f"(math.{fn}({x}) if abs({x}) < {limit} else {x})"
+
+
+@emitter("Rsqrt")
+def _rsqrt(cx, op, a):
+    return f"{cx.const(op.out_dtype, 1.0)} / math.sqrt({a[0]})"
+
+
+@emitter("Reciprocal")
+def _reciprocal(cx, op, a):
+    return f"{cx.const(op.out_dtype, 1.0)} / {a[0]}"
+
+
+@emitter("Sigmoid")
+def _sigmoid(cx, op, a):
+    # the reference kernel's formula: exp of a non-positive argument only
+    x, dt = a[0], op.out_dtype
+    e = cx.w.tmp("e")
+    cx.w(f"{e} = {numba_type(dt)}(math.exp(-abs({x})))")
+    one = cx.const(dt, 1.0)
+    return f"({one} / ({one} + {e}) if {x} >= {cx.const(dt, 0.0)} else {e} / ({one} + {e}))"
+
+
+@emitter("LogicalNot")
+def _not(cx, op, a):
+    return f"not {a[0]}"
+
+
+@emitter("LogicalAnd")
+def _and(cx, op, a):
+    return f"({a[0]} and {a[1]})"
+
+
+@emitter("LogicalOr")
+def _or(cx, op, a):
+    return f"({a[0]} or {a[1]})"
+
+
+def _binary(symbol: str) -> Emitter:
+    def emit(cx, op, a):
+        return f"{a[0]} {symbol} {a[1]}"
+    return emit
+
+
+EMITTERS["Add"] = EMITTERS["BiasAdd"] = _binary("+")
+EMITTERS["Sub"] = _binary("-")
+EMITTERS["Mul"] = _binary("*")
+for _op, _sym in (("Equal", "=="), ("NotEqual", "!="), ("Less", "<"), ("LessEqual", "<="),
+                  ("Greater", ">"), ("GreaterEqual", ">=")):
+    EMITTERS[_op] = _binary(_sym)
+
+
+@emitter("AddN")
+def _add_n(cx, op, a):
+    # left to right, like the reference kernel; each partial sum rounded to the dtype
+    total = a[0]
+    t = numba_type(op.out_dtype)
+    for x in a[1:]:
+        total = f"{t}({total} + {x})"
+    return total
+
+
+@emitter("SquaredDifference")
+def _squared_difference(cx, op, a):
+    d = cx.w.tmp("d")
+    cx.w(f"{d} = {numba_type(op.out_dtype)}({a[0]} - {a[1]})")
+    return f"{d} * {d}"
+
+
+@emitter("Maximum", "Minimum")
+def _extremum(cx, op, a):
+    x, y = a
+    cmp = ">" if op.op == "Maximum" else "<"
+    if op.out_dtype.kind == "float":  # NaN in either operand wins
+        return f"({x} if ({x} {cmp} {y} or {x} != {x}) else {y})"
+    return f"({x} if {x} {cmp} {y} else {y})"
+
+
+@emitter("Select")
+def _select(cx, op, a):
+    return f"({a[1]} if {a[0]} else {a[2]})"
+
+
+def _safe_divisor(cx: Scope, op: Op, y: str) -> str:
+    """For an integer divisor: record division by zero, return a divisor that is never 0."""
+    cx.fail_if(f"{y} == 0", STATUS_DIV_BY_ZERO, op)
+    safe = cx.w.tmp("q")
+    cx.w(f"{safe} = {y} if {y} != 0 else {cx.const(op.in_dtypes[1], 1)}")
+    return safe
+
+
+@emitter("Div")
+def _div(cx, op, a):
+    x, y = a
+    if _float(op):
+        return f"{x} / {y}"
+    y = _safe_divisor(cx, op, y)
+    q = cx.w.tmp("q")
+    cx.w(f"{q} = {x} // {y}")
+    # floor and truncation differ by one where the division is inexact and signs differ
+    cx.w(f"if {x} % {y} != 0 and (({x} < 0) != ({y} < 0)):")
+    cx.w(f"    {q} += 1")
+    return q
+
+
+@emitter("FloorDiv", "FloorMod")
+def _floor_div_mod(cx, op, a):
+    x, y = a
+    if _float(op):
+        fn = cx.helper("_floordivmod")
+        return f"{fn}({x}, {y})[{0 if op.op == 'FloorDiv' else 1}]"
+    y = _safe_divisor(cx, op, y)
+    return f"{x} // {y}" if op.op == "FloorDiv" else f"{x} % {y}"
+
+
+@emitter("Pow")
+def _pow(cx, op, a):
+    x, y = a
+    if _float(op):
+        return f"{x} ** {y}"
+    if op.in_dtypes[1].kind == "int":
+        cx.fail_if(f"{y} < 0", STATUS_NEGATIVE_POWER, op)
+        y_ok = cx.w.tmp("p")
+        cx.w(f"{y_ok} = {y} if {y} >= 0 else {cx.const(op.in_dtypes[1], 0)}")
+        y = y_ok
+    # integer power by squaring, wrapping in the output type at every step
+    t = numba_type(op.out_dtype)
+    r, b, e = cx.w.tmp("r"), cx.w.tmp("b"), cx.w.tmp("n")
+    cx.w(f"{r} = {t}(1)")
+    cx.w(f"{b} = {t}({x})")
+    cx.w(f"{e} = {y}")
+    cx.w(f"while {e} > 0:")
+    cx.w(f"    if {e} & 1:")
+    cx.w(f"        {r} = {t}({r} * {b})")
+    cx.w(f"    {b} = {t}({b} * {b})")
+    cx.w(f"    {e} = {e} >> 1")
+    return r
+
+
+@emitter("Cast")
+def _cast(cx, op, a):
+    x, dst = a[0], op.out_dtype
+    if dst is bool_:
+        return f"{x} != 0"
+    return x  # the caller's conversion to the output type does the rest
+
+
+def emit_op(cx: Scope, op: Op, args: list[str]) -> str:
+    """The expression of `op`'s result from `args`, converted to its output dtype."""
+    fn = EMITTERS.get(op.op)
+    if fn is None:
+        raise NotImplementedError(f"the gpu target has no code for op {op.op}")
+    return f"{numba_type(op.out_dtype)}({fn(cx, op, args)})"
+
+
+def supports(op: str) -> bool:
+    """Whether elementwise op `op` has GPU code."""
+    return op in EMITTERS

@@ -1,0 +1,92 @@
+"""Which node becomes which kernel: one table keyed by op name (as the cpu target's
+lowerings), plus the ops that need no kernel at all (views of their input's buffer).
+
+`lower(node, name)` returns a `Lowered`: the generated kernel, and for kernels that can
+fail, how to turn their status into an error message and the op to blame (a Fusion's
+status names the member op, with its line). Nodes with no entry, or whose generator
+raises `Unsupported`, run on the host through their reference kernel; the reason is
+kept so ``native_reason``-style reports can say why.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from ...compiler.ir import Node
+from ..cpu.fused import FusedKernel
+from .fused import Unsupported, fused_kernel
+from .layout import bad_index_message, gather_kernel, transpose_kernel
+from .matmul import matmul_kernel
+from .reduce import arg_reduce_kernel, reduce_kernel
+from .reductions import REDUCTIONS
+from .softmax import bad_label_message, softmax_kernel
+from .source import Kernel
+
+# ops whose result is their first input's buffer, reinterpreted (row-major, same bytes)
+VIEW_OPS = frozenset({"Identity", "StopGradient", "Reshape", "ReshapeLike", "ExpandDims",
+                      "Squeeze"})
+
+ErrorFn = Callable[[int], tuple[str, Node]]
+
+
+@dataclass
+class Lowered:
+    """A node's kernel and, when it can fail, the decoder of its status."""
+
+    kernel: Kernel
+    errors: ErrorFn | None = None
+
+
+def _fusion(node: Node, name: str) -> Lowered:
+    kernel = fused_kernel(node, name)
+    decode = None
+    if kernel.can_fail:
+        fk = FusedKernel(node)
+        decode = fk.status_error
+    return Lowered(kernel, decode)
+
+
+def _plain(gen: Callable[[Node, str], Kernel]) -> Callable[[Node, str], Lowered]:
+    def lower(node: Node, name: str) -> Lowered:
+        return Lowered(gen(node, name))
+    return lower
+
+
+def _softmax(node: Node, name: str) -> Lowered:
+    kernel = softmax_kernel(node, name)
+    if not kernel.can_fail:
+        return Lowered(kernel)
+    return Lowered(kernel, lambda status: (bad_label_message(node), node))
+
+
+def _gather(node: Node, name: str) -> Lowered:
+    return Lowered(gather_kernel(node, name), lambda status: (bad_index_message(node), node))
+
+
+GENERATORS: dict[str, Callable[[Node, str], Lowered]] = {
+    "Fusion": _fusion,
+    "MatMul": _plain(matmul_kernel),
+    "Transpose": _plain(transpose_kernel),
+    "Gather": _gather,
+    "ArgMax": _plain(arg_reduce_kernel),
+    "ArgMin": _plain(arg_reduce_kernel),
+    **{op: _plain(reduce_kernel) for op in REDUCTIONS},
+    **{op: _softmax for op in ("Softmax", "LogSoftmax", "SoftmaxCrossEntropyWithLogits",
+                               "SparseSoftmaxCrossEntropyWithLogits")},
+}
+
+
+def kernel_name(node: Node, index: int) -> str:
+    """A Python identifier for the kernel of `node`, unique within a step."""
+    base = re.sub(r"\W", "_", node.name).strip("_") or node.op.lower()
+    return f"k{index}_{base}"
+
+
+def lower(node: Node, name: str) -> Lowered:
+    """The kernel of `node` (static shapes). Raises `Unsupported` with the reason."""
+    gen = GENERATORS.get(node.op)
+    if gen is None:
+        raise Unsupported(f"no GPU kernel for {node.op}")
+    return gen(node, name)

@@ -1,0 +1,83 @@
+"""MatMul as a tiled shared-memory kernel.
+
+Each block computes a TILE x TILE tile of C = op(A) @ op(B) (op: optional transpose,
+from the node's attributes), walking K in steps of TILE: the block's threads load one
+tile of A and one of B into shared memory (each thread one element of each, so global
+loads are coalesced along the contiguous dimension of the untransposed operand), sync,
+and each thread accumulates its dot product from shared memory. Batched products (equal
+batch dims) use the grid's third dimension. Float32 accumulates in float32 (as cuBLAS
+does without split-K), float64 in float64, integers in int64 wrapped to the dtype.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...compiler.ir import Node
+from .fused import Unsupported
+from .source import Kernel, Writer, has_gpu_type, module, numba_type
+
+TILE = 16
+
+
+def matmul_kernel(node: Node, name: str) -> Kernel:
+    """The kernel of MatMul `node` (static shapes). Raises `Unsupported`."""
+    a_t, b_t = node.inputs[0].type, node.inputs[1].type
+    out = node.outputs[0].type
+    dt = out.dtype
+    if not has_gpu_type(dt) or dt.kind == "bool":
+        raise Unsupported(f"MatMul of {dt.name}")
+    if a_t.rank < 2 or b_t.rank < 2:
+        raise Unsupported("MatMul of vectors")
+    batch_a, batch_b = tuple(a_t.shape[:-2]), tuple(b_t.shape[:-2])
+    batch_out = tuple(out.shape[:-2])
+    if batch_a != batch_out or batch_b != batch_out:
+        raise Unsupported("MatMul with broadcast batch dims")
+    ta, tb = bool(node.attrs.get("transpose_a")), bool(node.attrs.get("transpose_b"))
+    m, n = int(out.shape[-2]), int(out.shape[-1])
+    k = int(a_t.shape[-2] if ta else a_t.shape[-1])
+    batch = int(np.prod(batch_out, dtype=np.int64)) if batch_out else 1
+    if m * n * batch == 0:
+        raise Unsupported("empty result")
+    t = numba_type(dt)
+    acc = t if dt.kind == "float" else "int64"
+    # element (row i, col kk) of op(A) and (row kk, col j) of op(B), batch offset included
+    a_at = (lambda i, kk: f"a[ab + ({kk}) * {m} + ({i})]") if ta else \
+        (lambda i, kk: f"a[ab + ({i}) * {k} + ({kk})]")
+    b_at = (lambda kk, j: f"b[bb + ({j}) * {k} + ({kk})]") if tb else \
+        (lambda kk, j: f"b[bb + ({kk}) * {n} + ({j})]")
+    w = Writer()
+    w("@cuda.jit")
+    w(f"def {name}(a, b, c):")
+    with w.indent():
+        w(f"sa = cuda.shared.array(({TILE}, {TILE}), {t})")
+        w(f"sb = cuda.shared.array(({TILE}, {TILE}), {t})")
+        w("tx = cuda.threadIdx.x")
+        w("ty = cuda.threadIdx.y")
+        w(f"j = cuda.blockIdx.x * {TILE} + tx")
+        w(f"i = cuda.blockIdx.y * {TILE} + ty")
+        w("z = cuda.blockIdx.z")
+        w(f"ab = z * {m * k}")
+        w(f"bb = z * {k * n}")
+        w(f"total = {acc}(0)")
+        w(f"for k0 in range(0, {k}, {TILE}):")
+        with w.indent():
+            # tile loads: A's tile is indexed [row ty][k tx], B's [k ty][col tx]; a
+            # transposed A reads its contiguous dim along ty instead (still in bounds)
+            w(f"if i < {m} and k0 + tx < {k}:")
+            w(f"    sa[ty, tx] = {a_at('i', 'k0 + tx')}")
+            w("else:")
+            w(f"    sa[ty, tx] = {t}(0)")
+            w(f"if j < {n} and k0 + ty < {k}:")
+            w(f"    sb[ty, tx] = {b_at('k0 + ty', 'j')}")
+            w("else:")
+            w(f"    sb[ty, tx] = {t}(0)")
+            w("cuda.syncthreads()")
+            w(f"for kk in range({TILE}):")
+            w(f"    total = {acc}(total + {acc}(sa[ty, kk]) * {acc}(sb[kk, tx]))")
+            w("cuda.syncthreads()")
+        w(f"if i < {m} and j < {n}:")
+        w(f"    c[z * {m * n} + i * {n} + j] = {t}(total)")
+    grid = (-(-n // TILE), -(-m // TILE), batch)
+    return Kernel(name, module(w), [t, t, t], grid, (TILE, TILE), False,
+                  2 * TILE * TILE * dt.np.itemsize)

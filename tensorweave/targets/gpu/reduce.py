@@ -1,0 +1,120 @@
+"""Reductions over any axes (those the ``fused`` stage leaves alone: ``Sum(x, axis=0)``
+of a bias gradient, ``Mean`` over leading axes ...) and ArgMax/ArgMin.
+
+One thread per output element walks the reduced elements in row-major order; for the
+common reduction over leading axes, consecutive threads read consecutive addresses, so
+the loads coalesce. (Reductions over trailing axes are fused and use one block per row,
+`fused`.)
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...compiler.dtypes import bool_
+from ...compiler.ir import Node
+from .fused import Unsupported
+from .reductions import REDUCTIONS, accumulator
+from .source import (
+    Kernel,
+    Writer,
+    decompose,
+    has_gpu_type,
+    launch_1d,
+    module,
+    numba_type,
+    offset_expr,
+    row_major_strides,
+)
+
+
+def _axes(node: Node, attr: str) -> tuple[int, ...]:
+    rank = node.inputs[0].type.rank
+    axes = node.attrs.get(attr)
+    if axes is None:
+        return tuple(range(rank))
+    if isinstance(axes, int):
+        axes = (axes,)
+    return tuple(sorted({a % rank for a in axes}))
+
+
+def _split(shape: list[int], axes: tuple[int, ...]) -> tuple[list[int], list[int], list[int],
+                                                             list[int]]:
+    """Kept sizes and strides, reduced sizes and strides (in the input)."""
+    strides = row_major_strides(shape)
+    kept = [d for d in range(len(shape)) if d not in axes]
+    return ([shape[d] for d in kept], [strides[d] for d in kept],
+            [shape[d] for d in axes], [strides[d] for d in axes])
+
+
+def reduce_kernel(node: Node, name: str) -> Kernel:
+    """The kernel of reduction `node` (Sum, Mean, Max, Min, Prod, All, Any). Raises
+    `Unsupported`."""
+    src = node.inputs[0].type
+    out = node.outputs[0].type
+    if node.op not in REDUCTIONS or not has_gpu_type(src.dtype):
+        raise Unsupported(f"{node.op} of {src.dtype.name}")
+    shape = [int(s) for s in src.shape]
+    axes = _axes(node, "axes")
+    ksz, kst, rsz, rst = _split(shape, axes)
+    n_out = int(np.prod(ksz, dtype=np.int64))
+    count = int(np.prod(rsz, dtype=np.int64))
+    if n_out == 0 or count == 0:
+        raise Unsupported("empty input or result")
+    acc = accumulator(node.op, src.dtype)
+    w = Writer()
+    w("@cuda.jit")
+    w(f"def {name}(x, out):")
+    with w.indent():
+        w(f"for o in range(cuda.grid(1), {n_out}, cuda.gridsize(1)):")
+        with w.indent():
+            base = offset_expr(decompose(w, "o", ksz, "k"), kst) if ksz else "0"
+            w(f"base = {base}")
+            w(f"a = {acc.init()}")
+            w(f"for r in range({count}):")
+            with w.indent():
+                inner = offset_expr(decompose(w, "r", rsz, "q"), rst)
+                w(f"a = {acc.combine('a', acc.convert(f'x[base + {inner}]'))}")
+            w(f"out[o] = {acc.finish('a', count, out.dtype)}")
+    grid, block = launch_1d(n_out)
+    return Kernel(name, module(w), [numba_type(src.dtype), numba_type(out.dtype)], grid, block)
+
+
+def arg_reduce_kernel(node: Node, name: str) -> Kernel:
+    """The kernel of ArgMax/ArgMin `node`: the first extreme, the first NaN if any (as
+    NumPy). Raises `Unsupported`."""
+    src = node.inputs[0].type
+    out = node.outputs[0].type
+    if not has_gpu_type(src.dtype) or src.dtype is bool_ or src.rank == 0:
+        raise Unsupported(f"{node.op} of {src.dtype.name}[rank {src.rank}]")
+    shape = [int(s) for s in src.shape]
+    axes = _axes(node, "axis")
+    ksz, kst, rsz, rst = _split(shape, axes)
+    n_out = int(np.prod(ksz, dtype=np.int64))
+    count, stride = rsz[0], rst[0]
+    if n_out == 0 or count == 0:
+        raise Unsupported("empty input or result")
+    cmp = ">" if node.op == "ArgMax" else "<"
+    is_float = src.dtype.kind == "float"
+    w = Writer()
+    w("@cuda.jit")
+    w(f"def {name}(x, out):")
+    with w.indent():
+        w(f"for o in range(cuda.grid(1), {n_out}, cuda.gridsize(1)):")
+        with w.indent():
+            base = offset_expr(decompose(w, "o", ksz, "k"), kst) if ksz else "0"
+            w(f"base = {base}")
+            w("best = x[base]")
+            w("at = 0")
+            w(f"for r in range(1, {count}):")
+            with w.indent():
+                w(f"v = x[base + r * {stride}]")
+                better = f"v {cmp} best"
+                if is_float:  # once best is NaN it stays; a first NaN wins
+                    better = f"best == best and ({better} or v != v)"
+                w(f"if {better}:")
+                w("    best = v")
+                w("    at = r")
+            w(f"out[o] = {numba_type(out.dtype)}(at)")
+    grid, block = launch_1d(n_out)
+    return Kernel(name, module(w), [numba_type(src.dtype), numba_type(out.dtype)], grid, block)

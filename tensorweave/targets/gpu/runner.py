@@ -1,0 +1,224 @@
+"""Running a planned step on the device: `GpuStep` binds a `StepPlan` to memory once and
+then runs it per call as one host-side launch sequence.
+
+Binding allocates every temporary from the caching allocator in plan order, giving a
+block back to the pool after its last use, so temporaries with disjoint live ranges
+share blocks (the step keeps the blocks it ends up with, and returns them to the pool
+when it is dropped). Constants are uploaded once. Every kernel is loaded and configured
+(grid, block, flattened argument views) at bind time, so a call is: upload arguments,
+bring variables up to date, run the prepared launches (host calls for nodes without a
+GPU kernel download their inputs and upload their outputs), check the status array
+once, download results, write assigned variables back.
+
+Kernels that can fail (integer division by zero, a label or index out of range) write a
+code into their own entry of the step's status array; the step reads it once at its
+end, or before a host call that could consume a failed kernel's output.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from ...errors import FailedPreconditionError, InvalidArgumentError
+from ...runtime.kernel_context import CallCounters
+from ...runtime.resources import ResourceManager
+from .allocator import Block, CachingAllocator, round_size
+from .compile import configured
+from .step import Copy, HostCall, Launch, Slot, StepPlan
+from .variables import Mirror, mirror
+
+
+class Mismatch(Exception):
+    """The call does not fit the bound step (dtype or shape of an argument)."""
+
+
+def _flat(a: Any) -> Any:
+    return a if a.ndim == 1 else a.reshape(a.size)
+
+
+class GpuStep:
+    """A `StepPlan` bound to device memory (see the module docstring)."""
+
+    def __init__(self, plan: StepPlan, resources: ResourceManager, counters: CallCounters,
+                 cuda: Any, allocator: CachingAllocator) -> None:
+        self.plan = plan
+        self.resources = resources
+        self.counters = counters
+        self.cuda = cuda
+        self.allocator = allocator
+        self._lock = threading.Lock()
+        self._blocks: list[Block] = []
+        self._bind_temps()
+        self._arg_blocks = [self._own(s.size * s.dtype.np.itemsize) for s in plan.args]
+        self._args = [self._array(s) for s in plan.args]
+        self._consts = [self._upload_const(c) for c in plan.consts]
+        self._states = [resources.variable(n) for n in plan.var_names]
+        self._mirrors: list[Mirror] = [mirror(st, allocator) for st in self._states]
+        self._by_name = dict(zip(plan.var_names, self._mirrors))
+        self._locks = [st.lock for st in sorted(self._states, key=lambda st: st.name)]
+        self._status = cuda.device_array(max(1, plan.n_status), np.int32)
+        self._zeros = np.zeros(max(1, plan.n_status), np.int32)
+        self._failing: list[Launch] = [a for a in plan.actions
+                                       if isinstance(a, Launch) and a.status_index is not None]
+        self._calls: list[Callable[[], None]] = [self._prepare(a) for a in plan.actions]
+        self._results = [self._array(s) for s in plan.results]
+        self.launches = sum(1 for a in plan.actions if isinstance(a, Launch))
+
+    # ------------------------------------------------------------------ binding
+    def _bind_temps(self) -> None:
+        """One block per temporary; a temporary whose live range starts after another's
+        ended takes that one's block when their rounded sizes match."""
+        plan = self.plan
+        self._tmp: list[Block] = [None] * len(plan.temps)  # type: ignore[list-item]
+        free: dict[int, list[Block]] = {}
+        live: list[tuple[int, Block]] = []  # (last use, block)
+        for i in sorted(range(len(plan.temps)), key=lambda i: plan.live[i][0]):
+            start, end = plan.live[i]
+            still = []
+            for e, blk in live:
+                if e < start:
+                    free.setdefault(blk.nbytes, []).append(blk)
+                else:
+                    still.append((e, blk))
+            live = still
+            pool = free.get(round_size(plan.temps[i]))
+            if pool:
+                blk = pool.pop()
+            else:
+                blk = self.allocator.allocate(plan.temps[i])
+                self._blocks.append(blk)
+            self._tmp[i] = blk
+            live.append((end, blk))
+
+    def _own(self, nbytes: int) -> Block:
+        blk = self.allocator.allocate(max(1, nbytes))
+        self._blocks.append(blk)
+        return blk
+
+    def _upload_const(self, value: np.ndarray) -> Any:
+        blk = self._own(value.nbytes)
+        arr = blk.view(value.dtype, value.shape)
+        if value.size:
+            arr.copy_to_device(np.ascontiguousarray(value))
+        return arr
+
+    def _array(self, slot: Slot) -> Any:
+        """The device array of `slot` (its storage, shaped as the value)."""
+        kind, key = slot.storage.kind, slot.storage.key
+        if kind == "tmp":
+            return self._tmp[key].view(slot.dtype.np, slot.shape)
+        if kind == "const":
+            return self._consts[key].reshape(slot.shape)
+        if kind == "var":
+            return self._by_name[key].array.reshape(slot.shape)
+        if kind == "arg":
+            return self._arg_blocks[key].view(slot.dtype.np, slot.shape)
+        raise AssertionError(kind)
+
+    def _prepare(self, action: Any) -> Callable[[], None]:
+        if isinstance(action, Launch):
+            fn = configured(action.kernel)
+            args = [_flat(self._array(s)) for s in action.args]
+            if action.status_index is not None:
+                k = action.status_index
+                args.append(self._status[k:k + 1])
+            return lambda: fn(*args)
+        if isinstance(action, Copy):
+            src, dst = self._array(action.src), self._array(action.dst)
+            if not src.size:
+                return lambda: None
+            return lambda: dst.copy_to_device(src)
+        if isinstance(action, HostCall):
+            return self._host_call(action)
+        raise AssertionError(action)
+
+    def _host_call(self, action: HostCall) -> Callable[[], None]:
+        from ..reference.executor import PreparedKernel
+        kernel = PreparedKernel(action.node)
+        ins = [self._array(s) for s in action.inputs]
+        outs = [self._array(s) for s in action.outputs]
+        node = action.node
+        check_first = bool(self._failing)
+
+        def run() -> None:
+            if check_first:
+                self._check_status()
+            host_ins = [a.copy_to_host() for a in ins]
+            with np.errstate(all="ignore"):
+                results = kernel(host_ins, self.resources, self.counters)
+            for out, r, v in zip(outs, results, node.outputs):
+                r = np.asarray(r)
+                if r.shape != out.shape or r.dtype != out.dtype:
+                    raise InvalidArgumentError(
+                        f"produced {r.dtype}{list(r.shape)}, the GPU step expects {v.type}",
+                        **node.error_context())
+                if r.size:
+                    out.copy_to_device(np.ascontiguousarray(r))
+        return run
+
+    # ------------------------------------------------------------------ running
+    def _check_status(self) -> None:
+        status = self._status.copy_to_host()
+        for launch in self._failing:
+            code = int(status[launch.status_index])
+            if code:
+                self._status.copy_to_device(self._zeros)
+                message, node = launch.errors(code)
+                raise InvalidArgumentError(message, **node.error_context())
+
+    def __call__(self, arrays: Sequence[np.ndarray]) -> list[np.ndarray]:
+        """Run the step on host arrays (one per graph argument); returns host results."""
+        plan = self.plan
+        for a, s in zip(arrays, plan.args):
+            if a.dtype != s.dtype.np or a.shape != s.shape:
+                raise Mismatch
+        with self._lock:
+            for lock in self._locks:
+                lock.acquire()
+            try:
+                return self._run(arrays)
+            finally:
+                for lock in self._locks:
+                    lock.release()
+
+    def _run(self, arrays: Sequence[np.ndarray]) -> list[np.ndarray]:
+        plan = self.plan
+        for k, m in enumerate(self._mirrors):
+            if not m.to_device() and plan.var_first_access[k] == "read":
+                raise FailedPreconditionError(
+                    f"attempting to use uninitialized variable '{m.state.name}'")
+        for dev, a in zip(self._args, arrays):
+            if a.size:
+                dev.copy_to_device(np.ascontiguousarray(a))
+        if self._failing:
+            self._status.copy_to_device(self._zeros)
+        for call in self._calls:
+            call()
+        if self._failing:
+            self._check_status()
+        results = [r.copy_to_host() if r.size else np.empty(r.shape, r.dtype)
+                   for r in self._results]
+        for name in plan.assigned:
+            self._by_name[name].to_host()
+        return results
+
+    def release(self) -> None:
+        """Give the step's blocks back to the allocator's pool."""
+        blocks, self._blocks = self._blocks, []
+        for blk in blocks:
+            self.allocator.free(blk)
+
+    def __del__(self) -> None:
+        try:
+            self.release()
+        except Exception:  # noqa: BLE001 - interpreter shutdown
+            pass
+
+    @property
+    def device_bytes(self) -> int:
+        """Device memory the step holds (temporaries, arguments, constants)."""
+        return sum(b.nbytes for b in self._blocks)

@@ -1,0 +1,269 @@
+"""Planning a step for the GPU: which kernel runs each node, where every value lives.
+
+`plan_step(graph)` takes a graph with static shapes (the pipeline's output specialized to
+one call's argument shapes) and returns a `StepPlan`, a pure description that needs no
+GPU: a fixed order of *actions* (kernel launches, device-to-device copies, host calls
+for nodes with no GPU kernel) and a *storage* for every value: a graph argument's
+buffer, a constant's (uploaded once), a variable's device buffer, or a temporary with a
+live range; view ops (Reshape, ExpandDims, Identity ...) share their input's storage.
+`runner.GpuStep` binds a plan to device memory and runs it; ``tensorweave dump --stage
+kernels`` prints the plan's kernels.
+
+Graphs the plan declines raise `Ineligible` (several devices, resources other than
+variables, variables used by host-side ops, shapes unknown after specialization); the
+executable then runs the graph on the reference dataflow executor and says why.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ...compiler.dtypes import DType
+from ...compiler.ir import Graph, Node, Value
+from ...compiler.types import ResourceType, TensorType
+from .assign import update_kernel
+from .fused import Unsupported
+from .lowering import VIEW_OPS, ErrorFn, kernel_name, lower
+from .source import Kernel
+
+ASSIGN_OPS = frozenset({"AssignVariable", "AssignAddVariable", "AssignSubVariable"})
+_NOTHING_TO_RUN = frozenset({"NoOp", "VarHandle"})
+
+
+class Ineligible(Exception):
+    """The graph cannot run as one GPU step (the message says why)."""
+
+
+@dataclass(frozen=True)
+class Storage:
+    """Where a value's elements live: ("arg", i), ("const", i), ("var", name) or
+    ("tmp", i)."""
+
+    kind: str
+    key: object
+
+
+@dataclass
+class Slot:
+    """A value's storage, dtype and shape."""
+
+    storage: Storage
+    dtype: DType
+    shape: tuple[int, ...]
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64))
+
+
+@dataclass
+class Launch:
+    """Run `kernel` on the buffers of `args` (inputs then outputs, flattened)."""
+
+    node: Node
+    kernel: Kernel
+    args: list[Slot]
+    errors: ErrorFn | None = None
+    status_index: int | None = None  # which entry of the step's status array it writes
+
+
+@dataclass
+class Copy:
+    """Device-to-device copy (ReadVariable of an assigned variable, AssignVariable)."""
+
+    node: Node
+    src: Slot
+    dst: Slot
+
+
+@dataclass
+class HostCall:
+    """Run `node`'s reference kernel on the host: download inputs, upload outputs."""
+
+    node: Node
+    reason: str
+    inputs: list[Slot]
+    outputs: list[Slot]
+
+
+Action = Launch | Copy | HostCall
+
+
+@dataclass
+class StepPlan:
+    """A planned step (see the module docstring)."""
+
+    graph: Graph
+    actions: list[Action]
+    args: list[Slot]
+    results: list[Slot]
+    consts: list[np.ndarray]
+    temps: list[int]                    # bytes of each temporary
+    live: list[tuple[int, int]]         # first and last action using each temporary
+    var_names: list[str]
+    var_types: list[TensorType]
+    var_first_access: list[str]         # "read" or "assign"
+    assigned: set[str]
+    n_status: int
+    fallbacks: dict[str, str] = field(default_factory=dict)  # node name -> reason
+
+    @property
+    def kernels(self) -> list[Kernel]:
+        return [a.kernel for a in self.actions if isinstance(a, Launch)]
+
+
+class _Planner:
+    def __init__(self, graph: Graph) -> None:
+        self.graph = graph
+        self.slots: dict[Value, Slot] = {}
+        self.actions: list[Action] = []
+        self.consts: list[np.ndarray] = []
+        self.temps: list[int] = []
+        self.live: list[list[int]] = []
+        self.var_of: dict[Value, str] = {}
+        self.var_names: list[str] = []
+        self.var_types: list[TensorType] = []
+        self.first: list[str] = []
+        self.assigned: set[str] = set()
+        self.n_status = 0
+        self.fallbacks: dict[str, str] = {}
+
+    # --------------------------------------------------------------- storage
+    def _tmp(self, v: Value) -> Slot:
+        t: TensorType = v.type
+        shape = tuple(int(s) for s in t.shape)
+        self.temps.append(max(1, int(np.prod(shape, dtype=np.int64)) * t.dtype.np.itemsize))
+        self.live.append([len(self.actions), len(self.actions)])
+        slot = Slot(Storage("tmp", len(self.temps) - 1), t.dtype, shape)
+        self.slots[v] = slot
+        return slot
+
+    def _use(self, v: Value) -> Slot:
+        slot = self.slots[v]
+        if slot.storage.kind == "tmp":
+            self.live[slot.storage.key][1] = len(self.actions)
+        return slot
+
+    def _var(self, name: str, t: TensorType, access: str) -> None:
+        if name not in self.var_names:
+            self.var_names.append(name)
+            self.var_types.append(t)
+            self.first.append(access)
+
+    # --------------------------------------------------------------- planning
+    def run(self) -> StepPlan:
+        g = self.graph
+        for i, v in enumerate(g.args):
+            t = v.type
+            if not isinstance(t, TensorType) or not t.is_fully_defined:
+                raise Ineligible("an argument is not a tensor of known shape")
+            self.slots[v] = Slot(Storage("arg", i), t.dtype, tuple(int(s) for s in t.shape))
+        devices = {n.assigned_device for n in g.nodes} - {None}
+        if len(devices) > 1:
+            raise Ineligible("the graph spans several devices")
+        assigned_vars = {self._var_name(n.inputs[0]) for n in g.nodes if n.op in ASSIGN_OPS}
+        for node in g.topological_order():
+            self._plan_node(node, assigned_vars)
+        results = []
+        for v in g.results:
+            if v not in self.slots:
+                raise Ineligible("a result is not a tensor")
+            results.append(self._use(v))
+        end = len(self.actions)
+        for v in g.results:  # results stay until they are downloaded
+            s = self.slots[v]
+            if s.storage.kind == "tmp":
+                self.live[s.storage.key][1] = end
+        return StepPlan(g, self.actions, [self.slots[v] for v in g.args], results, self.consts,
+                        self.temps, [tuple(x) for x in self.live], self.var_names,
+                        self.var_types, self.first, self.assigned, self.n_status,
+                        self.fallbacks)
+
+    def _var_name(self, v: Value) -> str:
+        p = v.producer
+        if p is None or p.op != "VarHandle":
+            raise Ineligible("a resource that does not come from a VarHandle")
+        return str(p.attrs["shared_name"])
+
+    def _plan_node(self, node: Node, assigned_vars: set[str]) -> None:
+        for v in node.outputs:
+            t = v.type
+            if isinstance(t, TensorType) and not t.is_fully_defined:
+                raise Ineligible(f"{node.op} '{node.name}' has a shape known only at run time")
+        op = node.op
+        if op in _NOTHING_TO_RUN:
+            if op == "VarHandle":
+                self.var_of[node.outputs[0]] = str(node.attrs["shared_name"])
+            return
+        if op == "Const":
+            value = np.ascontiguousarray(node.attrs["value"])
+            t = node.outputs[0].type
+            self.consts.append(np.asarray(value, dtype=t.dtype.np).reshape(
+                tuple(int(s) for s in t.shape)))
+            self.slots[node.outputs[0]] = Slot(Storage("const", len(self.consts) - 1), t.dtype,
+                                               tuple(int(s) for s in t.shape))
+            return
+        if op == "ReadVariable":
+            name = self._var_name(node.inputs[0])
+            t = node.outputs[0].type
+            self._var(name, t, "read")
+            var_slot = Slot(Storage("var", name), t.dtype, tuple(int(s) for s in t.shape))
+            if name in assigned_vars:  # a snapshot: a later assign must not change it
+                self.actions.append(Copy(node, var_slot, self._tmp(node.outputs[0])))
+            else:
+                self.slots[node.outputs[0]] = var_slot
+            return
+        if op in ASSIGN_OPS:
+            self._plan_assign(node)
+            return
+        if any(isinstance(v.type, ResourceType) for v in node.inputs + node.outputs):
+            raise Ineligible(f"{op} '{node.name}' uses a resource on the host")
+        if not all(isinstance(v.type, TensorType) for v in node.outputs):
+            raise Ineligible(f"{op} '{node.name}' produces a value that is not a tensor")
+        if op in VIEW_OPS:
+            src = self._use(node.inputs[0])
+            t = node.outputs[0].type
+            self.slots[node.outputs[0]] = Slot(src.storage, t.dtype,
+                                               tuple(int(s) for s in t.shape))
+            return
+        self._plan_compute(node)
+
+    def _plan_assign(self, node: Node) -> None:
+        name = self._var_name(node.inputs[0])
+        value = self._use(node.inputs[1])
+        t = node.inputs[1].type
+        self._var(name, TensorType(t.dtype, t.shape),
+                  "assign" if node.op == "AssignVariable" else "read")
+        self.assigned.add(name)
+        var_slot = Slot(Storage("var", name), t.dtype, tuple(int(s) for s in t.shape))
+        if node.op == "AssignVariable":
+            self.actions.append(Copy(node, value, var_slot))
+            return
+        try:
+            kernel = update_kernel(node.op, t.dtype, var_slot.size,
+                                   kernel_name(node, len(self.actions)))
+        except Unsupported as e:
+            raise Ineligible(f"{node.op} '{node.name}': {e}") from None
+        self.actions.append(Launch(node, kernel, [var_slot, value]))
+
+    def _plan_compute(self, node: Node) -> None:
+        ins = [self._use(v) for v in node.inputs]
+        try:
+            lowered = lower(node, kernel_name(node, len(self.actions)))
+        except Unsupported as e:
+            self.fallbacks[node.name] = f"{node.op}: {e}"
+            outs = [self._tmp(v) for v in node.outputs]
+            self.actions.append(HostCall(node, str(e), ins, outs))
+            return
+        outs = [self._tmp(v) for v in node.outputs]
+        status = None
+        if lowered.kernel.can_fail:
+            status, self.n_status = self.n_status, self.n_status + 1
+        self.actions.append(Launch(node, lowered.kernel, ins + outs, lowered.errors, status))
+
+
+def plan_step(graph: Graph) -> StepPlan:
+    """Plan `graph` (static shapes) as one GPU step. Raises `Ineligible`."""
+    return _Planner(graph).run()

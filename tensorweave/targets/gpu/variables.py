@@ -1,0 +1,81 @@
+"""Variables resident on the device: one device buffer per variable, shared by every GPU
+step of the process, kept in step with the host value.
+
+The host value (`VariableState.value`) stays the variable's value for everyone else
+(other targets, checkpoints, ``v.numpy()``). A mirror remembers what it last uploaded or
+downloaded (a host snapshot), so a step uploads a variable only when its host value has
+changed since (another target or Python assigned it); a step that assigns a variable
+downloads it back once, at its end. Reading variables thus costs no transfer between
+steps; updating one costs one device-to-host copy per step.
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+
+import numpy as np
+
+from ...runtime.resources import VariableState
+from .allocator import Block, CachingAllocator
+
+
+class Mirror:
+    """The device copy of one variable."""
+
+    def __init__(self, state: VariableState, allocator: CachingAllocator) -> None:
+        self.state = state
+        t = state.type
+        self.shape = tuple(int(s) for s in t.shape)
+        self.dtype = t.dtype.np
+        self.block: Block = allocator.allocate(
+            max(1, int(np.prod(self.shape, dtype=np.int64)) * self.dtype.itemsize))
+        self.array = self.block.view(self.dtype, self.shape)
+        self.flat = self.array.reshape(self.array.size)  # what kernels take
+        self.snapshot: np.ndarray | None = None
+        self.uploads = 0
+        self.downloads = 0
+
+    def to_device(self) -> bool:
+        """Upload the host value if it changed since the last sync (call under the
+        variable's lock); False when the variable has no value."""
+        value = self.state.value
+        if value is None:
+            return False
+        snap = self.snapshot
+        if snap is None or snap.shape != value.shape or not np.array_equal(
+                snap, value, equal_nan=value.dtype.kind == "f"):
+            self.array.copy_to_device(np.ascontiguousarray(value))
+            self.snapshot = value.copy()
+            self.uploads += 1
+        return True
+
+    def to_host(self) -> None:
+        """Download the device value into the host value (call under the lock)."""
+        host = self.array.copy_to_host()
+        if self.state.value is not None and self.state.value.shape == host.shape:
+            np.copyto(self.state.value, host)
+        else:
+            self.state.value = host.copy()
+        self.snapshot = host
+        self.downloads += 1
+
+
+_mirrors: weakref.WeakKeyDictionary[VariableState, Mirror] = weakref.WeakKeyDictionary()
+_lock = threading.Lock()
+
+
+def mirror(state: VariableState, allocator: CachingAllocator) -> Mirror:
+    """The device mirror of `state` (made on first use)."""
+    with _lock:
+        m = _mirrors.get(state)
+        if m is None:
+            m = _mirrors[state] = Mirror(state, allocator)
+        return m
+
+
+def mirror_count() -> int:
+    return len(_mirrors)
+
+
+__all__ = ["Mirror", "mirror", "mirror_count"]
