@@ -42,6 +42,15 @@ from . import config, debugging, nn, optimizers, queue, random, train  # noqa: E
 
 __version__ = "0.1.0"
 
+
+def __getattr__(name: str):  # noqa: ANN202
+    # tw.distribute is imported on first use: it brings in gRPC (~0.1 s).
+    if name == "distribute":
+        import importlib
+        return importlib.import_module(".distribute", __name__)
+    raise AttributeError(f"module 'tensorweave' has no attribute {name!r}")
+
+
 __all__ = ["errors", "DType", "as_dtype", "bfloat16", "bool", "bool_", "float16", "float32",
            "float64", "half", "double", "int8", "int16", "int32", "int64", "uint8", "constant",
            "convert_to_tensor", "colocate_with", "control_dependencies", "device", "name_scope",

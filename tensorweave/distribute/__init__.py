@@ -13,7 +13,14 @@ from __future__ import annotations
 from ..runtime.distributed.cluster import ClusterSpec, TaskConfig, task_config_from_env
 from ..runtime.distributed.rpc import TlsConfig
 from ..runtime.distributed.server import Server
+from .device_setter import (
+    GreedyLoadBalancingStrategy,
+    RoundRobinStrategy,
+    byte_size_load_fn,
+    replica_device_setter,
+)
 from .master import Cluster, DistributedExecutable, compile_for_cluster
 
-__all__ = ["Cluster", "ClusterSpec", "DistributedExecutable", "Server", "TaskConfig",
-           "TlsConfig", "compile_for_cluster", "task_config_from_env"]
+__all__ = ["Cluster", "ClusterSpec", "DistributedExecutable", "GreedyLoadBalancingStrategy",
+           "RoundRobinStrategy", "Server", "TaskConfig", "TlsConfig", "byte_size_load_fn",
+           "compile_for_cluster", "replica_device_setter", "task_config_from_env"]

@@ -179,11 +179,13 @@ class DistributedExecutable:
         header = {"step": step_id, "timeout": timeout}
         deadline = None if timeout is None else timeout + 5.0  # the tasks time out first
         calls = []
+        single = len(self.partitions) == 1
         for p, handle in zip(self.partitions, self.handles):
             client = self.cluster.client(p.device)
             try:
                 call = client.start("RunGraph", dict(header, handle=handle),
-                                    [arrays[i] for i in p.arg_indices], timeout=deadline)
+                                    [arrays[i] for i in p.arg_indices], timeout=deadline,
+                                    blocking=single)
             except Exception as e:  # noqa: BLE001 - a failure to start is the step's error
                 call = _Failed(e)
             calls.append((client, call))
@@ -197,7 +199,7 @@ class DistributedExecutable:
     def _finish(client: rpc.WorkerClient, call: Any) -> list[Any]:
         if isinstance(call, _Failed):  # (a gRPC call object is itself an exception class)
             raise call.error
-        return client.finish("RunGraph", call)[1]
+        return client.finish(call)[1]
 
     def _gather(self, step_id: int, calls: list[tuple[rpc.WorkerClient, Any]]) -> list[list[Any]]:
         pending = {self._pool.submit(self._finish, client, call): k

@@ -180,6 +180,8 @@ def apply_op(op: str, inputs: Sequence[Any] = (), attrs: Mapping[str, Any] | Non
                 control.append(prev)
     node = builder.graph.add_node(op, values, attrs, name=node_name, control_inputs=control,
                                   device=builder.device, loc=loc)
+    if builder.has_device_functions:
+        node.device = builder.device_for(node)
     if opdef.stateful:
         for key in _resource_keys(values):
             builder.last_stateful[key] = node

@@ -29,7 +29,10 @@ class GraphBuilder:
         self.kind = kind
         self.auto_control_deps = auto_control_deps
         self.name_scopes: list[str] = []
-        self.device_stack: list[str | None] = []
+        # Device requests, innermost last: a spec string, None (clears what is below),
+        # or a device function of the node being created (TensorFlow's device functions,
+        # e.g. ``replica_device_setter``).
+        self.device_stack: list[Any] = []
         self.control_stack: list[list[Node]] = []
         self.var_handles: dict[str, Value] = {}
         self.variables: dict[str, Any] = {}  # shared name -> Variable used in this graph
@@ -41,7 +44,34 @@ class GraphBuilder:
 
     @property
     def device(self) -> str | None:
-        return self.device_stack[-1] if self.device_stack else None
+        """The requested device string of new nodes, ignoring device functions (use
+        `device_for` with the node when the stack may hold them)."""
+        top = next((d for d in reversed(self.device_stack) if not callable(d)), None)
+        return top if isinstance(top, str) else None
+
+    @property
+    def has_device_functions(self) -> bool:
+        return any(callable(d) for d in self.device_stack)
+
+    def device_for(self, node: Node) -> str | None:
+        """The device request of a new `node`: the scopes' strings merged outside in,
+        with each device function called on the node (its answer merged over the
+        request so far, as TensorFlow merges nested device scopes)."""
+        from ..runtime.devices import DeviceSpec
+        current: str | None = None
+        for entry in self.device_stack:
+            if entry is None:
+                current = None
+                continue
+            if callable(entry):
+                node.device = current
+                entry = entry(node)
+                if entry is None:
+                    continue
+                entry = DeviceSpec.from_string(entry).to_string()
+            current = (DeviceSpec.from_string(current).merge(entry).to_string()
+                       if current else entry)
+        return current
 
     def control_inputs(self) -> list[Node]:
         out: list[Node] = []
@@ -92,16 +122,26 @@ def name_scope(name: str) -> Iterator[str]:
 
 
 @contextlib.contextmanager
-def device(spec: str | None) -> Iterator[None]:
+def device(spec: Any) -> Iterator[None]:
     """Request that ops created in the block run on device `spec` (e.g. ``"/cpu:0"``).
 
     Nested scopes merge, the inner one's fields winning: ``/job:worker`` around
-    ``/gpu:0`` requests ``/job:worker/device:GPU:0``. ``None`` clears the request."""
+    ``/gpu:0`` requests ``/job:worker/device:GPU:0``. ``None`` clears the request. A
+    callable is a *device function* (TensorFlow's): called with each node created in the
+    block (``node.op`` is its op name, ``node.device`` the request so far), it returns
+    the node's device or None (e.g. ``tw.train.replica_device_setter(...)``)."""
     b = current_builder()
     if b is None:
         yield
         return
     from ..runtime.devices import DeviceSpec
+    if callable(spec):
+        b.device_stack.append(spec)
+        try:
+            yield
+        finally:
+            b.device_stack.pop()
+        return
     parsed = DeviceSpec.from_string(spec)  # a bad name fails here, at the user's line
     outer = b.device
     if spec is not None and outer:
@@ -145,9 +185,13 @@ def colocate_with(op: Any) -> Iterator[None]:
         return
     target = _colocation_target(op)
     start = len(b.graph.nodes)
+    # As in TensorFlow, device scopes and functions outside the block do not apply to
+    # the colocated ops: the colocation alone decides their device.
+    b.device_stack.append(None)
     try:
         yield
     finally:
+        b.device_stack.pop()
         for n in b.graph.nodes[start:]:
             if n is not target:
                 names = tuple(n.attrs.get("_colocate_with", ()))

@@ -19,7 +19,7 @@ from ..errors import CompileError, TracingError
 from . import ops as _ops  # noqa: F401  (registers the op functions used below)
 from .autodiff import gradients
 from .building import constant, convert_to_tensor
-from .context import current_builder, name_scope
+from .context import colocate_with, current_builder, name_scope
 from .grouping import group
 from .variables import Variable
 
@@ -96,7 +96,11 @@ class Optimizer:
                 if not isinstance(var, Variable):
                     raise TypeError(f"apply_gradients expects variables, got {var!r}")
                 g = convert_to_tensor(g)
-                updates.extend(self._apply(var, g, self._ensure_slots(var)) or [])
+                slots = self._ensure_slots(var)
+                # The update runs where the variable lives (a parameter server): only
+                # the gradient crosses the network, as in TensorFlow.
+                with colocate_with(var):
+                    updates.extend(self._apply(var, g, slots) or [])
             updates.extend(self._finish(pairs) or [])
         return group(*updates)
 

@@ -103,6 +103,8 @@ class Variable(TensorOps):
                 "VarHandle", [], {"shared_name": self._shared_name, "dtype": t.dtype,
                                   "shape": t.shape},
                 name=self._shared_name, device=builder.device)
+            if builder.has_device_functions:
+                node.device = builder.device_for(node)
             h = builder.var_handles[self._shared_name] = node.outputs[0]
             builder.variables[self._shared_name] = self
         return h

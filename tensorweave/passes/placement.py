@@ -327,8 +327,9 @@ class _Placer:
             spec = DeviceSpec.from_string(node.device)
         except InvalidArgumentError as e:
             raise InvalidArgumentError(e.message, **node.error_context()) from None
-        if self.default_task is not None and spec.job is None:
-            t = self.default_task
+        t = self.default_task
+        if t is not None and (spec.job is None or (spec.job == t.job and spec.task is None)):
+            # "/gpu:0" or "/job:worker" in worker 1's session: worker 1's device.
             spec = replace(spec, job=t.job, replica=t.replica, task=t.task)
         matching = [d for d in self.devices if spec.matches(d.spec)]
         usable = [d for d in matching if has_kernel(node, d.device_type)]

@@ -177,7 +177,12 @@ class Variable(_Variable):
         return self.handle().producer
 
     def _create_slot(self, slot_name: str, initial: Any) -> Variable:
-        with self._graph.as_default():
+        """An optimizer's slot variable, on the device of this variable whatever the
+        scopes and device functions say (as TensorFlow colocates slots)."""
+        from ...frontend.context import colocate_with
+        from ...frontend.context import device as device_scope
+        with self._graph.as_default(), device_scope(None), \
+                device_scope(self.op.device), colocate_with(self.op):
             slot = Variable(initial, trainable=False, name=f"{self._shared_name}/{slot_name}")
         return slot
 

@@ -148,3 +148,20 @@ class Saver:
 def latest_checkpoint(checkpoint_dir: str) -> str | None:
     """The newest checkpoint prefix recorded in `checkpoint_dir`."""
     return checkpoint_io.latest_checkpoint(checkpoint_dir)
+
+
+
+# -- distributed training: tf.train.ClusterSpec, Server, replica_device_setter -------------
+_DISTRIBUTED = ("ClusterSpec", "GreedyLoadBalancingStrategy", "Server", "replica_device_setter")
+
+
+def __getattr__(name: str) -> Any:
+    # Imported on first use: the distributed runtime brings in gRPC (~0.1 s).
+    if name in _DISTRIBUTED:
+        from ... import distribute
+        return getattr(distribute, name)
+    raise AttributeError(f"module 'tf.train' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_DISTRIBUTED])

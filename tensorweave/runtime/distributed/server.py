@@ -97,7 +97,7 @@ class TaskRendezvous(Rendezvous):
                 raise self._cancelled(key)
             self._calls.add(call)
         try:
-            _, tensors = client.finish("RecvTensor", call)
+            _, tensors = client.finish(call)
         except CancelledError:
             with self._lock:
                 if self._error is not None:

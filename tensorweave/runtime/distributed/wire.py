@@ -58,6 +58,45 @@ def encode(header: dict[str, Any], tensors: Sequence[Any] = ()) -> Iterator[byte
             yield bytes(view[start:start + CHUNK_BYTES])
 
 
+INLINE_BYTES = 1 << 20
+"""Bodies with at most this many tensor bytes travel as one message (`pack`): a unary
+gRPC call costs ~0.2 ms in Python, a streaming one ~1.5 ms."""
+
+
+def payload_bytes(tensors: Sequence[Any]) -> int:
+    """The tensor bytes of a body."""
+    return sum(0 if t is DEAD else np.asarray(t).nbytes for t in tensors)
+
+
+def pack(header: dict[str, Any], tensors: Sequence[Any] = ()) -> bytes:
+    """A whole body as one message: the header's length (4 bytes, little endian), the
+    header, then the tensors' bytes back to back (for small bodies)."""
+    arrays = [t if t is DEAD else _c_order(t) for t in tensors]
+    head = json.dumps(dict(header, tensors=[tensor_meta(a) for a in arrays]),
+                      separators=(",", ":")).encode()
+    parts = [len(head).to_bytes(4, "little"), head]
+    parts += [a.reshape(-1).view(np.uint8).data for a in arrays if a is not DEAD and a.nbytes]
+    return b"".join(parts)
+
+
+def unpack(message: bytes) -> tuple[dict[str, Any], list[Any]]:
+    """The header and tensors of a `pack`ed body; `DataLossError` if malformed."""
+    if not isinstance(message, bytes | bytearray) or len(message) < 4:
+        raise DataLossError("malformed message: too short for a header")
+    n = int.from_bytes(message[:4], "little")
+    if 4 + n > len(message):
+        raise DataLossError("malformed message: the header overruns the message")
+    header = decode_header(bytes(message[4:4 + n]))
+    metas = header.get("tensors", [])
+    if not isinstance(metas, list):
+        raise DataLossError("malformed header: 'tensors' is not a list")
+    reader = _ChunkReader(iter((memoryview(message)[4 + n:],)))
+    tensors = [_read_tensor(meta, reader) for meta in metas]
+    if reader.left():
+        raise DataLossError(f"malformed message: {reader.left()} bytes after the last tensor")
+    return header, tensors
+
+
 def _c_order(value: Any) -> np.ndarray:
     # np.ascontiguousarray would turn a 0-d array into a 1-d one.
     arr = np.asarray(value)
@@ -76,7 +115,10 @@ def decode(messages: Iterable[bytes]) -> tuple[dict[str, Any], list[Any]]:
     metas = header.get("tensors", [])
     if not isinstance(metas, list):
         raise DataLossError("malformed header: 'tensors' is not a list")
-    tensors = [_read_tensor(meta, it) for meta in metas]
+    reader = _ChunkReader(it)
+    tensors = [_read_tensor(meta, reader) for meta in metas]
+    if reader.left():
+        raise DataLossError("malformed message: a chunk overruns the last tensor")
     return header, tensors
 
 
@@ -93,7 +135,34 @@ def decode_header(message: bytes) -> dict[str, Any]:
     return header
 
 
-def _read_tensor(meta: Any, chunks: Iterator[bytes]) -> Any:
+class _ChunkReader:
+    """Fills buffers from a sequence of byte chunks; a chunk may hold the end of one
+    tensor and the start of the next (a packed body is one chunk)."""
+
+    def __init__(self, chunks: Iterator[Any]) -> None:
+        self._chunks = chunks
+        self._rest: memoryview = memoryview(b"")
+
+    def read_into(self, buf: np.ndarray, what: str) -> None:
+        filled, nbytes = 0, buf.nbytes
+        while filled < nbytes:
+            if not len(self._rest):
+                try:
+                    self._rest = memoryview(next(self._chunks))
+                except StopIteration:
+                    raise DataLossError(f"truncated message: {what} got {filled} of {nbytes} "
+                                        f"bytes") from None
+            take = min(len(self._rest), nbytes - filled)
+            buf[filled:filled + take] = np.frombuffer(self._rest[:take], np.uint8)
+            self._rest = self._rest[take:]
+            filled += take
+
+    def left(self) -> int:
+        """Bytes of the current chunk not read yet (non-zero: a malformed body)."""
+        return len(self._rest)
+
+
+def _read_tensor(meta: Any, reader: _ChunkReader) -> Any:
     if not isinstance(meta, dict):
         raise DataLossError(f"malformed tensor description {meta!r}")
     if meta.get("dead"):
@@ -108,18 +177,7 @@ def _read_tensor(meta: Any, chunks: Iterator[bytes]) -> Any:
         raise DataLossError(f"tensor description {meta!r}: {nbytes} bytes do not hold "
                             f"{dtype.name}{list(shape)}")
     buf = np.empty(nbytes, np.uint8)
-    filled = 0
-    while filled < nbytes:
-        try:
-            chunk = next(chunks)
-        except StopIteration:
-            raise DataLossError(f"truncated message: {dtype.name}{list(shape)} got {filled} of "
-                                f"{nbytes} bytes") from None
-        if filled + len(chunk) > nbytes:
-            raise DataLossError(f"malformed message: a chunk overruns {dtype.name}"
-                                f"{list(shape)}")
-        buf[filled:filled + len(chunk)] = np.frombuffer(chunk, np.uint8)
-        filled += len(chunk)
+    reader.read_into(buf, f"{dtype.name}{list(shape)}")
     return buf.view(dtype.np).reshape(shape)
 
 
@@ -155,5 +213,6 @@ def error_from_header(header: dict[str, Any]) -> TensorWeaveError | None:
                location=info.get("location"))
 
 
-__all__ = ["CHUNK_BYTES", "decode", "decode_header", "encode", "error_from_header",
-           "error_to_header", "tensor_meta"]
+__all__ = ["CHUNK_BYTES", "INLINE_BYTES", "decode", "decode_header", "encode",
+           "error_from_header", "error_to_header", "pack", "payload_bytes", "tensor_meta",
+           "unpack"]
