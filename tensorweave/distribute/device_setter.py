@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable
-from typing import Any
 
 from ..compiler.ir import Node
 from ..errors import InvalidArgumentError
