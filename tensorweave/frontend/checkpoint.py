@@ -9,7 +9,6 @@ whose ``Restore`` nodes feed ``AssignVariable``. Optimizer slots that do not exi
 from __future__ import annotations
 
 import os
-import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -160,7 +159,8 @@ class CheckpointManager:
         self.checkpoint_name = checkpoint_name
         index = checkpoint_index.recover(directory, checkpoint_name)
         # TensorFlow counts the hours from the manager's creation when nothing was kept yet
-        self._last_preserved: float = index.get("last_preserved_timestamp", time.time())
+        self._last_preserved: float = index.get("last_preserved_timestamp",
+                                                checkpoint_index.now())
         self._highest = checkpoint_index.highest_number(directory, checkpoint_name)
 
     @property

@@ -35,6 +35,11 @@ INDEX = "checkpoint.json"
 _NUMBERED = re.compile(r"^(.*)-(\d+)$")
 
 
+def now() -> float:
+    """The clock of checkpoint timestamps (seconds since the epoch; tests replace it)."""
+    return time.time()
+
+
 def read_index(directory: str) -> dict:
     """The JSON index of a checkpoint directory (empty if there is none)."""
     path = os.path.join(directory, INDEX)
@@ -92,13 +97,13 @@ def record(prefix: str, max_to_keep: int | None, keep_every_n_hours: float | Non
     atomic_files.sweep_once(directory)
     index = read_index(directory)
     name = os.path.basename(prefix)
-    now = time.time()
+    now_ = now()
     stamps = {k: v for k, v in index.get("timestamps", {}).items() if k in index["all"]}
-    stamps[name] = now
+    stamps[name] = now_
     if last_preserved is None:
         last_preserved = index.get("last_preserved_timestamp")
     if last_preserved is None and keep_every_n_hours:
-        last_preserved = now
+        last_preserved = now_
     kept = [p for p in index["all"] if p != name] + [name]
     excess = len(kept) - max_to_keep if max_to_keep else 0
     dropped: list[str] = []
@@ -109,7 +114,7 @@ def record(prefix: str, max_to_keep: int | None, keep_every_n_hours: float | Non
             continue  # a restarted numbering must not cost the previous run its newest
         dropped.append(old)
         excess -= 1
-        stamp = stamps.get(old, now)
+        stamp = stamps.get(old, now_)
         if keep_every_n_hours and stamp - keep_every_n_hours * 3600.0 >= last_preserved:
             last_preserved = stamp  # TensorFlow: left on disk, no longer managed
         else:
