@@ -25,7 +25,7 @@ from ..errors import InvalidArgumentError, TracingError
 from . import nest
 from .building import convert_to_tensor
 from .context import GraphBuilder, building, current_builder
-from .tensor import EagerTensor, Tensor
+from .tensor import EagerTensor, Tensor, TensorOps
 from .variables import Variable
 
 # The target of `tw.compile` and `Session` when none is named; the environment variable
@@ -73,6 +73,10 @@ def _spec_of(x: Any) -> TensorSpec:
 
 
 def _static_key(x: Any) -> Any:
+    if isinstance(x, TensorOps):
+        # A variable (or symbolic tensor) is captured by identity: its `==` is elementwise,
+        # and the reference keeps it alive so that its id is never reused by another.
+        return ("ref", x.ref())
     try:
         hash(x)
         return ("v", type(x), x)

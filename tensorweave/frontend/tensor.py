@@ -1,9 +1,12 @@
 """Tensors as users see them: `Tensor` (symbolic, inside a graph) and `EagerTensor`
 (a computed value, outside any graph). Both support Python's operators.
 
-Between two tensors, ``==`` and hashing are by identity, as in TensorFlow 1 (tensors
-are dict keys in ``feed_dict``); against a number or array, ``==`` and ``!=`` are
-elementwise. ``<``, ``<=``, ``>``, ``>=`` are always elementwise; `tw.equal` always is.
+``==`` and ``!=`` are elementwise (`tw.equal`, `tw.not_equal`), as in TensorFlow 2, JAX
+and NumPy, between tensors as against numbers and arrays; comparing with None gives
+False (``!=``: True). Hashing stays by identity, so tensors still work as ``feed_dict``
+keys; to find a tensor in a set, a dict or a list, use ``t.ref()`` (a `Reference`, equal
+only to references to the same tensor) rather than the tensor itself: ``t in tensors``
+compares elementwise.
 """
 
 from __future__ import annotations
@@ -28,9 +31,34 @@ def _array():
     return array
 
 
-def _is_plain_value(o) -> bool:
-    """A Python number/bool or a NumPy array or scalar (not a tensor-like object)."""
-    return isinstance(o, (bool, int, float, np.ndarray, np.generic))
+def _comparable(o) -> bool:
+    """Whether ``tensor == o`` is an elementwise comparison: `o` is a tensor-like object, a
+    Python number, a NumPy value, or a list/tuple of numbers."""
+    return (isinstance(o, (TensorOps, bool, int, float, np.ndarray, np.generic, list, tuple))
+            or hasattr(o, "_as_tensor"))
+
+
+class Reference:
+    """A hashable stand-in for a tensor or variable (``x.ref()``), compared by identity:
+    what tensors themselves were before ``==`` became elementwise."""
+
+    __slots__ = ("_obj",)
+
+    def __init__(self, obj: Any) -> None:
+        self._obj = obj
+
+    def deref(self) -> Any:
+        """The tensor or variable this refers to."""
+        return self._obj
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Reference) and other._obj is self._obj
+
+    def __hash__(self) -> int:
+        return id(self._obj)
+
+    def __repr__(self) -> str:
+        return f"<Reference to {self._obj!r}>"
 
 
 class TensorOps:
@@ -70,19 +98,34 @@ class TensorOps:
     def __getitem__(self, key): return _array().getitem(self, key)
 
     def __eq__(self, o):
-        # Against a number or array: elementwise (so `if x == 0:` while tracing raises the
-        # tw.cond hint instead of silently being False). Between tensors: identity, as
-        # in TensorFlow 1, so tensors stay usable as dict keys (feed_dict).
-        if _is_plain_value(o):
-            return _math().equal(self, o)
-        return self is o
+        # Elementwise, as in TensorFlow 2: identity here made `p == l` a Python False that
+        # tw.cast turned into a wrong answer. None is never equal (TensorFlow's rule, and
+        # what `x == None` checks mean); other objects are left to Python (identity).
+        if o is None:
+            return False
+        if not _comparable(o):
+            return NotImplemented
+        return _math().equal(self, o)
 
     def __ne__(self, o):
-        if _is_plain_value(o):
-            return _math().not_equal(self, o)
-        return self is not o
+        if o is None:
+            return True
+        if not _comparable(o):
+            return NotImplemented
+        return _math().not_equal(self, o)
 
+    # By identity, as TensorFlow's, so that feed_dict keys work. Containers that compare
+    # keys (`in` on a list, a hash collision in a dict) need `ref()`.
     __hash__ = object.__hash__
+
+    def ref(self) -> Reference:
+        """A hashable reference to this tensor, equal only to references to the same
+        object: use it as a set member or dict key (``t.ref().deref() is t``)."""
+        return Reference(self)
+
+    def experimental_ref(self) -> Reference:
+        """The old name of `ref` (TensorFlow 2.0 to 2.2)."""
+        return self.ref()
 
     @property
     def T(self):
