@@ -6,6 +6,8 @@
     tensorweave dump graph.mlir --stage optimized      # read IR text, run passes, print
     tensorweave dump --list-stages
     tensorweave aot model.py:predict -o build/         # libpredict.so + predict.h
+    tensorweave server --cluster '{"ps": ["127.0.0.1:2222"]}' --job ps --task 0
+    tensorweave launch --ps 1 --workers 2 train.py -- --steps 100
 
 Errors are one line on stderr and a non-zero exit status.
 """
@@ -178,6 +180,8 @@ def build_parser() -> argparse.ArgumentParser:
                      help="CPU to generate code for: 'host' (default) or an LLVM CPU name "
                           "such as x86-64-v3 for machines other than this one")
     aot.set_defaults(run=_aot)
+    from .distribute.cli import add_commands  # server, launch
+    add_commands(sub)
     return parser
 
 

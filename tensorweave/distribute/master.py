@@ -38,7 +38,7 @@ from ..passes.partition import split_by_task, task_name
 from ..passes.placement import placement_scope
 from ..runtime.devices import Device, DeviceSpec
 from ..runtime.distributed import rpc, wire
-from ..runtime.distributed.cluster import ClusterSpec, as_cluster_spec, task_config_from_env
+from ..runtime.distributed.cluster import ClusterSpec, as_cluster_spec, default_token
 
 CONNECT_TIMEOUT_S = float(os.environ.get("TW_CONNECT_TIMEOUT", "60"))
 """How long a client waits for the cluster's tasks to come up (``TW_CONNECT_TIMEOUT``)."""
@@ -51,14 +51,6 @@ def parse_target(target: str) -> str:
     if not isinstance(target, str) or not target.startswith("grpc://"):
         raise InvalidArgumentError(f"a session target is 'grpc://host:port', got {target!r}")
     return target[len("grpc://"):]
-
-
-def default_token() -> str | None:
-    """The cluster token of this process: ``TW_CONFIG``'s ``token`` or ``TW_TOKEN``."""
-    config = task_config_from_env()
-    if config is not None and config.token:
-        return config.token
-    return os.environ.get("TW_TOKEN") or None
 
 
 class Cluster:
@@ -269,5 +261,4 @@ def _root_cause(errors: list[BaseException]) -> BaseException:
     return errors[0]
 
 
-__all__ = ["Cluster", "DistributedExecutable", "compile_for_cluster", "default_token",
-           "parse_target"]
+__all__ = ["Cluster", "DistributedExecutable", "compile_for_cluster", "parse_target"]

@@ -33,6 +33,7 @@ from .graph import (  # noqa: F401  (the public names of this module)
     global_variables_initializer,
     in_default_graph,
     initialize_all_variables,
+    is_variable_initialized,
     placeholder,
     placeholder_with_default,
     reset_default_graph,

@@ -257,3 +257,11 @@ def global_variables_initializer() -> ir.Node:
 
 
 initialize_all_variables = global_variables_initializer
+
+
+def is_variable_initialized(variable: Variable) -> Tensor:
+    """A boolean scalar: whether `variable` holds a value yet (in the session, or on its
+    parameter server: how non-chief workers wait for the chief's initialization)."""
+    with variable.graph.as_default():
+        return apply_op1("VarIsInitialized", [variable.handle()],
+                         name=f"{variable.shared_name}/IsInitialized")

@@ -14,6 +14,7 @@ import numpy as np
 
 from ...errors import DTypeError, ShapeError
 from ..registry import OpDef, attr, def_op
+from ..dtypes import bool_
 from ..types import ResourceType, TensorType
 from .common import expect_resource, expect_tensor
 
@@ -83,3 +84,21 @@ AssignAddVariable = _declare_update("AssignAddVariable", "Add `value` to the var
                                     lambda old, new: old + new)
 AssignSubVariable = _declare_update("AssignSubVariable", "Subtract `value` from the variable.",
                                     lambda old, new: old - new)
+
+
+VarIsInitialized = def_op("VarIsInitialized", ["resource"], stateful=True, side_effects=False,
+                          doc="Whether the variable has been assigned a value (an i1 "
+                              "scalar): how a worker waits for the chief to initialize.")
+
+
+@VarIsInitialized.infer
+def _is_initialized_infer(r):
+    r = expect_resource(r)
+    if r.value_type is None:
+        raise DTypeError("VarIsInitialized needs a variable handle, got a non-variable resource")
+    return TensorType(bool_, ())
+
+
+@VarIsInitialized.kernel("reference", context=True)
+def _is_initialized_kernel(ctx, var):
+    return np.array(var.initialized)

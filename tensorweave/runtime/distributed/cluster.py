@@ -192,6 +192,14 @@ def parse_task_config(text: str, source: str = CONFIG_ENV) -> TaskConfig:
     return TaskConfig(cluster, job, index, str(token) if token else None)
 
 
+def default_token() -> str | None:
+    """The cluster token of this process: ``TW_CONFIG``'s ``token``, else ``TW_TOKEN``."""
+    config = task_config_from_env()
+    if config is not None and config.token:
+        return config.token
+    return os.environ.get("TW_TOKEN") or None
+
+
 def as_cluster_spec(cluster: ClusterSpec | Mapping[str, Sequence[str]] | str) -> ClusterSpec:
     """A `ClusterSpec` from a spec, a dict, or its JSON text."""
     if isinstance(cluster, str):
@@ -202,5 +210,6 @@ def as_cluster_spec(cluster: ClusterSpec | Mapping[str, Sequence[str]] | str) ->
     return ClusterSpec(cluster)  # type: ignore[arg-type]
 
 
-__all__ = ["CONFIG_ENV", "ClusterSpec", "TaskConfig", "as_cluster_spec", "parse_address",
+__all__ = ["CONFIG_ENV", "ClusterSpec", "TaskConfig", "as_cluster_spec", "default_token",
+           "parse_address",
            "parse_task_config", "task_config_from_env"]

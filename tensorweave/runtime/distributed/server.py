@@ -47,7 +47,7 @@ from ..devices import DeviceManager, DeviceSpec
 from ..rendezvous import LocalRendezvous, Rendezvous
 from ..resources import ResourceManager, create_graph_resources
 from . import rpc, wire
-from .cluster import ClusterSpec
+from .cluster import ClusterSpec, default_token
 
 log = logging.getLogger("tensorweave.distributed")
 
@@ -331,7 +331,8 @@ class Server:
     and serves its worker service until `stop` (or the process ends).
 
     ``Server(cluster, job_name="ps", task_index=0)``; `target` is ``grpc://host:port``,
-    what ``Session(server.target)`` connects to."""
+    what ``Session(server.target)`` connects to. `token` defaults to ``TW_CONFIG``'s
+    (or ``TW_TOKEN``): calls without it are refused."""
 
     def __init__(self, cluster: ClusterSpec | dict, job_name: str | None = None,
                  task_index: int | None = None, protocol: str = "grpc", config: Any = None,
@@ -353,6 +354,8 @@ class Server:
                                            f"{self.cluster.num_tasks(job_name)} tasks")
             task_index = self.cluster.task_indices(job_name)[0]
         self.address = self.cluster.task_address(job_name, task_index)
+        if token is None:
+            token = default_token()
         self.service = WorkerService(self.cluster, job_name, task_index, token=token, tls=tls,
                                      target=target)
         self._grpc = grpc.server(futures.ThreadPoolExecutor(
