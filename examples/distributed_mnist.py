@@ -61,7 +61,7 @@ is_chief = FLAGS.task_index == 0
 mnist = input_data.read_data_sets(FLAGS.data, one_hot=True)
 train = DataSet(mnist.train.images, mnist.train.labels, seed=1 + FLAGS.task_index)
 
-worker_device = "/job:worker/task:%d/cpu:0" % FLAGS.task_index
+worker_device = "/job:worker/task:%d/cpu:0" % FLAGS.task_index  # noqa: UP031 (as in TF)
 with tf.device(tf.train.replica_device_setter(worker_device=worker_device,
                                               ps_device="/job:ps/cpu:0", cluster=cluster)):
     global_step = tf.Variable(0, name="global_step", trainable=False)

@@ -13,8 +13,8 @@ from collections.abc import Callable
 import numpy as np
 
 from ...errors import DTypeError, ShapeError
-from ..registry import OpDef, attr, def_op
 from ..dtypes import bool_
+from ..registry import OpDef, attr, def_op
 from ..types import ResourceType, TensorType
 from .common import expect_resource, expect_tensor
 
