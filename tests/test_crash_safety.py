@@ -228,22 +228,40 @@ def test_keep_checkpoint_every_n_hours(tmp_path, monkeypatch):
     assert again.save() == str(tmp_path / "ckpt-7")  # after ckpt-3 and ckpt-6 on disk
 
 
-def test_manager_start_lists_a_save_cut_off_before_the_index(tmp_path):
+def test_manager_start_finishes_what_a_killed_save_left(tmp_path):
     v, manager = _manager(tmp_path, "cut_a", max_to_keep=2)
     for _ in range(3):
         manager.save()
-    # what a kill between a save's data file and its index leaves: ckpt-4 complete and
-    # unlisted; and one between deleting ckpt-1 and the index: ckpt-1 listed and gone
-    tw.train.Checkpoint(v=v).write(str(tmp_path / "ckpt-4"))
+    # A save killed between its data file and its index leaves ckpt-4 complete and
+    # unlisted; one killed between its index and its deletions, ckpt-1 to delete.
+    ckpt = tw.train.Checkpoint(v=v)
+    ckpt.write(str(tmp_path / "ckpt-4"))
+    ckpt.write(str(tmp_path / "ckpt-1"))
     index = checkpoint_index.read_index(str(tmp_path))
-    index["all"].insert(0, "ckpt-1")
+    index["deleting"] = ["ckpt-1"]
+    index["all"].insert(0, "ckpt-0")  # and one deleted by hand
     (tmp_path / "checkpoint.json").write_text(json.dumps(index))
     _, again = _manager(tmp_path, "cut_b", max_to_keep=2)
     assert [os.path.basename(p) for p in again.checkpoints] == ["ckpt-2", "ckpt-3", "ckpt-4"]
     assert again.latest_checkpoint == str(tmp_path / "ckpt-4")
+    assert "deleting" not in checkpoint_index.read_index(str(tmp_path))
+    assert not (tmp_path / "ckpt-1.safetensors").exists()
     assert again.save() == str(tmp_path / "ckpt-5")
     assert sorted(os.listdir(tmp_path)) == ["checkpoint.json", "ckpt-4.safetensors",
                                             "ckpt-5.safetensors"]
+
+
+def test_a_save_lists_its_deletions_in_the_index_until_they_are_done(tmp_path, monkeypatch):
+    v, manager = _manager(tmp_path, "listed_deletions", max_to_keep=1)
+    manager.save()
+    seen = []
+    real_unlink = os.unlink
+    monkeypatch.setattr(os, "unlink", lambda path: (
+        seen.append(checkpoint_index.read_index(str(tmp_path))), real_unlink(path)))
+    manager.save()
+    # while ckpt-1 is deleted, the index already names ckpt-2 only, and ckpt-1 to delete
+    assert [(i["all"], i.get("deleting")) for i in seen] == [(["ckpt-2"], ["ckpt-1"])]
+    assert "deleting" not in checkpoint_index.read_index(str(tmp_path))
 
 
 # ------------------------------------------------------------------ atomic_files itself

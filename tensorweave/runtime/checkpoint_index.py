@@ -7,11 +7,13 @@ checkpoint was preserved by ``keep_checkpoint_every_n_hours``::
     {"latest": "ckpt-9", "all": ["ckpt-7", "ckpt-8", "ckpt-9"],
      "timestamps": {"ckpt-7": 1700000000.5, ...}, "last_preserved_timestamp": 1699990000.0}
 
-A save writes its data file first, then deletes the checkpoints it drops, then rewrites
-the index (each write atomic and durable, `atomic_files`). A crash therefore leaves an
-index whose latest checkpoint exists, perhaps a newer data file it does not list yet,
-and perhaps entries whose files were already deleted; `recover` (run when a
-`CheckpointManager` starts) lists the former and forgets the latter, so nothing leaks.
+A save writes its data file, then the index (listing under ``"deleting"`` the
+checkpoints it drops), then deletes those, then rewrites the index without the list;
+each write is atomic and durable (`atomic_files`). A crash therefore leaves an index
+whose checkpoints all exist, perhaps a newer data file it does not list yet, and perhaps
+deletions still to do; `recover` (run when a `CheckpointManager` starts) lists the
+former and finishes the latter, so the latest listed checkpoint is always whole and
+nothing leaks.
 
 Retention keeps TensorFlow's rules (the newest `max_to_keep` in save order; one dropped
 checkpoint every `keep_checkpoint_every_n_hours` is left on disk, unlisted) with one
@@ -107,6 +109,8 @@ def record(prefix: str, max_to_keep: int | None, keep_every_n_hours: float | Non
     kept = [p for p in index["all"] if p != name] + [name]
     excess = len(kept) - max_to_keep if max_to_keep else 0
     dropped: list[str] = []
+    # a crash after an earlier save's index left these to delete (never what is kept now)
+    deleting = [p for p in index.get("deleting", []) if p not in kept]
     for old in kept[:-1]:
         if excess <= 0:
             break
@@ -118,13 +122,25 @@ def record(prefix: str, max_to_keep: int | None, keep_every_n_hours: float | Non
         if keep_every_n_hours and stamp - keep_every_n_hours * 3600.0 >= last_preserved:
             last_preserved = stamp  # TensorFlow: left on disk, no longer managed
         else:
-            _unlink_data(directory, old)
+            deleting.append(old)
     kept = [p for p in kept if p not in dropped]
     new_index = {"latest": name, "all": kept, "timestamps": {k: stamps[k] for k in kept}}
     if last_preserved is not None:
         new_index["last_preserved_timestamp"] = last_preserved
-    _write_index(directory, new_index)
+    _commit(directory, new_index, deleting)
     return [os.path.join(directory, p) for p in kept], last_preserved
+
+
+def _commit(directory: str, index: dict, deleting: list[str]) -> None:
+    """Write `index`, then delete the data files of `deleting`. The deletions are listed
+    in the index until they are done, so a crash in between leaves no file behind for
+    good (the next save or manager start finishes them) and the index never names a
+    deleted checkpoint."""
+    if deleting:
+        _write_index(directory, dict(index, deleting=deleting))
+        for old in deleting:
+            _unlink_data(directory, old)
+    _write_index(directory, index)
 
 
 def record_checkpoint(prefix: str, max_to_keep: int | None) -> list[str]:
@@ -161,18 +177,21 @@ def highest_number(directory: str, base: str) -> int:
 
 def recover(directory: str, base: str) -> dict:
     """Bring `directory` back to a consistent state after a crash, for the manager of the
-    ``{base}-N`` series starting there: delete orphaned temporaries, forget listed
-    checkpoints whose data file is gone, and list ``{base}-N`` data files newer than
-    every listed checkpoint of the series (a save killed between its data file and the
-    index; the data file is complete, or it would not have its name). Returns the
-    index, rewritten only when it changed."""
+    ``{base}-N`` series starting there: delete orphaned temporaries, finish deletions
+    a killed save left listed under ``"deleting"``, forget listed checkpoints whose data
+    file is gone (deleted by hand), and list ``{base}-N`` data files newer than every
+    listed checkpoint of the series (a save killed between its data file and the index;
+    the data file is complete, or it would not have its name). Returns the index,
+    rewritten only when it changed."""
     atomic_files.sweep_temporaries(directory)
     index = read_index(directory)
+    deleting = [p for p in index.get("deleting", []) if p not in index["all"]]
     on_disk = _numbered_files(directory, base)
     listed = [p for p in index["all"] if os.path.exists(os.path.join(directory, p + SUFFIX))]
     top = max((on_disk[p] for p in listed if p in on_disk), default=0)
-    adopted = sorted((n, p) for p, n in on_disk.items() if n > top and p not in listed)
-    if listed == index["all"] and not adopted:
+    adopted = sorted((n, p) for p, n in on_disk.items()
+                     if n > top and p not in listed and p not in deleting)
+    if listed == index["all"] and not adopted and "deleting" not in index:
         return index
     stamps = index.get("timestamps", {})
     for _, p in adopted:
@@ -181,7 +200,8 @@ def recover(directory: str, base: str) -> dict:
     latest = index.get("latest")
     if adopted or latest not in listed:
         latest = listed[-1] if listed else None
-    new_index = dict(index, latest=latest, all=listed,
+    new_index = {k: v for k, v in index.items() if k != "deleting"}
+    new_index.update(latest=latest, all=listed,
                      timestamps={p: stamps[p] for p in listed if p in stamps})
-    _write_index(directory, new_index)
+    _commit(directory, new_index, deleting)
     return new_index
