@@ -9,6 +9,7 @@ random seed is printed; TW_CRASH_SEED=<seed> replays a run.
 
 from __future__ import annotations
 
+import errno
 import json
 import logging
 import os
@@ -304,6 +305,17 @@ def test_sweep_in_a_users_directory_only_takes_our_temporaries_of_given_names(tm
         (tmp_path / name).write_bytes(b"x")
     assert atomic_files.sweep_temporaries(str(tmp_path), only_for=["libm.so", "m.h"]) == 1
     assert temporaries(tmp_path) == sorted(names[:2])
+
+
+def test_without_file_locks_writes_work_and_nothing_is_swept(tmp_path, monkeypatch):
+    def no_locks(fd, op):  # an NFS mount without a lock manager
+        raise OSError(errno.ENOLCK, "No locks available")
+    monkeypatch.setattr(atomic_files.fcntl, "flock", no_locks)
+    (tmp_path / ".tmp-1-deadbeef-f").write_bytes(b"x")
+    atomic_files.write_bytes(str(tmp_path / "f"), b"data")
+    assert (tmp_path / "f").read_bytes() == b"data"
+    assert atomic_files.sweep_temporaries(str(tmp_path)) == 0  # cannot tell: keeps it
+    assert temporaries(tmp_path) == [".tmp-1-deadbeef-f"]
 
 
 # ------------------------------------------------------------------ the compile cache

@@ -43,7 +43,8 @@ _swept_lock = threading.Lock()
 
 
 def is_temporary(name: str) -> bool:
-    """Whether a directory entry's name is one of our temporaries."""
+    """Whether a directory entry is a temporary: ours, or one of the ``.tmp-XXXXXXXX``
+    that earlier versions made with mkstemp in checkpoint and cache directories."""
     return name.startswith(TEMP_PREFIX)
 
 
@@ -75,14 +76,19 @@ def make_directory(directory: str, mode: int = 0o777) -> None:
         fsync_directory(os.path.dirname(path))
 
 
-def _lock(fd: int, blocking: bool) -> bool:
+def _lock(fd: int, blocking: bool) -> bool | None:
+    """Take the exclusive flock of `fd`: True when taken, False when another open file
+    holds it, None when the file system has no locks (a writer then goes on unguarded,
+    and a sweeper, unable to tell, deletes nothing)."""
     if fcntl is None:
-        return True
+        return None
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | (0 if blocking else fcntl.LOCK_NB))
         return True
     except BlockingIOError:
         return False
+    except OSError:  # ENOLCK, EOPNOTSUPP: e.g. an NFS mount without a lock manager
+        return None
 
 
 def _same_file(path: str, fd: int) -> bool:
@@ -100,21 +106,24 @@ def _create_temporary(directory: str, final_name: str, mode: int) -> tuple[int, 
         name = f"{TEMP_PREFIX}{os.getpid()}-{secrets.token_hex(4)}-{final_name[-_MAX_NAME_TAIL:]}"
         path = os.path.join(directory, name)
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, mode)
-        # Blocking: a sweeper that locked the file between its creation and now is
-        # deleting it, and lets go right after; then the check below makes a new one.
-        _lock(fd, blocking=True)
-        if _same_file(path, fd):
-            return fd, path
+        try:
+            # Blocking: a sweeper that locked the file between its creation and now is
+            # deleting it, and lets go right after; then the check below makes a new one.
+            _lock(fd, blocking=True)
+            if _same_file(path, fd):
+                return fd, path
+        except BaseException:
+            os.close(fd)
+            raise
         os.close(fd)
 
 
 @contextmanager
-def atomic_open(path: str, mode: int = 0o666, durable: bool = True) -> Iterator[BinaryIO]:
+def atomic_open(path: str, mode: int = 0o666) -> Iterator[BinaryIO]:
     """Open a temporary file for writing in `path`'s directory; when the block exits
     normally it is fsynced and renamed over `path`, and the directory fsynced. When the
     block raises, the temporary is removed and `path` is untouched. `mode` is the new
-    file's permissions (less the umask), as for `os.open`. `durable=False` skips the
-    fsyncs (still atomic, not durable)."""
+    file's permissions (less the umask), as for `os.open`."""
     directory = os.path.dirname(os.path.abspath(path))
     make_directory(directory)
     fd, tmp = _create_temporary(directory, os.path.basename(path), mode)
@@ -122,8 +131,7 @@ def atomic_open(path: str, mode: int = 0o666, durable: bool = True) -> Iterator[
     try:
         yield f
         f.flush()
-        if durable:
-            os.fsync(f.fileno())
+        os.fsync(f.fileno())
         os.replace(tmp, path)
     except BaseException:
         try:
@@ -133,14 +141,12 @@ def atomic_open(path: str, mode: int = 0o666, durable: bool = True) -> Iterator[
         raise
     finally:
         f.close()  # releases the lock; after a rename it is on the final file, harmless
-    if durable:
-        fsync_directory(directory)
+    fsync_directory(directory)
 
 
-def write_bytes(path: str, data: bytes | memoryview, mode: int = 0o666,
-                durable: bool = True) -> None:
-    """Replace `path` with `data` atomically and (unless `durable=False`) durably."""
-    with atomic_open(path, mode=mode, durable=durable) as f:
+def write_bytes(path: str, data: bytes | memoryview, mode: int = 0o666) -> None:
+    """Replace `path` with `data` atomically and durably (`atomic_open`)."""
+    with atomic_open(path, mode=mode) as f:
         f.write(data)
 
 
@@ -174,9 +180,9 @@ def sweep_temporaries(directory: str, only_for: Iterable[str] | None = None) -> 
         except OSError:
             continue  # renamed or removed meanwhile
         try:
-            # Held: a writer is alive. Then the name must still be this file: not
-            # renamed into place (and replaced) between the listing and the lock.
-            if not _lock(fd, blocking=False) or not _same_file(path, fd):
+            # Not taken: a live writer holds it (or there are no locks to tell). Taken:
+            # the name must still be this file, not renamed into place since listing.
+            if _lock(fd, blocking=False) is not True or not _same_file(path, fd):
                 continue
             size = os.fstat(fd).st_size
             os.unlink(path)
@@ -192,9 +198,9 @@ def sweep_temporaries(directory: str, only_for: Iterable[str] | None = None) -> 
     return reclaimed
 
 
-def sweep_once(directory: str, only_for: Iterable[str] | None = None) -> int:
+def sweep_once(directory: str) -> int:
     """`sweep_temporaries` unless this process already swept `directory`; 0 then."""
     with _swept_lock:
         if os.path.abspath(directory) in _swept:
             return 0
-    return sweep_temporaries(directory, only_for)
+    return sweep_temporaries(directory)
