@@ -265,6 +265,20 @@ def test_a_save_lists_its_deletions_in_the_index_until_they_are_done(tmp_path, m
     assert "deleting" not in checkpoint_index.read_index(str(tmp_path))
 
 
+def test_a_manager_on_a_read_only_directory_still_starts(tmp_path, monkeypatch):
+    v, manager = _manager(tmp_path, "ro_a", max_to_keep=2)
+    manager.save()
+    tw.train.Checkpoint(v=v).write(str(tmp_path / "ckpt-2"))  # needs recovery
+
+    def read_only(*args, **kwargs):
+        raise PermissionError(errno.EROFS, "Read-only file system")
+    monkeypatch.setattr(atomic_files, "write_bytes", read_only)
+    _, reader = _manager(tmp_path, "ro_b", max_to_keep=2)
+    assert reader.latest_checkpoint == str(tmp_path / "ckpt-1")  # the index, as it is
+    with pytest.raises(PermissionError):
+        reader.save()
+
+
 # ------------------------------------------------------------------ atomic_files itself
 
 def test_fsync_file_before_rename_and_directory_after(tmp_path, monkeypatch):

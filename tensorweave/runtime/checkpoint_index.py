@@ -24,7 +24,9 @@ previous run's newest checkpoints.
 
 from __future__ import annotations
 
+import errno
 import json
+import logging
 import os
 import re
 import time
@@ -35,6 +37,7 @@ from . import atomic_files
 SUFFIX = ".safetensors"  # a checkpoint PREFIX's data file is PREFIX + SUFFIX
 INDEX = "checkpoint.json"
 _NUMBERED = re.compile(r"^(.*)-(\d+)$")
+_log = logging.getLogger(__name__)
 
 
 def now() -> float:
@@ -203,5 +206,11 @@ def recover(directory: str, base: str) -> dict:
     new_index = {k: v for k, v in index.items() if k != "deleting"}
     new_index.update(latest=latest, all=listed,
                      timestamps={p: stamps[p] for p in listed if p in stamps})
-    _commit(directory, new_index, deleting)
+    try:
+        _commit(directory, new_index, deleting)
+    except OSError as e:
+        # a reader (an evaluator watching a training job's directory) may not write it
+        if e.errno not in (errno.EACCES, errno.EPERM, errno.EROFS):
+            raise
+        _log.debug("checkpoint directory %s is read-only; not recovered: %s", directory, e)
     return new_index
