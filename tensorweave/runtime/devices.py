@@ -295,9 +295,17 @@ def physical_gpu_count() -> int:
     """How many CUDA GPUs numba can use here (0 without a GPU, a driver or numba.cuda).
 
     Importing numba.cuda costs a second, so machines without the NVIDIA driver are ruled
-    out first by looking for its device files (Linux)."""
+    out first by looking for its device files (Linux). A process started with numba's
+    CUDA simulator (``NUMBA_ENABLE_CUDASIM=1``) has the simulator's one GPU: the gpu
+    target runs its kernels there."""
     if os.environ.get("TW_DISABLE_GPU", "") not in ("", "0"):
         return 0
+    if os.environ.get("NUMBA_ENABLE_CUDASIM", "") not in ("", "0"):
+        try:
+            from numba import cuda
+            return len(cuda.gpus)
+        except Exception:  # noqa: BLE001 - numba-cuda missing: no simulator either
+            return 0
     if os.path.isdir("/dev") and not any(os.path.exists(p) for p in
                                          ("/dev/nvidiactl", "/dev/nvidia0", "/dev/dxg")):
         return 0

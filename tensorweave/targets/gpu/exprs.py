@@ -37,13 +37,12 @@ class Op:
 
 
 class Scope:
-    """Emission context: the writer, the status array's name (None: the kernel cannot
-    fail) and the device helpers the emitted code calls."""
+    """Emission context: the writer and the status array's name (None: the kernel cannot
+    fail)."""
 
     def __init__(self, w: Writer, status: str | None = None) -> None:
         self.w = w
         self.status = status
-        self.helpers: dict[str, str] = {}
 
     def const(self, dtype: DType, value: Any) -> str:
         if dtype is bool_:
@@ -56,10 +55,6 @@ class Scope:
             raise ValueError(f"{op.op} can fail but its kernel has no status")
         self.w(f"if {cond}:")
         self.w(f"    {self.status}[0] = {code + 4 * op.index}")
-
-    def helper(self, name: str) -> str:
-        self.helpers[name] = HELPERS[name]
-        return name
 
 
 Emitter = Callable[[Scope, Op, list[str]], str]
@@ -82,29 +77,32 @@ def _float(op: Op) -> bool:
 # at or beyond 2**mantissa bits are integers already, inf and NaN give themselves.
 _INTEGRAL = {32: "8388608.0", 64: "4503599627370496.0"}
 
-HELPERS = {
-    "_floordivmod": '''@cuda.jit(device=True)
-def _floordivmod(a, b):
-    # NumPy's npy_divmod for floats: (floor division, modulo with the sign of b)
-    if b == 0:
-        return a / b, math.fmod(a, b)
-    mod = math.fmod(a, b)
-    div = (a - mod) / b
-    if mod != 0:
-        if (b < 0) != (mod < 0):
-            mod += b
-            div -= 1.0
-    else:
-        mod = math.copysign(0.0, b)
-    if div != 0:
-        fl = math.floor(div)
-        if div - fl > 0.5:
-            fl += 1.0
-        div = fl
-    else:
-        div = math.copysign(0.0, a / b)
-    return div, mod''',
-}
+
+def _float_divmod(cx: Scope, op: Op, a: str, b: str) -> tuple[str, str]:
+    """NumPy's npy_divmod for floats, inline (device functions would need a driver to
+    compile ahead of time): (floor division, modulo with the sign of b)."""
+    t = numba_type(op.out_dtype)
+    w = cx.w
+    div, mod, fl = w.tmp("div"), w.tmp("mod"), w.tmp("fl")
+    w(f"{mod} = {t}(math.fmod({a}, {b}))")
+    w(f"if {b} == 0:")
+    w(f"    {div} = {t}({a} / {b})")
+    w("else:")
+    w(f"    {div} = {t}(({a} - {mod}) / {b})")
+    w(f"    if {mod} != 0:")
+    w(f"        if ({b} < 0) != ({mod} < 0):")
+    w(f"            {mod} = {t}({mod} + {b})")
+    w(f"            {div} = {t}({div} - {t}(1))")
+    w("    else:")
+    w(f"        {mod} = {t}(math.copysign(0.0, {b}))")
+    w(f"    if {div} != 0:")
+    w(f"        {fl} = {t}(math.floor({div}))")
+    w(f"        if {div} - {fl} > {t}(0.5):")
+    w(f"            {fl} = {t}({fl} + {t}(1))")
+    w(f"        {div} = {fl}")
+    w("    else:")
+    w(f"        {div} = {t}(math.copysign(0.0, {a} / {b}))")
+    return div, mod
 
 
 @emitter("Identity", "StopGradient", "BroadcastTo")
@@ -277,8 +275,8 @@ def _div(cx, op, a):
 def _floor_div_mod(cx, op, a):
     x, y = a
     if _float(op):
-        fn = cx.helper("_floordivmod")
-        return f"{fn}({x}, {y})[{0 if op.op == 'FloorDiv' else 1}]"
+        div, mod = _float_divmod(cx, op, x, y)
+        return div if op.op == "FloorDiv" else mod
     y = _safe_divisor(cx, op, y)
     return f"{x} // {y}" if op.op == "FloorDiv" else f"{x} % {y}"
 

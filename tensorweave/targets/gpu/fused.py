@@ -158,7 +158,7 @@ def _generate(fk: FusedKernel, layout, sizes: list[int], name: str) -> Kernel:
     else:
         grid, blk = launch_1d(rows * inner)
         shared = 0
-    return Kernel(name, module(w, list(cx.helpers.values())), types, grid, blk, can_fail,
+    return Kernel(name, module(w), types, grid, blk, can_fail,
                   shared)
 
 

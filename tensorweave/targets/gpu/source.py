@@ -97,12 +97,10 @@ class _Indent:
         self.w.depth -= 1
 
 
-def module(kernel_lines: Writer, helpers: list[str] = ()) -> str:
-    """The full module text: prelude, device helper functions, the kernel."""
-    parts = [PRELUDE]
-    parts.extend(helpers)
-    parts.append(kernel_lines.text())
-    return "\n\n".join(p.rstrip("\n") for p in parts) + "\n"
+def module(kernel_lines: Writer) -> str:
+    """The full module text: the prelude, then the kernel (no device functions: a kernel
+    is compiled to PTX on its own, ahead of time)."""
+    return PRELUDE + "\n\n" + kernel_lines.text()
 
 
 def decompose(w: Writer, linear: str, sizes: list[int], prefix: str) -> list[str]:

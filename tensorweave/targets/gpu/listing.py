@@ -1,0 +1,56 @@
+"""What ``tensorweave dump --target gpu --stage kernels`` prints and ``--ptx-dir`` writes:
+a step's kernels (their generated source, launch configuration and the node each one
+computes), the nodes that run on the host with the reason, and each kernel's PTX."""
+
+from __future__ import annotations
+
+import os
+
+from ...compiler.ir import Graph
+from ...compiler.types import TensorType
+from ...errors import CompileError
+from .step import HostCall, Launch, StepPlan, plan_step
+
+
+def plan_for_listing(graph: Graph) -> StepPlan:
+    """The step plan of `graph` (through the pipeline for the gpu target), which must
+    have fixed argument shapes."""
+    if not all(isinstance(v.type, TensorType) and v.type.is_fully_defined for v in graph.args):
+        raise CompileError("GPU kernels are generated for fixed shapes: give every "
+                           "dimension, e.g. --signature 'x:f32[64,784]'")
+    from .executable import specialized
+    return plan_step(specialized(graph, [tuple(v.type.shape) for v in graph.args]))
+
+
+def _where(node) -> str:
+    loc = node.loc
+    return f" ({loc})" if loc is not None else ""
+
+
+def kernel_listing(plan: StepPlan) -> str:
+    """Every kernel's source in launch order, and the host calls with their reason."""
+    parts = []
+    for action in plan.actions:
+        node = action.node
+        if isinstance(action, Launch):
+            k = action.kernel
+            parts.append(f"# kernel {k.name}: {node.op} '{node.name}'{_where(node)}\n"
+                         f"# launch grid={k.grid} block={k.block} shared={k.shared_bytes}B "
+                         f"signature={k.signature}\n{k.source}")
+        elif isinstance(action, HostCall):
+            parts.append(f"# host: {node.op} '{node.name}'{_where(node)}: {action.reason}\n")
+    return "\n".join(parts)
+
+
+def write_ptx(plan: StepPlan, directory: str, cc: tuple[int, int]) -> list[str]:
+    """Write each kernel's PTX for compute capability `cc` to ``directory/NAME.ptx``;
+    returns the paths."""
+    from .ptx import compile_ptx
+    os.makedirs(directory, exist_ok=True)
+    paths = []
+    for kernel in plan.kernels:
+        path = os.path.join(directory, f"{kernel.name}.ptx")
+        with open(path, "w") as f:
+            f.write(compile_ptx(kernel, cc))
+        paths.append(path)
+    return paths
