@@ -5,6 +5,8 @@
     tensorweave dump model.py:f --signature 'x:f32[?,784]' 'w:f32[784,10]'
     tensorweave dump graph.mlir --stage optimized      # read IR text, run passes, print
     tensorweave dump --list-stages
+    tensorweave dump model.py:f --target gpu --stage kernels   # generated CUDA kernels
+    tensorweave dump model.py:f --target gpu --stage kernels --ptx-dir ptx/  # + NAME.ptx
     tensorweave aot model.py:predict -o build/         # libpredict.so + predict.h
     tensorweave server --cluster '{"ps": ["127.0.0.1:2222"]}' --job ps --task 0
     tensorweave launch --ps 1 --workers 2 train.py -- --steps 100
@@ -125,6 +127,8 @@ def _dump(args: argparse.Namespace) -> str:
         return "\n".join(stages)
     if not args.target:
         raise CliError("dump needs FILE.py:FUNCTION or an IR file (see --help)")
+    if args.stage == "kernels" or args.ptx_dir:
+        return _dump_kernels(args)
     stage = args.stage or stages[-1]
     if stage not in stages:
         raise CliError(f"unknown stage {stage!r}; stages are: {', '.join(stages)}")
@@ -135,7 +139,28 @@ def _dump(args: argparse.Namespace) -> str:
             graphs = parse_module(f.read(), source_name=args.target)
         return "\n".join(print_graph(run_pipeline(g, stage)) for g in graphs)
     cf = concrete_function(load_function(args.target), parse_signature(args.signature or []))
+    if args.codegen:
+        return print_graph(run_pipeline(cf.graph, stage, target=args.codegen))
     return cf.ir(stage)
+
+
+def _dump_kernels(args: argparse.Namespace) -> str:
+    """``--stage kernels``: the generated kernels of the gpu target (and their PTX)."""
+    if args.codegen != "gpu":
+        raise CliError("--stage kernels and --ptx-dir need --target gpu")
+    from .compiler.pipeline import run_pipeline
+    from .targets.gpu.listing import kernel_listing, plan_for_listing, write_ptx
+
+    cf = concrete_function(load_function(args.target), parse_signature(args.signature or []))
+    plan = plan_for_listing(run_pipeline(cf.graph, target="gpu"))
+    text = kernel_listing(plan)
+    if args.ptx_dir:
+        m = re.fullmatch(r"sm_(\d)(\d)", args.arch)
+        if not m:
+            raise CliError(f"bad --arch {args.arch!r}: expected e.g. sm_90")
+        paths = write_ptx(plan, args.ptx_dir, (int(m[1]), int(m[2])))
+        text += "".join(f"# wrote {p}\n" for p in paths)
+    return text
 
 
 def _aot(args: argparse.Namespace) -> str:
@@ -162,6 +187,13 @@ def build_parser() -> argparse.ArgumentParser:
     dump.add_argument("--signature", nargs="+", metavar="NAME:DTYPE[DIMS]",
                       help="argument types for a function without input_signature, "
                            "e.g. 'x:f32[?,784]' ('?' is a dimension of any size)")
+    dump.add_argument("--target", dest="codegen", choices=["reference", "cpu", "gpu"],
+                      help="run only the stages of this target; with gpu, '--stage kernels' "
+                           "prints the generated CUDA kernels")
+    dump.add_argument("--ptx-dir", metavar="DIR",
+                      help="(--target gpu) write each kernel's PTX to DIR/NAME.ptx")
+    dump.add_argument("--arch", default="sm_90",
+                      help="(--ptx-dir) the GPU architecture of the PTX (default sm_90)")
     dump.add_argument("-o", "--output", help="write to this file instead of stdout")
     dump.set_defaults(run=_dump)
     aot = sub.add_parser(

@@ -1,0 +1,165 @@
+"""The functions whose GPU kernels the tests check: every kernel generator of the gpu target,
+over the op families and dtypes of tests/ops (float32, float64, int32, int8, uint8, bool;
+no float16: the gpu target runs those on the host), with broadcasting, leading and
+trailing reductions, transposed and batched products.
+
+`CASES` maps a case name to ``(function, arrays)``. tests/gpu/test_ptx.py compiles each
+case's kernels to PTX and links them; tests/gpu/sim/test_cases.py runs each case in the
+simulator against the reference target. Shapes are tiny: the simulator runs one Python
+thread per GPU thread.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+import tensorweave as tw
+from tensorweave.frontend.building import apply_op1
+
+F32, F64, I32, I64, I8, U8, BOOL = (np.dtype(t) for t in (np.float32, np.float64, np.int32,
+                                                         np.int64, np.int8, np.uint8, np.bool_))
+
+
+def _values(dtype, shape, seed, lo=-4.0, hi=4.0, nonzero=False):
+    rng = np.random.default_rng(seed)
+    if dtype == BOOL:
+        return rng.random(shape) < 0.5
+    if dtype.kind in "iu":
+        lo = 0 if dtype.kind == "u" else lo
+        a = rng.integers(int(lo), int(hi) + 1, size=shape)
+        if nonzero:
+            a[a == 0] = 1
+        return a.astype(dtype)
+    a = rng.uniform(lo, hi, size=shape)
+    if nonzero:
+        a = np.where(np.abs(a) < 0.25, 0.5, a)
+    return a.astype(dtype)
+
+
+UNARY: dict[str, tuple[Callable, list[np.dtype], tuple[float, float]]] = {
+    "negative": (tw.negative, [F32, F64, I32, I8], (-4, 4)),
+    "abs": (tw.abs, [F32, F64, I32], (-4, 4)),
+    "square": (tw.square, [F32, F64, I32], (-4, 4)),
+    "sign": (tw.sign, [F32, F64, I32], (-4, 4)),
+    "relu": (tw.relu, [F32, F64, I32, U8], (-4, 4)),
+    "exp": (tw.exp, [F32, F64], (-4, 4)),
+    "log": (tw.log, [F32, F64], (0.0625, 64)),
+    "log1p": (tw.log1p, [F32, F64], (-0.875, 64)),
+    "sqrt": (tw.sqrt, [F32, F64], (0, 64)),
+    "rsqrt": (tw.rsqrt, [F32, F64], (0.0625, 64)),
+    "sin": (tw.sin, [F32, F64], (-4, 4)),
+    "cos": (tw.cos, [F32, F64], (-4, 4)),
+    "tanh": (tw.tanh, [F32, F64], (-4, 4)),
+    "sigmoid": (tw.sigmoid, [F32, F64], (-16, 16)),
+    "floor": (tw.floor, [F32, F64], (-4, 4)),
+    "ceil": (tw.ceil, [F32, F64], (-4, 4)),
+    "reciprocal": (tw.reciprocal, [F32, F64], (0.125, 8)),
+    "logical_not": (tw.logical_not, [BOOL], (0, 1)),
+}
+
+BINARY: dict[str, tuple[Callable, list[np.dtype], bool]] = {  # (fn, dtypes, nonzero y)
+    "add": (tw.add, [F32, F64, I32, I8, U8], False),
+    "subtract": (tw.subtract, [F32, F64, I32], False),
+    "multiply": (tw.multiply, [F32, F64, I32, I8], False),
+    "div": (lambda x, y: apply_op1("Div", [x, y]), [F32, F64, I32], True),
+    "floordiv": (tw.floordiv, [F32, F64, I32], True),
+    "floormod": (tw.floormod, [F32, F64, I32], True),
+    "pow": (tw.pow, [F32, F64, I32], False),
+    "maximum": (tw.maximum, [F32, F64, I32], False),
+    "minimum": (tw.minimum, [F32, F64, I32], False),
+    "squared_difference": (tw.squared_difference, [F32, F64, I32], False),
+    "equal": (tw.equal, [F32, I32, BOOL], False),
+    "not_equal": (tw.not_equal, [F32, I32], False),
+    "less": (tw.less, [F32, I32], False),
+    "less_equal": (tw.less_equal, [F64, I32], False),
+    "greater": (tw.greater, [F32, U8], False),
+    "greater_equal": (tw.greater_equal, [F32, I32], False),
+    "logical_and": (tw.logical_and, [BOOL], False),
+    "logical_or": (tw.logical_or, [BOOL], False),
+}
+
+REDUCE = {"sum": tw.reduce_sum, "mean": tw.reduce_mean, "max": tw.reduce_max,
+          "min": tw.reduce_min, "prod": tw.reduce_prod}
+
+
+def _cases() -> dict[str, tuple[Callable, list[np.ndarray]]]:
+    out: dict[str, tuple[Callable, list[np.ndarray]]] = {}
+    for name, (fn, dtypes, (lo, hi)) in UNARY.items():
+        for dt in dtypes:
+            out[f"{name}_{dt.name}"] = (fn, [_values(dt, (2, 3), 1, lo, hi)])
+    for name, (fn, dtypes, nonzero) in BINARY.items():
+        for dt in dtypes:
+            lo, hi = (0, 3) if name == "pow" else (-4, 4)
+            y = _values(dt, (3,), 2, lo, hi, nonzero)  # broadcast along the rows
+            out[f"{name}_{dt.name}"] = (fn, [_values(dt, (2, 3), 1, -4, 4), y])
+    out["cast_f32_i32"] = (lambda x: tw.cast(x, tw.int32), [_values(F32, (2, 3), 1)])
+    out["cast_i32_f64"] = (lambda x: tw.cast(x, tw.float64), [_values(I32, (2, 3), 1)])
+    out["cast_f32_bool"] = (lambda x: tw.cast(tw.floor(x), tw.bool), [_values(F32, (2, 3), 1)])
+    out["cast_bool_f32"] = (lambda x: tw.cast(x, tw.float32), [_values(BOOL, (2, 3), 1)])
+    out["cast_f64_f32"] = (lambda x: tw.cast(x, tw.float32), [_values(F64, (2, 3), 1)])
+    out["where_f32"] = (tw.where, [_values(BOOL, (2, 1), 3), _values(F32, (2, 3), 1),
+                                   _values(F32, (3,), 2)])
+    out["add_n_f32"] = (lambda a, b, c: tw.add_n([a, b, c]),
+                        [_values(F32, (2, 3), k) for k in range(3)])
+    out["gelu_chain_f32"] = (lambda x: 0.5 * x * (1.0 + tw.tanh(0.79788456 * (x + 0.044715 * x * x * x))),
+                             [_values(F32, (4, 5), 1)])
+    for name, fn in REDUCE.items():
+        for dt in (F32, F64, I32):
+            x = _values(dt, (3, 4), 4, -2, 2)
+            out[f"reduce_{name}_last_{dt.name}"] = (lambda x, fn=fn: fn(x, axis=-1), [x])
+            out[f"reduce_{name}_first_{dt.name}"] = (lambda x, fn=fn: fn(x, axis=0), [x])
+    out["reduce_sum_all_f32"] = (lambda x: tw.reduce_sum(x), [_values(F32, (3, 4), 4)])
+    out["reduce_mean_keepdims_f32"] = (lambda x: tw.reduce_mean(x, axis=[1, 2], keepdims=True),
+                                       [_values(F32, (2, 3, 4), 4)])
+    out["reduce_max_middle_f32"] = (lambda x: tw.reduce_max(x, axis=1),
+                                    [_values(F32, (2, 3, 4), 4)])
+    out["reduce_all_last_bool"] = (lambda x: tw.reduce_all(x, axis=-1), [_values(BOOL, (3, 4), 5)])
+    out["reduce_any_first_bool"] = (lambda x: tw.reduce_any(x, axis=0), [_values(BOOL, (3, 4), 5)])
+    out["softmax_pattern_f32"] = (  # a fused reduction feeding fused elementwise ops
+        lambda x: tw.exp(x - tw.reduce_max(x, axis=-1, keepdims=True)), [_values(F32, (3, 5), 6)])
+    for dt in (F32, I32):
+        out[f"argmax_{dt.name}"] = (lambda x: tw.argmax(x, axis=1), [_values(dt, (3, 4), 7)])
+        out[f"argmin_{dt.name}"] = (lambda x: tw.argmin(x, axis=0), [_values(dt, (3, 4), 7)])
+    for dt in (F32, F64, I32):
+        out[f"matmul_{dt.name}"] = (tw.matmul, [_values(dt, (5, 7), 8, -2, 2),
+                                                _values(dt, (7, 3), 9, -2, 2)])
+    out["matmul_ta_f32"] = (lambda a, b: tw.matmul(a, b, transpose_a=True),
+                            [_values(F32, (7, 5), 8), _values(F32, (7, 3), 9)])
+    out["matmul_tb_f32"] = (lambda a, b: tw.matmul(a, b, transpose_b=True),
+                            [_values(F32, (5, 7), 8), _values(F32, (3, 7), 9)])
+    out["matmul_tiles_f32"] = (tw.matmul, [_values(F32, (18, 20), 8), _values(F32, (20, 17), 9)])
+    out["matmul_batched_f32"] = (tw.matmul, [_values(F32, (2, 3, 4), 8),
+                                             _values(F32, (2, 4, 5), 9)])
+    for dt in (F32, F64):
+        logits = _values(dt, (3, 5), 10)
+        out[f"softmax_{dt.name}"] = (tw.nn.softmax, [logits])
+        out[f"log_softmax_{dt.name}"] = (tw.nn.log_softmax, [logits])
+        probs = np.random.default_rng(11).dirichlet(np.ones(5), size=3).astype(dt)
+        out[f"softmax_xent_{dt.name}"] = (
+            lambda lo, la: tw.nn.softmax_cross_entropy_with_logits(labels=la, logits=lo),
+            [logits, probs])
+        out[f"sparse_xent_{dt.name}"] = (
+            lambda lo, la: tw.nn.sparse_softmax_cross_entropy_with_logits(labels=la, logits=lo),
+            [logits, np.array([0, 4, 2], np.int64)])
+    out["transpose_2d_f32"] = (tw.transpose, [_values(F32, (3, 4), 12)])
+    out["transpose_3d_i32"] = (lambda x: tw.transpose(x, [2, 0, 1]), [_values(I32, (2, 3, 4), 12)])
+    out["gather_axis0_f32"] = (lambda p, i: tw.gather(p, i),
+                               [_values(F32, (5, 3), 13), np.array([4, 0, 2, 2], np.int32)])
+    out["gather_axis1_i32"] = (lambda p, i: tw.gather(p, i, axis=1),
+                               [_values(I32, (2, 5, 3), 13), np.array([[1, 4], [0, 0]], np.int64)])
+    return out
+
+
+CASES = _cases()
+
+
+def tolerance(dtype: np.dtype) -> dict:
+    """How close a GPU result must be to the reference: float32 kernels use the device's
+    libm (CUDA's expf, tanhf ...: within 2 ulp) and float32 accumulation in MatMul."""
+    if dtype == F32:
+        return {"rtol": 2e-5, "atol": 2e-6}
+    if dtype == F64:
+        return {"rtol": 1e-12, "atol": 1e-12}
+    return {"rtol": 0, "atol": 0}
