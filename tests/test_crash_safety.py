@@ -300,15 +300,18 @@ def test_fsync_file_before_rename_and_directory_after(tmp_path, monkeypatch):
 def test_sweep_spares_live_writers_and_logs_bytes(tmp_path, caplog):
     orphan = tmp_path / ".tmp-1-deadbeef-f"  # a killed writer's: nobody holds its lock
     orphan.write_bytes(b"x" * 1000)
+    legacy = tmp_path / ".tmp-k3j2_h1g.safetensors"  # mkstemp's, from earlier versions
+    legacy.write_bytes(b"x" * 234)
     (tmp_path / "keep.txt").write_text("not a temporary")
     with atomic_files.atomic_open(str(tmp_path / "f")) as f:
         f.write(b"live")
         live = temporaries(tmp_path)
-        assert len(live) == 2
+        assert len(live) == 3
         with caplog.at_level(logging.DEBUG, logger="tensorweave.runtime.atomic_files"):
-            assert atomic_files.sweep_temporaries(str(tmp_path)) == 1000
-        assert "1000 bytes reclaimed" in caplog.text
-        assert temporaries(tmp_path) == [n for n in live if n != orphan.name]
+            assert atomic_files.sweep_temporaries(str(tmp_path)) == 1234
+        assert "removed 2 orphaned temporaries" in caplog.text
+        assert "1234 bytes reclaimed" in caplog.text
+        assert temporaries(tmp_path) == [n for n in live if n not in (orphan.name, legacy.name)]
     assert (tmp_path / "f").read_bytes() == b"live"
     assert sorted(os.listdir(tmp_path)) == ["f", "keep.txt"]
 
