@@ -19,7 +19,7 @@ from ..cpu.fused import FusedKernel
 from .fused import Unsupported, fused_kernel
 from .layout import bad_index_message, gather_kernel, transpose_kernel
 from .matmul import matmul_kernel
-from .reduce import arg_reduce_kernel, reduce_kernel
+from .reduce import arg_reduce_kernel, reduce_kernel, reduce_to_like_kernel
 from .reductions import REDUCTIONS
 from .softmax import bad_label_message, softmax_kernel
 from .source import Kernel
@@ -73,6 +73,8 @@ GENERATORS: dict[str, Callable[[Node, str], Lowered]] = {
     "ArgMax": _plain(arg_reduce_kernel),
     "ArgMin": _plain(arg_reduce_kernel),
     **{op: _plain(reduce_kernel) for op in REDUCTIONS},
+    "ReduceToLike": _plain(reduce_to_like_kernel),
+    "BiasAddGrad": _plain(reduce_to_like_kernel),
     **{op: _softmax for op in ("Softmax", "LogSoftmax", "SoftmaxCrossEntropyWithLogits",
                                "SparseSoftmaxCrossEntropyWithLogits")},
 }

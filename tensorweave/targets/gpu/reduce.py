@@ -50,21 +50,47 @@ def _split(shape: list[int], axes: tuple[int, ...]) -> tuple[list[int], list[int
 def reduce_kernel(node: Node, name: str) -> Kernel:
     """The kernel of reduction `node` (Sum, Mean, Max, Min, Prod, All, Any). Raises
     `Unsupported`."""
+    if node.op not in REDUCTIONS:
+        raise Unsupported(f"{node.op} is not a reduction")
+    return _reduction(node.op, node, _axes(node, "axes"), name)
+
+
+def reduce_to_like_kernel(node: Node, name: str) -> Kernel:
+    """ReduceToLike (a broadcast gradient summed back to the shape of `like`) and
+    BiasAddGrad (summed over all but the last axis): Sums over static axes."""
+    grad = [int(s) for s in node.inputs[0].type.shape]
+    if node.op == "BiasAddGrad":
+        return _reduction("Sum", node, tuple(range(len(grad) - 1)), name)
+    like = [int(s) for s in node.inputs[1].type.shape]
+    lead = len(grad) - len(like)
+    if lead < 0:
+        raise Unsupported("like has more dims than grad")
+    axes = list(range(lead))
+    for i, d in enumerate(like):
+        if d == 1 and grad[lead + i] != 1:
+            axes.append(lead + i)
+        elif d != grad[lead + i]:
+            raise Unsupported("grad is not a broadcast of like (an error at run time)")
+    # `like` only gives the shape: the kernel takes its buffer and never reads it
+    return _reduction("Sum", node, tuple(axes), name, shape_donor=True)
+
+
+def _reduction(op: str, node: Node, axes: tuple[int, ...], name: str,
+               shape_donor: bool = False) -> Kernel:
     src = node.inputs[0].type
     out = node.outputs[0].type
-    if node.op not in REDUCTIONS or not has_gpu_type(src.dtype):
+    if not has_gpu_type(src.dtype):
         raise Unsupported(f"{node.op} of {src.dtype.name}")
     shape = [int(s) for s in src.shape]
-    axes = _axes(node, "axes")
     ksz, kst, rsz, rst = _split(shape, axes)
     n_out = int(np.prod(ksz, dtype=np.int64))
     count = int(np.prod(rsz, dtype=np.int64))
     if n_out == 0 or count == 0:
         raise Unsupported("empty input or result")
-    acc = accumulator(node.op, src.dtype)
+    acc = accumulator(op, src.dtype)
     w = Writer()
     w("@cuda.jit")
-    w(f"def {name}(x, out):")
+    w(f"def {name}(x, {'like, ' if shape_donor else ''}out):")
     with w.indent():
         w(f"for o in range(cuda.grid(1), {n_out}, cuda.gridsize(1)):")
         with w.indent():
@@ -73,11 +99,14 @@ def reduce_kernel(node: Node, name: str) -> Kernel:
             w(f"a = {acc.init()}")
             w(f"for r in range({count}):")
             with w.indent():
-                inner = offset_expr(decompose(w, "r", rsz, "q"), rst)
+                inner = offset_expr(decompose(w, "r", rsz, "q"), rst) if rsz else "0"
                 w(f"a = {acc.combine('a', acc.convert(f'x[base + {inner}]'))}")
             w(f"out[o] = {acc.finish('a', count, out.dtype)}")
     grid, block = launch_1d(n_out)
-    return Kernel(name, module(w), [numba_type(src.dtype), numba_type(out.dtype)], grid, block)
+    types = [numba_type(src.dtype)]
+    if shape_donor:
+        types.append(numba_type(node.inputs[1].type.dtype))
+    return Kernel(name, module(w), types + [numba_type(out.dtype)], grid, block)
 
 
 def arg_reduce_kernel(node: Node, name: str) -> Kernel:
