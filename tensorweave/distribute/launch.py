@@ -8,7 +8,7 @@ script reads ``TW_CONFIG``: a PS task typically just ``server.join()``s), prefix
 line a task prints with its name, and tears everything down: when every worker has
 exited (the PS tasks are then stopped with SIGTERM), when a worker fails (its status
 becomes the launcher's), on Ctrl-C or SIGTERM, and if the launcher itself dies (each
-child gets SIGTERM from the kernel: ``PR_SET_PDEATHSIG``).
+child gets SIGTERM from the kernel: ``PR_SET_PDEATHSIG``, see `child`).
 
 On several machines any launcher that sets ``TW_CONFIG`` per process does the same job
 (see docs/distributed.md).
@@ -16,7 +16,6 @@ On several machines any launcher that sets ``TW_CONFIG`` per process does the sa
 
 from __future__ import annotations
 
-import ctypes
 import os
 import secrets
 import signal
@@ -29,6 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..runtime.distributed.cluster import ClusterSpec, TaskConfig
+from .child import PARENT_ENV
 
 GRACE_S = 5.0
 """How long a task gets between SIGTERM and SIGKILL at teardown."""
@@ -59,13 +59,15 @@ def local_cluster(num_ps: int, num_workers: int, host: str = "127.0.0.1") -> Clu
     return ClusterSpec(spec)
 
 
-def _die_with_parent() -> None:
-    """In the child, before exec: get SIGTERM when the launcher dies (Linux)."""
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        pass
+def child_command(command: Sequence[str]) -> list[str]:
+    """`command` (``python SCRIPT ...`` or ``python -m MODULE ...``) run through
+    `child`, so the process gets SIGTERM when the one starting it dies."""
+    python, *rest = command
+    return [python, "-m", "tensorweave.distribute.child", *rest]
+
+
+def child_env(env: dict[str, str]) -> dict[str, str]:
+    return dict(env, **{PARENT_ENV: str(os.getpid())})
 
 
 @dataclass
@@ -97,10 +99,10 @@ class LocalCluster:
         base["PYTHONUNBUFFERED"] = "1"
         for job, index, _ in cluster.tasks():
             config = TaskConfig(cluster, job, index, token)
-            child_env = dict(base, TW_CONFIG=config.to_json())
-            process = subprocess.Popen(list(command), env=child_env, stdout=subprocess.PIPE,
-                                       stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                       preexec_fn=_die_with_parent)
+            task_env = dict(base, TW_CONFIG=config.to_json())
+            process = subprocess.Popen(child_command(command), env=child_env(task_env),
+                                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                       stdin=subprocess.DEVNULL)
             task = Task(f"{job}:{index}", job, index, process)
             self.tasks.append(task)
             threading.Thread(target=_pump, args=(task, process.stdout, sys.stdout, self._lock),
@@ -174,4 +176,5 @@ def launch(script: str, args: Sequence[str], num_ps: int, num_workers: int,
     return status
 
 
-__all__ = ["LocalCluster", "free_ports", "launch", "local_cluster"]
+__all__ = ["LocalCluster", "child_command", "child_env", "free_ports", "launch",
+           "local_cluster"]

@@ -60,7 +60,8 @@ class Cluster:
     def __init__(self, target: str | None = None, cluster: ClusterSpec | dict | None = None,
                  *, task: str | None = None, token: str | None = None,
                  tls: rpc.TlsConfig | None = None,
-                 connect_timeout: float = CONNECT_TIMEOUT_S) -> None:
+                 connect_timeout: float = CONNECT_TIMEOUT_S,
+                 device_filters: list[str] | None = None) -> None:
         self.token = token if token is not None else default_token()
         self.tls = tls
         self.connect_timeout = connect_timeout
@@ -75,6 +76,17 @@ class Cluster:
             first = next(self.spec.tasks())
             task = f"/job:{first[0]}/replica:0/task:{first[1]}"
         self.task = task_name(task)
+        # Only the tasks matching `device_filters` (ConfigProto's) are used or even
+        # contacted: a session on the PS need not wait for workers that are down.
+        self.filters = [DeviceSpec.from_string(f) for f in device_filters or []]
+        self.tasks = [f"/job:{j}/replica:0/task:{i}" for j, i, _ in self.spec.tasks()
+                      if not self.filters or any(f.is_compatible_with(
+                          DeviceSpec(j, 0, i)) for f in self.filters)]
+        if not self.tasks:
+            raise InvalidArgumentError(f"device_filters {device_filters} match no task of "
+                                       f"the cluster {self.spec.as_dict()}")
+        if self.task not in self.tasks:
+            self.task = self.tasks[0]
         self._devices: list[Device] | None = None
         self._lock = threading.Lock()
 
@@ -99,7 +111,7 @@ class Cluster:
             if self._devices is None:
                 pool = futures.ThreadPoolExecutor(max_workers=8)
                 try:
-                    statuses = list(pool.map(self._status, [a for _, _, a in self.spec.tasks()]))
+                    statuses = list(pool.map(self._status, map(self.address_of, self.tasks)))
                 finally:
                     pool.shutdown(wait=False)
                 self._devices = [Device(DeviceSpec.from_string(name))
@@ -199,7 +211,16 @@ class DistributedExecutable:
         outputs: list[list[Any] | None] = [None] * len(calls)
         errors: list[BaseException] = []
         while pending:
-            done, _ = futures.wait(pending, return_when=futures.FIRST_EXCEPTION)
+            # After the first failure the others get ABORT_TIMEOUT_S to wind down; a
+            # task that cannot even hear the abort must not hang the client.
+            done, _ = futures.wait(pending, timeout=ABORT_TIMEOUT_S if errors else None,
+                                   return_when=futures.FIRST_EXCEPTION)
+            if not done:
+                for f in pending:
+                    call = calls[pending[f]][1]
+                    if not isinstance(call, _Failed):
+                        call.cancel()
+                break
             for f in done:
                 k = pending.pop(f)
                 if f.exception() is not None:

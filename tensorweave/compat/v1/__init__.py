@@ -40,7 +40,13 @@ from .graph import (  # noqa: F401  (the public names of this module)
     trainable_variables,
     variables_initializer,
 )
-from .session import InteractiveSession, RunOptions, Session, get_default_session  # noqa: F401
+from .session import (  # noqa: F401
+    ConfigProto,
+    InteractiveSession,
+    RunOptions,
+    Session,
+    get_default_session,
+)
 
 _PASS_THROUGH = (_tw.DType, type)
 

@@ -53,11 +53,17 @@ class Session:
         self.graph = graph or get_default_graph()
         self.sess_str = target
         self.compile_target = compile_target or DEFAULT_TARGET
+        self._config = config
+        if getattr(config, "allow_soft_placement", None) is not None:
+            from ...config import set_soft_device_placement
+            set_soft_device_placement(bool(config.allow_soft_placement))
         self._cluster = None
         if target:
             from ...distribute.master import Cluster
             # A cluster session: variables live on the tasks, not here.
-            self._cluster = Cluster(target)
+            self._cluster = Cluster(target,
+                                    device_filters=list(getattr(config, "device_filters", None)
+                                                        or []))
         self._resources = ResourceManager()
         self._steps: dict[Any, Any] = {}  # (fetches, feeds) -> compiled step
         self._lock = threading.Lock()
@@ -116,6 +122,8 @@ class Session:
                 step = self._steps.get(key)
                 if step is None:
                     step = self._steps[key] = self._compile(values, targets, feed_values)
+                    if getattr(self._config, "log_device_placement", False):
+                        _log_placement(step)
         timeout_ms = getattr(options, "timeout_in_ms", 0) or 0
         results = iter(step(*feed_arrays, timeout=timeout_ms / 1000) if timeout_ms > 0
                        else step(*feed_arrays))
@@ -184,6 +192,30 @@ class RunOptions:
 
     def __init__(self, timeout_in_ms: int = 0, **_: Any) -> None:
         self.timeout_in_ms = timeout_in_ms
+
+
+def _log_placement(step: Any) -> None:
+    """``log_device_placement``: every node of a compiled step with its device."""
+    graph = getattr(step, "graph", None)
+    for node in getattr(graph, "nodes", []):
+        if node.assigned_device:
+            print(f"{node.name}: ({node.op}): {node.assigned_device}", flush=True)
+
+
+class ConfigProto:
+    """TensorFlow 1's session configuration. `device_filters` limits a cluster session to
+    the tasks it names (``["/job:ps", "/job:worker/task:1"]``): the others are neither
+    used nor contacted. `allow_soft_placement` sets ``tw.config``'s soft placement when the
+    session is created; `log_device_placement` prints each node's device when a step is
+    compiled. Thread-pool and GPU options are accepted and ignored (the runtime sizes
+    its pools from the machine)."""
+
+    def __init__(self, allow_soft_placement: bool | None = None,
+                 log_device_placement: bool = False, device_filters: Any = None,
+                 **_: Any) -> None:
+        self.allow_soft_placement = allow_soft_placement
+        self.log_device_placement = log_device_placement
+        self.device_filters = list(device_filters or [])
 
 
 class InteractiveSession(Session):

@@ -53,6 +53,10 @@ CHANNEL_OPTIONS: list[tuple[str, Any]] = [
     ("grpc.keepalive_timeout_ms", KEEPALIVE_TIMEOUT_MS),
     ("grpc.keepalive_permit_without_calls", 1),
     ("grpc.http2.max_pings_without_data", 0),
+    ("grpc.http2.min_time_between_pings_ms", KEEPALIVE_MS),
+    # Any unanswered ping (the flow-control probes too, which otherwise wait 60 s and
+    # hold back the keepalive pings meanwhile) means the peer is gone.
+    ("grpc.http2.ping_timeout_ms", KEEPALIVE_TIMEOUT_MS),
     # Tasks start in any order: retry connecting quickly instead of backing off to 2 min.
     ("grpc.initial_reconnect_backoff_ms", 100),
     ("grpc.min_reconnect_backoff_ms", 100),

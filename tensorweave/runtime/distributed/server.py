@@ -43,6 +43,7 @@ from ...errors import (
     TensorWeaveError,
     UnavailableError,
 )
+from ..cancellation import CancellationManager
 from ..devices import DeviceManager, DeviceSpec
 from ..rendezvous import LocalRendezvous, Rendezvous
 from ..resources import ResourceManager, create_graph_resources
@@ -124,10 +125,13 @@ class TaskRendezvous(Rendezvous):
 
 
 class _StepState:
-    __slots__ = ("rendezvous", "runs", "pulls", "error")
+    __slots__ = ("rendezvous", "cancellation", "runs", "pulls", "error")
 
     def __init__(self, rendezvous: TaskRendezvous) -> None:
         self.rendezvous = rendezvous
+        # Shared by every graph of the step run here, so an abort from the master wakes
+        # blocked queue ops too, not only Recvs.
+        self.cancellation = CancellationManager()
         self.runs = 0
         self.pulls = 0
         self.error: BaseException | None = None
@@ -153,6 +157,7 @@ class StepTable:
             aborted = self._aborted.get(step_id)
             if aborted is not None:
                 state.error = aborted[0]
+                state.cancellation.cancel(aborted[0])
                 state.rendezvous.abort(aborted[0])
         return state
 
@@ -187,6 +192,7 @@ class StepTable:
             self._aborted[step_id] = (error, now)
             state = self._get(step_id)
             state.error = state.error or error
+        state.cancellation.cancel(error)
         state.rendezvous.abort(error)
         with self._lock:
             self._release(step_id, state)
@@ -289,7 +295,7 @@ class WorkerService:
         context.add_callback(caller_gone)
         try:
             results = exe.run(tensors, timeout=timeout, step_id=step_id,
-                              rendezvous=state.rendezvous)
+                              rendezvous=state.rendezvous, cancellation=state.cancellation)
         finally:
             done.set()
             self.steps.end(step_id, state, "run")

@@ -92,8 +92,9 @@ def unpack(message: bytes) -> tuple[dict[str, Any], list[Any]]:
         raise DataLossError("malformed header: 'tensors' is not a list")
     reader = _ChunkReader(iter((memoryview(message)[4 + n:],)))
     tensors = [_read_tensor(meta, reader) for meta in metas]
-    if reader.left():
-        raise DataLossError(f"malformed message: {reader.left()} bytes after the last tensor")
+    extra = len(message) - 4 - n - sum(0 if t is DEAD else t.nbytes for t in tensors)
+    if extra:
+        raise DataLossError(f"malformed message: {extra} bytes after the last tensor")
     return header, tensors
 
 

@@ -1,0 +1,135 @@
+"""Clusters of real processes on 127.0.0.1: training with `tensorweave launch`, big
+transfers, and tasks killed or frozen in the middle of a step."""
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import tensorweave.compat.v1 as tf
+from tensorweave.errors import TensorWeaveError, UnavailableError
+from tensorweave.runtime.distributed import rpc
+
+from .cluster_helpers import processes
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_launch_trains_the_replicated_example_on_one_ps_and_two_workers():
+    result = subprocess.run(
+        [sys.executable, "-m", "tensorweave.cli", "launch", "--ps", "1", "--workers", "2",
+         "--timeout", "240", str(ROOT / "examples" / "distributed_mnist.py"), "--",
+         "--steps", "300"], capture_output=True, text=True, timeout=300, cwd=ROOT)
+    out = result.stdout + result.stderr
+    assert result.returncode == 0, out
+    done = re.findall(r"\[worker:(\d)\] worker \d: done, (\d+) local steps .* global step "
+                      r"(\d+), test accuracy ([0-9.]+)", out)
+    assert sorted(w for w, *_ in done) == ["0", "1"], out
+    local = [int(n) for _, n, _, _ in done]
+    final = max(int(g) for _, _, g, _ in done)
+    assert min(local) > 10  # both workers trained ...
+    assert final >= 300 and final <= sum(local) <= final + 2  # ... the same PS variables
+    assert min(float(a) for *_, a in done) >= 0.9
+    assert "[ps:0]" not in out or "Traceback" not in out
+
+
+def _blocking_step(cluster, victim_job):
+    """A session and a fetch whose step blocks on both tasks: the PS waits in a dequeue,
+    the worker in a Recv of the dequeued value (then computes with it)."""
+    g = tf.Graph()
+    with g.as_default():
+        with tf.device("/job:ps/task:0"):
+            q = tf.FIFOQueue(4, [tf.float32], shapes=[[]], shared_name="q")
+            item = q.dequeue()
+        with tf.device("/job:worker/task:0"):
+            out = item * 2.0
+        with tf.device("/job:ps/task:0"):
+            alive = tf.constant(1.0) + 1.0
+    target = f"grpc://{cluster.spec.task_address('worker', 0)}"
+    sess = tf.Session(target, graph=g)
+    return sess, out, alive
+
+
+@pytest.mark.parametrize("victim", ["worker:0", "ps:0"])
+def test_a_task_killed_mid_step_is_unavailable_within_seconds_and_others_serve_on(victim):
+    with processes(ps=1, worker=1) as cluster:
+        sess, out, alive = _blocking_step(cluster, victim)
+        outcome = {}
+
+        def step():
+            try:
+                sess.run(out)
+            except BaseException as e:  # noqa: BLE001
+                outcome["error"] = e
+            outcome["at"] = time.monotonic()
+
+        t = threading.Thread(target=step, daemon=True)
+        t.start()
+        time.sleep(1.0)  # the step is running, blocked on both tasks
+        assert t.is_alive()
+        killed = time.monotonic()
+        cluster.kill(victim)
+        t.join(15)
+        assert not t.is_alive(), "the client hung"
+        assert isinstance(outcome.get("error"), UnavailableError), outcome
+        assert outcome["at"] - killed < 10
+        survivor = "ps:0" if victim == "worker:0" else "worker:0"
+        job, index = survivor.split(":")
+        status, _ = rpc.client_for(cluster.spec.task_address(job, int(index)),
+                                   cluster.token).call("GetStatus", {}, timeout=5)
+        assert status["task"].endswith(f"task:{index}")
+        if victim == "worker:0":  # the PS still runs steps
+            g2 = tf.Graph()
+            with g2.as_default(), tf.device("/job:ps/task:0"):
+                two = tf.constant(1.0) + 1.0
+            ps_target = f"grpc://{cluster.spec.task_address('ps', 0)}"
+            config = tf.ConfigProto(device_filters=["/job:ps"])  # the worker is gone
+            with tf.Session(ps_target, graph=g2, config=config) as s2:
+                assert s2.run(two) == 2.0
+        assert all(p.poll() is None for n, p in cluster.procs.items() if n != victim)
+
+
+def test_a_frozen_task_is_unavailable_by_keepalive_not_a_hang():
+    with processes(ps=1, worker=1) as cluster:
+        sess, out, _ = _blocking_step(cluster, "ps:0")
+        outcome = {}
+
+        def step():
+            try:
+                sess.run(out)
+            except BaseException as e:  # noqa: BLE001
+                outcome["error"] = e
+
+        t = threading.Thread(target=step, daemon=True)
+        t.start()
+        time.sleep(1.0)
+        os.kill(cluster.procs["ps:0"].pid, signal.SIGSTOP)
+        try:
+            t.join(30)
+            assert not t.is_alive(), "a frozen PS hung the client"
+            assert isinstance(outcome.get("error"), TensorWeaveError), outcome
+        finally:
+            os.kill(cluster.procs["ps:0"].pid, signal.SIGCONT)
+
+
+def test_a_300_mb_tensor_crosses_processes_in_chunks():
+    n = 75_000_000  # 300 MB of f32
+    with processes(ps=1, worker=1) as cluster:
+        g = tf.Graph()
+        with g.as_default():
+            with tf.device("/job:ps/task:0"):
+                big = tf.fill([n], 0.5) * 2.0
+            with tf.device("/job:worker/task:0"):
+                stats = tf.stack([tf.reduce_sum(big), tf.cast(tf.size(big), tf.float32)])
+        target = f"grpc://{cluster.spec.task_address('worker', 0)}"
+        with tf.Session(target, graph=g) as sess:
+            total, count = sess.run(stats)
+        assert count == n and total == pytest.approx(n, rel=1e-6)
+        np.testing.assert_array_equal(np.float32(count), np.float32(n))
