@@ -3,8 +3,8 @@
 The module text runs with `exec` in a fresh namespace (it imports what it needs), and its
 ``@cuda.jit`` function is the kernel; numba compiles it for the types of its first launch
 (on a GPU) or runs it in Python threads (simulator). Kernels are cached by their source,
-so steps of several shapes, or several functions, that generate the same code share one
-compiled kernel.
+with the kernel's own name left out, so steps of several shapes, or several functions,
+that generate the same code share one compiled kernel.
 """
 
 from __future__ import annotations
@@ -20,14 +20,22 @@ _lock = threading.Lock()
 
 def load(kernel: Kernel) -> Any:
     """The numba.cuda dispatcher of `kernel` (configure it with ``[grid, block]``)."""
-    fn = _cache.get(kernel.source)
+    key = kernel.source.replace(f"def {kernel.name}(", "def (", 1)
+    fn = _cache.get(key)
     if fn is None:
         namespace: dict[str, Any] = {"__name__": f"tensorweave_gpu_{kernel.name}"}
         exec(compile(kernel.source, f"<gpu kernel {kernel.name}>", "exec"), namespace)
         fn = namespace[kernel.name]
         with _lock:
-            fn = _cache.setdefault(kernel.source, fn)
+            fn = _cache.setdefault(key, fn)
     return fn
+
+
+def python_function(kernel: Kernel) -> Any:
+    """`kernel`'s plain Python function, freshly made (its own name, for PTX)."""
+    namespace: dict[str, Any] = {"__name__": f"tensorweave_gpu_{kernel.name}"}
+    exec(compile(kernel.source, f"<gpu kernel {kernel.name}>", "exec"), namespace)
+    return namespace[kernel.name].py_func
 
 
 def configured(kernel: Kernel) -> Any:

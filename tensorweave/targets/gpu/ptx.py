@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 
 from ...errors import CompileError
-from .compile import load
+from .compile import python_function
 from .source import Kernel
 
 # shared memory a block may use without opting in (cudaFuncSetAttribute), on sm_80/sm_90
@@ -32,7 +32,7 @@ def compile_ptx(kernel: Kernel, cc: tuple[int, int]) -> str:
     if not hasattr(module, "compile_ptx"):
         raise CompileError("compile_ptx needs numba.cuda without the simulator "
                            "(NUMBA_ENABLE_CUDASIM is set)")
-    fn = load(kernel).py_func
+    fn = python_function(kernel)
     ptx, _ = module.compile_ptx(fn, kernel.signature, cc=cc)
     return ptx
 
