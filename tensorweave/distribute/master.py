@@ -39,6 +39,7 @@ from ..passes.placement import placement_scope
 from ..runtime.devices import Device, DeviceSpec
 from ..runtime.distributed import rpc, wire
 from ..runtime.distributed.cluster import ClusterSpec, as_cluster_spec, default_token
+from ..runtime.distributed.server import LocalClient, client_for
 
 CONNECT_TIMEOUT_S = float(os.environ.get("TW_CONNECT_TIMEOUT", "60"))
 """How long a client waits for the cluster's tasks to come up (``TW_CONNECT_TIMEOUT``)."""
@@ -91,8 +92,9 @@ class Cluster:
         self._lock = threading.Lock()
 
     def _status(self, address: str) -> dict[str, Any]:
-        client = rpc.client_for(address, self.token, self.tls)
-        client.wait_ready(self.connect_timeout)
+        client = client_for(address, self.token, self.tls)
+        if isinstance(client, rpc.WorkerClient):
+            client.wait_ready(self.connect_timeout)
         header, _ = client.call("GetStatus", {}, timeout=self.connect_timeout)
         return header
 
@@ -100,8 +102,9 @@ class Cluster:
         spec = DeviceSpec.from_string(task)
         return self.spec.task_address(spec.job or "", spec.task or 0)
 
-    def client(self, task: str) -> rpc.WorkerClient:
-        return rpc.client_for(self.address_of(task), self.token, self.tls)
+    def client(self, task: str) -> rpc.WorkerClient | LocalClient:
+        """Direct calls when this process serves `task`, else gRPC."""
+        return client_for(self.address_of(task), self.token, self.tls)
 
     @property
     def devices(self) -> list[Device]:
@@ -147,7 +150,8 @@ class DistributedExecutable:
                                                       "target": target})
             self.handles.append(header["handle"])
         self._result_sources = self._locate_results()
-        self._pool = futures.ThreadPoolExecutor(max_workers=max(1, len(self.partitions)),
+        # Several client threads may run steps at once: room for a few steps' calls.
+        self._pool = futures.ThreadPoolExecutor(max_workers=max(8, 4 * len(self.partitions)),
                                                 thread_name_prefix="tw-master")
 
     @property
@@ -182,32 +186,21 @@ class DistributedExecutable:
         step_id = secrets.randbits(62)
         header = {"step": step_id, "timeout": timeout}
         deadline = None if timeout is None else timeout + 5.0  # the tasks time out first
-        calls = []
-        single = len(self.partitions) == 1
-        for p, handle in zip(self.partitions, self.handles):
-            client = self.cluster.client(p.device)
-            try:
-                call = client.start("RunGraph", dict(header, handle=handle),
-                                    [arrays[i] for i in p.arg_indices], timeout=deadline,
-                                    blocking=single)
-            except Exception as e:  # noqa: BLE001 - a failure to start is the step's error
-                call = _Failed(e)
-            calls.append((client, call))
+        calls = [(self.cluster.client(p.device), dict(header, handle=handle),
+                  [arrays[i] for i in p.arg_indices])
+                 for p, handle in zip(self.partitions, self.handles)]
         if len(calls) == 1:
-            outputs = [self._finish(*calls[0])]
+            client, head, tensors = calls[0]
+            outputs = [client.call("RunGraph", head, tensors, timeout=deadline)[1]]
         else:
-            outputs = self._gather(step_id, calls)
+            outputs = self._gather(step_id, calls, deadline)
         return [outputs[k][j] if k >= 0 else arrays[j] for k, j in self._result_sources]
 
-    @staticmethod
-    def _finish(client: rpc.WorkerClient, call: Any) -> list[Any]:
-        if isinstance(call, _Failed):  # (a gRPC call object is itself an exception class)
-            raise call.error
-        return client.finish(call)[1]
-
-    def _gather(self, step_id: int, calls: list[tuple[rpc.WorkerClient, Any]]) -> list[list[Any]]:
-        pending = {self._pool.submit(self._finish, client, call): k
-                   for k, (client, call) in enumerate(calls)}
+    def _gather(self, step_id: int, calls: list, deadline: float | None) -> list[list[Any]]:
+        """Run every task's part of the step at once; the first failure aborts the rest.
+        Blocking calls on pool threads: a gRPC future would start a thread per call."""
+        pending = {self._pool.submit(client.call, "RunGraph", head, tensors, deadline): k
+                   for k, (client, head, tensors) in enumerate(calls)}
         outputs: list[list[Any] | None] = [None] * len(calls)
         errors: list[BaseException] = []
         while pending:
@@ -216,30 +209,25 @@ class DistributedExecutable:
             done, _ = futures.wait(pending, timeout=ABORT_TIMEOUT_S if errors else None,
                                    return_when=futures.FIRST_EXCEPTION)
             if not done:
-                for f in pending:
-                    call = calls[pending[f]][1]
-                    if not isinstance(call, _Failed):
-                        call.cancel()
                 break
             for f in done:
                 k = pending.pop(f)
                 if f.exception() is not None:
                     if not errors:
-                        self._abort(step_id, f.exception(), calls)
+                        self._abort(step_id, f.exception(), [c[0] for c in calls])
                     errors.append(f.exception())
                 else:
-                    outputs[k] = f.result()
+                    outputs[k] = f.result()[1]
         if errors:
             raise _root_cause(errors)
         return outputs  # type: ignore[return-value]
 
-    def _abort(self, step_id: int, error: BaseException, calls: list) -> None:
+    def _abort(self, step_id: int, error: BaseException, clients: list) -> None:
         """Tell every task the step failed (best effort: a dead task cannot hear it)."""
         header = dict(wire.error_to_header(error, "the master"), step=step_id)
-        for client, _ in calls:
-            # Not waited for; a dropped gRPC call object would cancel its call, so each
-            # abort runs to its end on a thread of its own (not the pool, which may be
-            # full of calls waiting for exactly these aborts).
+        for client in clients:
+            # Not waited for, on a thread of its own (not the pool, which may be full of
+            # calls waiting for exactly these aborts).
             threading.Thread(target=_quietly, args=(client, "AbortStep", header),
                              daemon=True).start()
 
@@ -263,13 +251,6 @@ def _quietly(client: rpc.WorkerClient, method: str, header: dict[str, Any]) -> N
         client.call(method, header, timeout=ABORT_TIMEOUT_S)
     except TensorWeaveError:
         pass
-
-
-class _Failed:
-    """A call that could not even start."""
-
-    def __init__(self, error: BaseException) -> None:
-        self.error = error
 
 
 def _root_cause(errors: list[BaseException]) -> BaseException:

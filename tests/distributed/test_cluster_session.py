@@ -59,8 +59,11 @@ def run_model(target, compile_target):
     return before, after, tasks
 
 
-@pytest.mark.parametrize("compile_target", ["reference", "cpu"])
-def test_a_graph_split_across_three_tasks_equals_one_process(compile_target):
+@pytest.mark.parametrize("compile_target, direct", [("reference", False), ("cpu", False),
+                                                     ("reference", True)])
+def test_a_graph_split_across_three_tasks_equals_one_process(compile_target, direct, request):
+    if direct:  # the client's own task is called without gRPC; the others through it
+        request.getfixturevalue("local_calls")
     local = run_model("", compile_target)
     with servers(ps=1, worker=2) as (spec, tasks):
         remote = run_model(tasks["worker:0"].target, compile_target)

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+import os
 import threading
 import time
 from concurrent import futures
@@ -65,6 +66,50 @@ def task_of_device(device: str) -> tuple[str | None, int]:
     return spec.job, spec.task or 0
 
 
+class _InProcessContext:
+    """What handlers use of a gRPC context, for calls within one process."""
+
+    def add_callback(self, callback: Any) -> bool:
+        return True
+
+    def is_active(self) -> bool:
+        return True
+
+
+class LocalClient:
+    """A client of a task served by this very process: calls its handlers directly,
+    with no serialization or loopback RPC (the common case of a worker's own task)."""
+
+    def __init__(self, service: WorkerService) -> None:
+        self.service = service
+        self.address = service.address
+        self._handlers = service.handlers()
+
+    def call(self, method: str, header: dict[str, Any], tensors: Any = (),
+             timeout: float | None = None) -> tuple[dict[str, Any], list[Any]]:
+        out_header, out_tensors = self._handlers[method](header, list(tensors),
+                                                         _InProcessContext())
+        return out_header, list(out_tensors)
+
+
+_local_services: dict[str, WorkerService] = {}
+_local_lock = threading.Lock()
+
+LOCAL_CALLS = os.environ.get("TW_LOCAL_CALLS", "1") not in ("0", "")
+"""Call tasks served by this process directly (``TW_LOCAL_CALLS=0``: always gRPC, as the
+tests of the transport with in-process servers need)."""
+
+
+def client_for(address: str, token: str | None = None,
+               tls: rpc.TlsConfig | None = None) -> rpc.WorkerClient | LocalClient:
+    """A client of the task at `address`: direct calls when this process serves it,
+    else gRPC (`rpc.client_for`)."""
+    service = _local_services.get(address) if LOCAL_CALLS else None
+    if service is not None:
+        return LocalClient(service)
+    return rpc.client_for(address, token, tls)
+
+
 class TaskRendezvous(Rendezvous):
     """The rendezvous of one step on one task: keys sent here are kept in a local table;
     a Recv of a key whose Send runs on another task pulls it from that task."""
@@ -74,7 +119,6 @@ class TaskRendezvous(Rendezvous):
         self.service = service
         self.step_id = step_id
         self._lock = threading.Lock()
-        self._calls: set[Any] = set()
         self._error: BaseException | None = None
 
     def send(self, key: str, value: Any) -> None:
@@ -89,24 +133,15 @@ class TaskRendezvous(Rendezvous):
     def _pull(self, key: str, job: str | None, task: int, timeout: float | None) -> Any:
         if job is None:
             raise InvalidArgumentError(f"rendezvous key '{key}' names no job")
-        address = self.service.cluster.task_address(job, task)
-        client = self.service.client(address)
-        call = client.start("RecvTensor", {"step": self.step_id, "key": key}, timeout=timeout)
         with self._lock:
             if self._error is not None:
-                call.cancel()
                 raise self._cancelled(key)
-            self._calls.add(call)
-        try:
-            _, tensors = client.finish(call)
-        except CancelledError:
-            with self._lock:
-                if self._error is not None:
-                    raise self._cancelled(key) from None
-            raise
-        finally:
-            with self._lock:
-                self._calls.discard(call)
+        address = self.service.cluster.task_address(job, task)
+        # A blocking call (a gRPC future would start a thread per call): an abort of
+        # the step reaches the sending task too, which then answers this call with
+        # CancelledError; a dead or frozen sender fails it through keepalive.
+        _, tensors = self.service.client(address).call(
+            "RecvTensor", {"step": self.step_id, "key": key}, timeout=timeout)
         return tensors[0]
 
     def _cancelled(self, key: str) -> CancelledError:
@@ -118,10 +153,7 @@ class TaskRendezvous(Rendezvous):
         with self._lock:
             if self._error is None:
                 self._error = error
-            calls = list(self._calls)
         self.local.abort(error)
-        for call in calls:
-            call.cancel()
 
 
 class _StepState:
@@ -217,6 +249,7 @@ class WorkerService:
         self.tls = tls
         self.target = target
         self.task_name = f"/job:{job_name}/replica:0/task:{task_index}"
+        self.address = cluster.task_address(job_name, task_index)
         self.devices = DeviceManager(job_name, 0, task_index)
         self.resources = ResourceManager()
         self.steps = StepTable(self)
@@ -224,8 +257,8 @@ class WorkerService:
         self._graphs_lock = threading.Lock()
         self._handles = itertools.count(1)
 
-    def client(self, address: str) -> rpc.WorkerClient:
-        return rpc.client_for(address, self.token, self.tls)
+    def client(self, address: str) -> rpc.WorkerClient | LocalClient:
+        return client_for(address, self.token, self.tls)
 
     def handlers(self) -> dict[str, rpc.Handler]:
         return {"GetStatus": self.get_status, "RegisterGraph": self.register_graph,
@@ -405,6 +438,8 @@ class Server:
         if not self._started:
             self._grpc.start()
             self._started = True
+            with _local_lock:
+                _local_services[self.address] = self.service
             log.info("%s serving at %s", self.service.task_name, self.address)
 
     def join(self) -> None:
@@ -415,6 +450,9 @@ class Server:
         """Stop serving: running steps are aborted, then the port is released."""
         from ...errors import AbortedError
         from ..queues import close_all_queues
+        with _local_lock:
+            if _local_services.get(self.address) is self.service:
+                del _local_services[self.address]
         self.service.steps.abort_all(AbortedError(f"{self.service.task_name} is shutting down"))
         close_all_queues(self.service.resources)
         self._grpc.stop(grace).wait()
@@ -430,4 +468,5 @@ class Server:
         return f"<Server {self.service.task_name} at {self.address}>"
 
 
-__all__ = ["Server", "StepTable", "TaskRendezvous", "WorkerService", "task_of_device"]
+__all__ = ["LocalClient", "Server", "StepTable", "TaskRendezvous", "WorkerService", "client_for",
+           "task_of_device"]
