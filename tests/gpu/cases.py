@@ -152,6 +152,21 @@ def _cases() -> dict[str, tuple[Callable, list[np.ndarray]]]:
                                [_values(F32, (5, 3), 13), np.array([4, 0, 2, 2], np.int32)])
     out["gather_axis1_i32"] = (lambda p, i: tw.gather(p, i, axis=1),
                                [_values(I32, (2, 5, 3), 13), np.array([[1, 4], [0, 0]], np.int64)])
+    out["concat_axis1_f32"] = (lambda a, b: tw.concat([a, b], axis=1),
+                               [_values(F32, (2, 3), 14), _values(F32, (2, 2), 15)])
+    out["concat_axis0_i32"] = (lambda a, b, c: tw.concat([a, b, c], axis=0),
+                               [_values(I32, (1, 3), 14), _values(I32, (2, 3), 15),
+                                _values(I32, (1, 3), 16)])
+    out["stack_axis1_f64"] = (lambda a, b: tw.stack([a, b], axis=1),
+                              [_values(F64, (2, 3), 14), _values(F64, (2, 3), 15)])
+    out["slice_f32"] = (lambda x: tw.slice(x, [1, 0, 2], [2, 3, 2]), [_values(F32, (3, 3, 4), 17)])
+    out["tile_i32"] = (lambda x: tw.tile(x, [2, 1, 3]), [_values(I32, (2, 1, 2), 18)])
+    out["broadcast_to_f32"] = (lambda x: tw.broadcast_to(x, [2, 3, 4]), [_values(F32, (3, 1), 19)])
+    out["pad_f32"] = (lambda x: tw.pad(x, [[1, 0], [2, 1]], constant_values=1.5),
+                      [_values(F32, (2, 3), 20)])
+    out["one_hot_f32"] = (lambda i: tw.one_hot(i, 4), [np.array([0, 3, 1, 9], np.int64)])
+    out["one_hot_axis0_i32"] = (lambda i: tw.one_hot(i, 3, axis=0, dtype=tw.int32),
+                                [np.array([[2, 0], [1, -1]], np.int32)])
     return out
 
 

@@ -19,6 +19,14 @@ from ..cpu.fused import FusedKernel
 from .fused import Unsupported, fused_kernel
 from .layout import bad_index_message, gather_kernel, transpose_kernel
 from .matmul import matmul_kernel
+from .movement import (
+    broadcast_kernel,
+    concat_kernel,
+    one_hot_kernel,
+    pad_kernel,
+    slice_kernel,
+    tile_kernel,
+)
 from .reduce import arg_reduce_kernel, reduce_kernel, reduce_to_like_kernel
 from .reductions import REDUCTIONS
 from .softmax import bad_label_message, softmax_kernel
@@ -70,6 +78,13 @@ GENERATORS: dict[str, Callable[[Node, str], Lowered]] = {
     "MatMul": _plain(matmul_kernel),
     "Transpose": _plain(transpose_kernel),
     "Gather": _gather,
+    "Concat": _plain(concat_kernel),
+    "Pack": _plain(concat_kernel),
+    "Slice": _plain(slice_kernel),
+    "Tile": _plain(tile_kernel),
+    "BroadcastTo": _plain(broadcast_kernel),
+    "Pad": _plain(pad_kernel),
+    "OneHot": _plain(one_hot_kernel),
     "ArgMax": _plain(arg_reduce_kernel),
     "ArgMin": _plain(arg_reduce_kernel),
     **{op: _plain(reduce_kernel) for op in REDUCTIONS},
