@@ -8,62 +8,116 @@ and wraps the outputs as `Tensor`s.
 
 from __future__ import annotations
 
-import os
-import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
 from ..compiler.dtypes import DType, as_dtype
-from ..compiler.ir import Graph, SourceLoc, Value
+from ..compiler.ir import Graph, Value
 from ..compiler.registry import get_op
 from ..compiler.types import ResourceType, TensorType
 from ..errors import DTypeError, TensorWeaveError, TracingError
 from ..runtime.kernel_context import CallCounters
 from ..runtime.resources import default_resource_manager
+from .call_site import api_name, user_location
 from .context import GraphBuilder, building, current_builder
 from .tensor import EagerTensor, Tensor
 
-_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def user_location() -> SourceLoc | None:
-    """The innermost stack frame outside the tensorweave package: the user's line."""
-    frame = sys._getframe(1)
-    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
-        frame = frame.f_back
-    if frame is None:
-        return None
-    return SourceLoc(frame.f_code.co_filename, frame.f_lineno)
-
-
 # ---------------------------------------------------------------- conversion to tensors
 
-def _python_array(value: Any, dtype: DType | None) -> np.ndarray:
-    """A NumPy array for a Python scalar/list, with TensorFlow's default dtypes."""
-    if dtype is not None:
+
+def _describe_value(value: Any) -> str:
+    if value is None:
+        return "None"
+    text = repr(value)
+    text = text if len(text) <= 60 else text[:57] + "..."
+    kind = type(value).__name__
+    return f"the Python {kind} {text}" if not isinstance(value, np.ndarray) else \
+        f"a NumPy array of dtype {value.dtype}"
+
+
+def _plain_array(value: Any) -> np.ndarray:
+    """`value` (a Python scalar or nested list) as a NumPy array, refusing what would only
+    become a tensor by accident: None (NaN once cast to float), strings, objects,
+    ragged lists and complex numbers."""
+    if value is None:
+        raise DTypeError("got None where a tensor, array or number is needed (did a "
+                         "function forget to `return` its result?)")
+    try:
         arr = np.asarray(value)
+    except (TypeError, ValueError) as e:
+        why = "its nested lists differ in length" if "inhomogeneous" in str(e) else str(e)
+        raise DTypeError(f"cannot convert {_describe_value(value)} to a tensor: {why}") from None
+    if arr.dtype == object:
+        why = "it contains None" if _contains_none(value) else \
+            "its elements are not all numbers, or its nested lists differ in length"
+        raise DTypeError(f"cannot convert {_describe_value(value)} to a tensor: {why}")
+    try:
+        as_dtype(arr.dtype)
+    except (TypeError, ValueError):
+        raise DTypeError(f"cannot convert {_describe_value(value)} to a tensor: its NumPy "
+                         f"dtype {arr.dtype} has no tensorweave dtype") from None
+    return arr
+
+
+def _contains_none(value: Any) -> bool:
+    if value is None:
+        return True
+    if isinstance(value, (list, tuple)):
+        return any(_contains_none(v) for v in value)
+    return False
+
+
+def _python_array(value: Any, dtype: DType | None) -> np.ndarray:
+    """A NumPy array for a Python scalar/list, with TensorFlow's default dtypes; with
+    `dtype`, only if the value converts exactly (no fraction dropped, no overflow, no
+    number turned into a bool)."""
+    arr = _plain_array(value)
+    if dtype is not None:
         target = dtype.np
+        got = _describe_value(value)
         if arr.dtype.kind == "f" and dtype.is_integer:
             if not np.all(np.isfinite(arr)) or np.any(arr != np.floor(arr)):
-                raise DTypeError(f"cannot convert {value!r} to {dtype.name} without losing "
-                                 f"its fractional part")
+                raise DTypeError(f"expected a value that {dtype.name} can hold, got {got}: "
+                                 f"its fractional part would be lost (TensorFlow does not "
+                                 f"promote integers to floats: use tw.cast)")
         if arr.dtype.kind in "iu" and dtype.is_integer:
             info = np.iinfo(target)
             if arr.size and (arr.min() < info.min or arr.max() > info.max):
-                raise DTypeError(f"{value!r} does not fit in {dtype.name}")
-        return np.asarray(value, dtype=target)
-    arr = np.asarray(value)
+                raise DTypeError(f"expected a value that {dtype.name} can hold, got {got}: "
+                                 f"it does not fit in [{info.min}, {info.max}]")
+        if arr.dtype.kind != "b" and dtype.is_bool:
+            raise DTypeError(f"expected a bool, got {got}")
+        with np.errstate(over="ignore", invalid="ignore"):
+            out = arr.astype(target)
+        if dtype.is_floating and arr.dtype.kind in "iuf" and arr.size and \
+                np.any(np.isinf(out.astype(np.float64)) & np.isfinite(arr.astype(np.float64))):
+            raise DTypeError(f"expected a value that {dtype.name} can hold, got {got}: it "
+                             f"overflows to infinity")
+        return out
     if arr.dtype == np.float64:
         return arr.astype(np.float32)
     if arr.dtype.kind in "iu":
         if arr.size == 0 or (arr.min() >= -2**31 and arr.max() < 2**31):
             return arr.astype(np.int32)
         return arr.astype(np.int64)
-    if arr.dtype == object:
-        raise DTypeError(f"cannot convert {value!r} to a tensor")
     return arr
+
+
+def _in_context(e: DTypeError, operand: str | None = None) -> DTypeError:
+    """`e` naming the public function the user called, their line and the operand."""
+    err = e.with_context(op=api_name(), location=_location_text())
+    if operand and not err.message.startswith(operand):
+        err = type(err).__new__(type(err))
+        TensorWeaveError.__init__(err, f"{operand}: {e.message}", op=e.op or api_name(),
+                                  location=e.location or _location_text())
+    return err
+
+
+def _location_text() -> str | None:
+    loc = user_location()
+    return str(loc) if loc is not None else None
 
 
 def convert_to_tensor(value: Any, dtype: DType | str | None = None, name: str | None = None,
@@ -73,8 +127,17 @@ def convert_to_tensor(value: Any, dtype: DType | str | None = None, name: str | 
 
     Python scalars and lists take `dtype`, else `dtype_hint`, else TensorFlow's defaults
     (float32, int32); NumPy arrays keep their dtype, and a `dtype` that differs from it is
-    an error rather than a silent cast.
+    an error rather than a silent cast. None, strings and ragged lists are errors that
+    name the function the user called and their line.
     """
+    try:
+        return _convert(value, dtype, name, dtype_hint)
+    except DTypeError as e:
+        raise _in_context(e) from None
+
+
+def _convert(value: Any, dtype: DType | str | None, name: str | None,
+             dtype_hint: DType | str | None) -> Tensor | EagerTensor:
     dtype = as_dtype(dtype) if dtype is not None else None
     builder = current_builder()
     if hasattr(value, "_as_tensor"):  # variables and other tensor-convertible objects
@@ -106,7 +169,8 @@ def convert_to_tensor(value: Any, dtype: DType | str | None = None, name: str | 
 
 def _check_dtype(t: Tensor | EagerTensor, dtype: DType | None) -> None:
     if dtype is not None and t.dtype is not dtype:
-        raise DTypeError(f"expected a {dtype.name} tensor, got {t.dtype.name}; use tw.cast")
+        raise DTypeError(f"expected a {dtype.name} tensor, got a {t.dtype.name} tensor; "
+                         f"use tw.cast")
 
 
 def _capture(value: Value, builder: GraphBuilder | None) -> Value | None:
@@ -137,7 +201,10 @@ def constant(value: Any, dtype: DType | str | None = None, shape: Sequence[int] 
         if dtype is not None:
             arr = arr.astype(dtype.np)
     else:
-        arr = _python_array(value, dtype)
+        try:
+            arr = _python_array(value, dtype)
+        except DTypeError as e:
+            raise _in_context(e) from None
     as_dtype(arr.dtype)
     if shape is not None:
         shape = tuple(shape)
@@ -249,24 +316,34 @@ def _type_of(a: Any) -> Any:
     return ResourceType(a.type)  # a VariableState
 
 
+def _has_dtype(v: Any) -> bool:
+    return hasattr(v, "_as_tensor") or isinstance(v, (Tensor, EagerTensor, np.ndarray,
+                                                      np.generic))
+
+
 def convert_operands(*values: Any) -> list[Tensor | EagerTensor]:
     """Convert the operands of an elementwise op: Python scalars and lists take the dtype of
-    the first operand that has one (a tensor, variable or NumPy array), as in TensorFlow."""
+    the first operand that has one (a tensor, variable or NumPy array), as in TensorFlow.
+    A value that dtype cannot hold exactly (``int32 + 1.5``) is an error naming the
+    operand, not a silent rounding."""
+    source = next((i for i, v in enumerate(values) if _has_dtype(v)), None)
     dtype = None
-    for v in values:
-        if hasattr(v, "_as_tensor") or isinstance(v, (Tensor, EagerTensor)):
-            dtype = v.dtype
-            break
-        if isinstance(v, (np.ndarray, np.generic)):
-            dtype = as_dtype(np.asarray(v).dtype)
-            break
+    if source is not None:
+        v = values[source]
+        dtype = v.dtype if not isinstance(v, (np.ndarray, np.generic)) else \
+            as_dtype(np.asarray(v).dtype)
     out = []
-    for v in values:
-        if dtype is not None and not (hasattr(v, "_as_tensor") or isinstance(
-                v, (Tensor, EagerTensor, np.ndarray, np.generic))):
-            out.append(convert_to_tensor(v, dtype=dtype))
-        else:
-            out.append(convert_to_tensor(v))
+    for i, v in enumerate(values):
+        try:
+            if dtype is not None and not _has_dtype(v):
+                out.append(_convert(v, dtype, None, None))
+            else:
+                out.append(_convert(v, None, None, None))
+        except DTypeError as e:
+            what = f"operand {i + 1}"
+            if dtype is not None and not _has_dtype(v) and v is not None:
+                what += f" (must be {dtype.name}, the dtype of operand {source + 1})"
+            raise _in_context(e, what) from None
     return out
 
 
