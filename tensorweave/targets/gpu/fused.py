@@ -22,6 +22,7 @@ from . import exprs
 from .reductions import REDUCTIONS, accumulator, block_tree, shared_decl
 from .source import (
     Kernel,
+    Unsupported,
     Writer,
     decompose,
     has_gpu_type,
@@ -31,10 +32,6 @@ from .source import (
     offset_expr,
     pow2_block,
 )
-
-
-class Unsupported(Exception):
-    """This node has no GPU kernel (the message says why)."""
 
 
 def _operand_strides(sizes: list[int], mask: tuple[bool, ...]) -> list[int]:

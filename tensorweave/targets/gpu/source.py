@@ -28,9 +28,17 @@ PRELUDE = ("import math\n\n"
            "from numba import boolean, float32, float64, int8, int16, int32, int64, uint8\n")
 
 
+class Unsupported(Exception):
+    """A node has no GPU kernel (the message says why): it runs on the host."""
+
+
 def numba_type(dtype: DType) -> str:
-    """The numba type name of `dtype` (raises KeyError for dtypes with no GPU code)."""
-    return NUMBA_TYPES[dtype.np.name]
+    """The numba type name of `dtype`; `Unsupported` for dtypes with no GPU code
+    (float16, bfloat16), so a generator that meets one declines the node."""
+    name = NUMBA_TYPES.get(dtype.np.name)
+    if name is None:
+        raise Unsupported(f"no GPU code for {dtype.name}")
+    return name
 
 
 def has_gpu_type(dtype: DType) -> bool:
