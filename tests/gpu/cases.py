@@ -167,6 +167,15 @@ def _cases() -> dict[str, tuple[Callable, list[np.ndarray]]]:
     out["one_hot_f32"] = (lambda i: tw.one_hot(i, 4), [np.array([0, 3, 1, 9], np.int64)])
     out["one_hot_axis0_i32"] = (lambda i: tw.one_hot(i, 3, axis=0, dtype=tw.int32),
                                 [np.array([[2, 0], [1, -1]], np.int32)])
+    out["split_f32"] = (lambda x: tw.split(x, [1, 3], axis=1), [_values(F32, (2, 4), 22)])
+    out["unstack_i32"] = (lambda x: tw.unstack(x, axis=0), [_values(I32, (3, 2), 22)])
+    for dt in (F32, I64):
+        out[f"segment_sum_{dt.name}"] = (
+            lambda d, i: tw.unsorted_segment_sum(d, i, 4),
+            [_values(dt, (5, 3), 23), np.array([3, 0, 3, -1, 1], np.int32)])
+    out["gather_grad_f32"] = (  # Gather's gradient is an UnsortedSegmentSum
+        lambda p, i: tw.gradients(tw.reduce_sum(tw.gather(p, i) * 3.0), [p])[0],
+        [_values(F32, (4, 2), 24), np.array([1, 1, 3], np.int32)])
     return out
 
 

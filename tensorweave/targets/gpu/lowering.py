@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ...compiler.ir import Node
 from ..cpu.fused import FusedKernel
@@ -25,10 +25,12 @@ from .movement import (
     one_hot_kernel,
     pad_kernel,
     slice_kernel,
+    split_kernel,
     tile_kernel,
 )
 from .reduce import arg_reduce_kernel, reduce_kernel, reduce_to_like_kernel
 from .reductions import REDUCTIONS
+from .scatter import bad_segment_message, segment_sum_kernel, zero_kernel
 from .softmax import bad_label_message, softmax_kernel
 from .source import Kernel
 
@@ -41,10 +43,12 @@ ErrorFn = Callable[[int], tuple[str, Node]]
 
 @dataclass
 class Lowered:
-    """A node's kernel and, when it can fail, the decoder of its status."""
+    """A node's kernel and, when it can fail, the decoder of its status; `init` kernels
+    run first, on the node's outputs only (zeroing what the kernel accumulates into)."""
 
     kernel: Kernel
     errors: ErrorFn | None = None
+    init: list[Kernel] = field(default_factory=list)
 
 
 def _fusion(node: Node, name: str) -> Lowered:
@@ -69,6 +73,12 @@ def _softmax(node: Node, name: str) -> Lowered:
     return Lowered(kernel, lambda status: (bad_label_message(node), node))
 
 
+def _segment_sum(node: Node, name: str) -> Lowered:
+    kernel = segment_sum_kernel(node, name)
+    return Lowered(kernel, lambda status: (bad_segment_message(node), node),
+                   [zero_kernel(node, name + "_zero")])
+
+
 def _gather(node: Node, name: str) -> Lowered:
     return Lowered(gather_kernel(node, name), lambda status: (bad_index_message(node), node))
 
@@ -85,6 +95,9 @@ GENERATORS: dict[str, Callable[[Node, str], Lowered]] = {
     "BroadcastTo": _plain(broadcast_kernel),
     "Pad": _plain(pad_kernel),
     "OneHot": _plain(one_hot_kernel),
+    "Split": _plain(split_kernel),
+    "Unpack": _plain(split_kernel),
+    "UnsortedSegmentSum": _segment_sum,
     "ArgMax": _plain(arg_reduce_kernel),
     "ArgMin": _plain(arg_reduce_kernel),
     **{op: _plain(reduce_kernel) for op in REDUCTIONS},

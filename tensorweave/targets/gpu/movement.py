@@ -1,6 +1,7 @@
 """Kernels that build a tensor from other tensors' elements by index arithmetic: Concat,
-Pack, Slice, Tile, BroadcastTo, Pad (constant mode) and OneHot. (Fill needs no kernel:
-constant folding makes it a Const.)
+Pack, Slice, Tile, BroadcastTo, Pad (constant mode) and OneHot, and their inverse Split and
+Unpack (one input, several outputs). (Fill needs no kernel: constant folding makes it a
+Const.)
 
 Each is one thread per output element: the thread splits its linear index into output
 coordinates (static sizes) and computes which input element, or which constant, goes
@@ -170,3 +171,45 @@ def one_hot_kernel(node: Node, name: str) -> Kernel:
         rest = coords[:axis] + coords[axis + 1:]
         return f"({on} if indices[{offset_expr(rest, strides)}] == {coords[axis]} else {off})"
     return _kernel(node, name, ["indices"], body)
+
+
+def split_kernel(node: Node, name: str) -> Kernel:
+    """Split (parts along an axis) and Unpack (slices along an axis, which is removed):
+    one thread per input element writes it into its part."""
+    src = node.inputs[0].type
+    if not has_gpu_type(src.dtype):
+        raise Unsupported(f"{node.op} of {src.dtype.name}")
+    shape = _static(src.shape)
+    axis = int(node.attrs.get("axis", 0)) % len(shape)
+    total = int(np.prod(shape, dtype=np.int64))
+    sizes = [1 if node.op == "Unpack" else _static(v.type.shape)[axis] for v in node.outputs]
+    if total == 0 or 0 in sizes:
+        raise Unsupported("empty input or part")
+    params = [f"out{k}" for k in range(len(sizes))]
+    w = Writer()
+    w("@cuda.jit")
+    w(f"def {name}(x, {', '.join(params)}):")
+    with w.indent():
+        w(f"for i in range(cuda.grid(1), {total}, cuda.gridsize(1)):")
+        with w.indent():
+            coords = decompose(w, "i", shape, "c")
+            start = 0
+            for k, n in enumerate(sizes):
+                part = list(shape)
+                part[axis] = n
+                local = list(coords)
+                local[axis] = f"({coords[axis]} - {start})" if start else coords[axis]
+                cond = f"{coords[axis]} < {start + n}"
+                store = f"out{k}[{offset_expr(local, row_major_strides(part))}] = x[i]"
+                if len(sizes) == 1:
+                    w(store)
+                    break
+                if k == len(sizes) - 1:
+                    w("else:")
+                else:
+                    w(f"{'if' if k == 0 else 'elif'} {cond}:")
+                w(f"    {store}")
+                start += n
+    grid, block = launch_1d(total)
+    t = numba_type(src.dtype)
+    return Kernel(name, module(w), [t] * (1 + len(sizes)), grid, block)

@@ -258,6 +258,8 @@ class _Planner:
             self.actions.append(HostCall(node, str(e), ins, outs))
             return
         outs = [self._tmp(v) for v in node.outputs]
+        for init in lowered.init:
+            self.actions.append(Launch(node, init, list(outs)))
         status = None
         if lowered.kernel.can_fail:
             status, self.n_status = self.n_status, self.n_status + 1

@@ -28,5 +28,8 @@ def test_case_matches_the_reference(case):
     actual = gpu(*arrays)
     exe = gpu.get_concrete_function(*arrays).executable
     assert exe.native_reason is None and not exe.fallbacks
-    for a, e in zip(*(x if isinstance(x, tuple) else (x,) for x in (actual, expected))):
+    actual, expected = (list(x) if isinstance(x, (tuple, list)) else [x]
+                        for x in (actual, expected))
+    assert len(actual) == len(expected)
+    for a, e in zip(actual, expected):
         assert_close(a, e)

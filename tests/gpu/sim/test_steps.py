@@ -118,14 +118,14 @@ def test_temporaries_share_blocks_and_the_allocator_reports_its_peak():
 def test_ops_without_a_gpu_kernel_run_on_the_host_with_a_reason():
     @tw.compile(target="gpu")
     def f(x):
-        a, b = tw.split(tw.exp(x), 2, axis=0)  # Split has no GPU kernel
-        return tw.reduce_sum((a - b) * 2.0, axis=-1)
+        y = tw.exp(x)[:, ::2]  # StridedSlice has no GPU kernel
+        return tw.reduce_sum(y * 2.0, axis=-1)
 
     x = np.arange(6, dtype=np.float32).reshape(2, 3) / 4
     expected = tw.compile(f.python_function, target="reference")(x)
     np.testing.assert_allclose(f(x), expected, rtol=1e-6)
     exe = f.get_concrete_function(x).executable
-    assert list(exe.fallbacks.values()) == ["Split: no GPU kernel for Split"]
+    assert list(exe.fallbacks.values()) == ["StridedSlice: no GPU kernel for StridedSlice"]
 
 
 def test_integer_division_by_zero_names_the_op_and_line():
@@ -150,6 +150,17 @@ def test_a_label_out_of_range_is_an_error():
 
     with pytest.raises(InvalidArgumentError, match=r"outside the valid range of \[0, 3\)"):
         f(np.zeros((2, 3), np.float32), np.array([0, 3], np.int64))
+
+
+def test_a_segment_id_out_of_range_is_an_error():
+    @tw.compile(target="gpu")
+    def f(data, ids):
+        return tw.unsorted_segment_sum(data, ids, 2)
+
+    data = np.ones((3, 2), np.float32)
+    np.testing.assert_array_equal(f(data, np.array([1, -1, 1], np.int32)), [[0, 0], [2, 2]])
+    with pytest.raises(InvalidArgumentError, match="not < num_segments = 2"):
+        f(data, np.array([0, 2, 1], np.int32))
 
 
 def test_reading_an_uninitialized_variable_fails():
