@@ -176,6 +176,23 @@ def _cases() -> dict[str, tuple[Callable, list[np.ndarray]]]:
     out["gather_grad_f32"] = (  # Gather's gradient is an UnsortedSegmentSum
         lambda p, i: tw.gradients(tw.reduce_sum(tw.gather(p, i) * 3.0), [p])[0],
         [_values(F32, (4, 2), 24), np.array([1, 1, 3], np.int32)])
+    x, k = _values(F32, (2, 5, 6, 3), 25, -1, 1), _values(F32, (3, 2, 3, 4), 26, -1, 1)
+    out["conv2d_same_f32"] = (lambda x, k: tw.nn.conv2d(x, k, 1, "SAME"), [x, k])
+    out["conv2d_valid_strided_f64"] = (
+        lambda x, k: tw.nn.conv2d(x, k, 2, "VALID"),
+        [x.astype(F64), k.astype(F64)])
+    out["conv2d_dilated_f32"] = (lambda x, k: tw.nn.conv2d(x, k, 1, "SAME", dilations=2), [x, k])
+    out["conv2d_grads_f32"] = (
+        lambda x, k: tuple(tw.gradients(tw.reduce_sum(tw.square(tw.nn.conv2d(x, k, 2, "SAME"))),
+                                        [x, k])), [x, k])
+    out["max_pool_f32"] = (lambda x: tw.nn.max_pool2d(x, 2, 2, "SAME"), [x])
+    out["max_pool_i32"] = (lambda x: tw.nn.max_pool2d(x, 3, 1, "VALID"),
+                           [_values(I32, (1, 4, 4, 2), 27)])
+    out["avg_pool_f64"] = (lambda x: tw.nn.avg_pool2d(x, 3, 2, "SAME"), [x.astype(F64)])
+    out["pool_grads_f32"] = (
+        lambda x: tw.gradients(tw.reduce_sum(tw.nn.max_pool2d(x, 2, 1, "SAME") * 2.0)
+                               + tw.reduce_sum(tw.nn.avg_pool2d(x, 3, 2, "SAME")), [x])[0],
+        [x])
     return out
 
 

@@ -33,6 +33,14 @@ from .reductions import REDUCTIONS
 from .scatter import bad_segment_message, segment_sum_kernel, zero_kernel
 from .softmax import bad_label_message, softmax_kernel
 from .source import Kernel
+from .window import (
+    avg_pool_grad_kernel,
+    conv2d_backprop_filter_kernel,
+    conv2d_backprop_input_kernel,
+    conv2d_kernel,
+    max_pool_grad_kernel,
+    pool_kernel,
+)
 
 # ops whose result is their first input's buffer, reinterpreted (row-major, same bytes)
 VIEW_OPS = frozenset({"Identity", "StopGradient", "Reshape", "ReshapeLike", "ExpandDims",
@@ -98,6 +106,13 @@ GENERATORS: dict[str, Callable[[Node, str], Lowered]] = {
     "Split": _plain(split_kernel),
     "Unpack": _plain(split_kernel),
     "UnsortedSegmentSum": _segment_sum,
+    "Conv2D": _plain(conv2d_kernel),
+    "Conv2DBackpropInput": _plain(conv2d_backprop_input_kernel),
+    "Conv2DBackpropFilter": _plain(conv2d_backprop_filter_kernel),
+    "MaxPool": _plain(pool_kernel),
+    "AvgPool": _plain(pool_kernel),
+    "MaxPoolGrad": _plain(max_pool_grad_kernel),
+    "AvgPoolGrad": _plain(avg_pool_grad_kernel),
     "ArgMax": _plain(arg_reduce_kernel),
     "ArgMin": _plain(arg_reduce_kernel),
     **{op: _plain(reduce_kernel) for op in REDUCTIONS},

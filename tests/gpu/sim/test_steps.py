@@ -60,6 +60,41 @@ def test_mlp_training_step_matches_the_reference():
     assert step.launches >= 15  # fused clusters, products, cross entropy, updates
 
 
+def _cnn(target: str, steps: int = 2):
+    """A conv -> relu -> max-pool -> dense classifier trained with Adam on `target`."""
+    rng = np.random.default_rng(1)
+    k = tw.Variable(rng.normal(size=(3, 3, 1, 4)).astype(np.float32) * 0.5, name="cnn/k")
+    w = tw.Variable(rng.normal(size=(36, 3)).astype(np.float32) * 0.2, name="cnn/w")
+    params = [k, w]
+    opt = tw.optimizers.Adam(0.05)
+
+    @tw.compile(target=target)
+    def train_step(x, y):
+        h = tw.nn.max_pool2d(tw.nn.relu(tw.nn.conv2d(x, k, 1, "SAME")), 2, 2, "VALID")
+        logits = tw.matmul(tw.reshape(h, [-1, 36]), w)
+        loss = tw.reduce_mean(tw.nn.sparse_softmax_cross_entropy_with_logits(labels=y,
+                                                                             logits=logits))
+        opt.minimize(loss, var_list=params)
+        return loss
+
+    x = rng.normal(size=(2, 6, 6, 1)).astype(np.float32)
+    y = np.array([0, 2], np.int64)
+    losses = [float(train_step(x, y)) for _ in range(steps)]
+    return losses, [p.numpy() for p in params], train_step.get_concrete_function(x, y)
+
+
+def test_cnn_training_step_matches_the_reference():
+    ref_losses, ref_params, _ = _cnn("reference")
+    losses, params, cf = _cnn("gpu")
+    np.testing.assert_allclose(losses, ref_losses, rtol=1e-5)
+    for p, r in zip(params, ref_params):
+        np.testing.assert_allclose(p, r, rtol=1e-4, atol=1e-6)
+    exe = cf.executable
+    assert exe.native_reason is None and exe.fallbacks == {}
+    ops = {a.node.op for a in next(iter(exe._steps.values())).plan.actions}
+    assert {"Conv2D", "Conv2DBackpropFilter", "MaxPool", "MaxPoolGrad"} <= ops
+
+
 def test_variables_stay_on_the_device_until_the_host_changes_them():
     v = tw.Variable(np.arange(6, dtype=np.float32).reshape(2, 3), name="resident")
 
