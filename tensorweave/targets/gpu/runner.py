@@ -67,6 +67,8 @@ class GpuStep:
         self._calls: list[Callable[[], None]] = [self._prepare(a) for a in plan.actions]
         self._results = [self._array(s) for s in plan.results]
         self.launches = sum(1 for a in plan.actions if isinstance(a, Launch))
+        self.has_loops = any(isinstance(a, HostCall) and a.node.op == "While"
+                             for a in plan.actions)
 
     # ------------------------------------------------------------------ binding
     def _bind_temps(self) -> None:

@@ -214,5 +214,17 @@ def test_reading_an_uninitialized_variable_fails():
         f(x)
 
 
+def test_a_deadline_stops_a_loop_run_on_the_host():
+    from tensorweave.errors import DeadlineExceededError
+
+    def count(n):
+        return tw.while_loop(lambda i: i < n, lambda i: [i + 1], [tw.constant(0)])[0]
+
+    f = tw.compile(count, target="gpu", timeout=0.2)
+    assert int(f(np.int32(5))) == 5
+    with pytest.raises(DeadlineExceededError):
+        f(np.int32(10 ** 9))
+
+
 def test_the_simulator_is_a_physical_gpu():
     assert [d.name for d in tw.config.list_physical_devices("GPU")] == ["/physical_device:GPU:0"]
