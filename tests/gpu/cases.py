@@ -181,6 +181,8 @@ def _cases() -> dict[str, tuple[Callable, list[np.ndarray]]]:
     out["conv2d_valid_strided_f64"] = (
         lambda x, k: tw.nn.conv2d(x, k, 2, "VALID"),
         [x.astype(F64), k.astype(F64)])
+    out["conv2d_explicit_padding_f32"] = (
+        lambda x, k: tw.nn.conv2d(x, k, [1, 2], [[0, 0], [1, 2], [0, 1], [0, 0]]), [x, k])
     out["conv2d_dilated_f32"] = (lambda x, k: tw.nn.conv2d(x, k, 1, "SAME", dilations=2), [x, k])
     out["conv2d_grads_f32"] = (
         lambda x, k: tuple(tw.gradients(tw.reduce_sum(tw.square(tw.nn.conv2d(x, k, 2, "SAME"))),
