@@ -51,9 +51,11 @@ def main() -> None:
     for mode, ts in times.items():
         print(f"{mode:9s} median {statistics.median(ts) * 1000:7.1f} ms  "
               f"(min {min(ts) * 1000:.1f}, max {max(ts) * 1000:.1f}, n={len(ts)})")
-    cost = statistics.median(times["durable"]) - statistics.median(times["no fsync"])
-    print(f"fsync cost for {args.mb} MB: {cost * 1000:.1f} ms per save (difference of "
-          f"medians); {in_fsync[0] / args.repeats * 1000:.1f} ms per save inside fsync calls")
+    # The time inside fsync is the cost; the difference of the medians should agree,
+    # but on a shared machine it is noise-dominated (both can differ by 100s of ms).
+    print(f"fsync cost for {args.mb} MB: {in_fsync[0] / args.repeats * 1000:.1f} ms per save "
+          f"inside fsync calls (difference of medians: "
+          f"{(statistics.median(times['durable']) - statistics.median(times['no fsync'])) * 1000:.1f} ms)")
     for name in os.listdir(directory):
         os.unlink(os.path.join(directory, name))
     os.rmdir(directory)
