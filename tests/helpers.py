@@ -105,22 +105,28 @@ def _compare(got, expected, tol) -> None:
 
 
 def check_gradients(fn: Callable, *arrays, argnums=None, eps: float = 1e-6,
-                    rtol: float = 1e-5, atol: float = 1e-7, seed: int = 0) -> None:
+                    rtol: float = 1e-5, atol: float = 1e-7, seed: int = 0,
+                    target: str | None = None) -> None:
     """Symbolic gradients of `fn` match central finite differences in float64.
 
     The scalar checked is ``sum(fn(*arrays) * W)`` for a fixed random W, so every element
-    of the Jacobian contributes. `argnums` defaults to every floating-point argument."""
+    of the Jacobian contributes. `argnums` defaults to every floating-point argument.
+    `target` compiles the function, its gradient and the finite differences there
+    (default: the suite's default target)."""
     arrays = [np.asarray(a) for a in arrays]
     if argnums is None:
         argnums = tuple(i for i, a in enumerate(arrays) if a.dtype.kind == "f")
-    out = np.asarray(tw.compile(fn)(*arrays))
+    out = np.asarray(tw.compile(fn, target=target)(*arrays))
     weights = np.random.default_rng(seed).normal(size=out.shape).astype(out.dtype)
 
     def loss(*args):
         return tw.reduce_sum(fn(*args) * weights)
 
-    symbolic = tw.grad(loss, argnums=tuple(argnums))(*arrays)
-    forward = tw.compile(loss)
+    grad = tw.grad(loss, argnums=tuple(argnums))
+    if target is not None:
+        grad = tw.compile(grad, target=target)
+    symbolic = grad(*arrays)
+    forward = tw.compile(loss, target=target)
     for k, i in enumerate(argnums):
         x = arrays[i]
         numeric = np.zeros_like(x, dtype=np.float64)

@@ -101,6 +101,11 @@ def _relu(x: np.ndarray) -> np.ndarray:
     return np.maximum(x, np.zeros((), x.dtype))
 
 
+def _erf(x: np.ndarray) -> np.ndarray:
+    from scipy.special import erf  # SciPy is a dependency already (BLAS); imported late
+    return erf(x)
+
+
 Neg = _declare_unary("Neg", np.negative, _NUMERIC, "Elementwise -x.")
 Abs = _declare_unary("Abs", np.abs, _NUMERIC, "Elementwise |x|.")
 Square = _declare_unary("Square", np.square, _NUMERIC, "Elementwise x * x.")
@@ -109,6 +114,9 @@ Relu = _declare_unary("Relu", _relu, _NUMERIC, "Elementwise max(x, 0).")
 Exp = _declare_unary("Exp", np.exp, _FLOAT, "Elementwise e**x.")
 Log = _declare_unary("Log", np.log, _FLOAT, "Elementwise natural logarithm.")
 Log1p = _declare_unary("Log1p", np.log1p, _FLOAT, "Elementwise log(1 + x), accurate near 0.")
+Expm1 = _declare_unary("Expm1", np.expm1, _FLOAT, "Elementwise e**x - 1, accurate near 0.")
+Erf = _declare_unary("Erf", _erf, _FLOAT, "Elementwise error function 2/sqrt(pi) * "
+                     "integral of exp(-t**2) from 0 to x.")
 Sqrt = _declare_unary("Sqrt", np.sqrt, _FLOAT, "Elementwise square root.")
 Rsqrt = _declare_unary("Rsqrt", lambda x: 1 / np.sqrt(x), _FLOAT,
                        "Elementwise 1 / sqrt(x).")

@@ -3,6 +3,8 @@ math_grad.py."""
 
 from __future__ import annotations
 
+import math
+
 from ...compiler.registry import not_differentiable, register_gradient
 from ..ops import math as m
 from .common import broadcast_like, reduced_count, restore_reduced_dims, unbroadcast
@@ -47,6 +49,17 @@ def _log(op, g):
 @register_gradient("Log1p")
 def _log1p(op, g):
     return [g / (1 + op.inputs[0])]
+
+
+@register_gradient("Expm1")
+def _expm1(op, g):
+    return [g * m.exp(op.inputs[0])]
+
+
+@register_gradient("Erf")
+def _erf(op, g):
+    x = op.inputs[0]
+    return [g * (2 / math.sqrt(math.pi)) * m.exp(-m.square(x))]
 
 
 @register_gradient("Sqrt")

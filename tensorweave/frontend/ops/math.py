@@ -136,6 +136,16 @@ def log1p(x: TensorLike, name: str | None = None) -> Result:
     return _unary("Log1p", x, name)
 
 
+def expm1(x: TensorLike, name: str | None = None) -> Result:
+    """Elementwise ``exp(x) - 1``, accurate for small `x` (floating point only)."""
+    return _unary("Expm1", x, name)
+
+
+def erf(x: TensorLike, name: str | None = None) -> Result:
+    """Elementwise Gauss error function (floating point only)."""
+    return _unary("Erf", x, name)
+
+
 def sqrt(x: TensorLike, name: str | None = None) -> Result:
     """Elementwise square root (floating point only)."""
     return _unary("Sqrt", x, name)
@@ -374,7 +384,8 @@ def matmul(a: TensorLike, b: TensorLike, transpose_a: bool = False, transpose_b:
 
 __all__ = ["add", "subtract", "multiply", "divide", "truediv", "floordiv", "floormod", "mod",
            "pow", "maximum", "minimum", "squared_difference", "add_n", "negative", "abs", "exp",
-           "log", "log1p", "sqrt", "rsqrt", "square", "sin", "cos", "tanh", "sigmoid", "relu",
+           "log", "log1p", "expm1", "erf", "sqrt", "rsqrt", "square", "sin", "cos", "tanh",
+           "sigmoid", "relu",
            "floor", "ceil", "sign", "reciprocal", "equal", "not_equal", "less", "less_equal",
            "greater", "greater_equal", "logical_and", "logical_or", "logical_not", "where",
            "cast", "reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "reduce_prod",

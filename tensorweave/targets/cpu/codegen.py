@@ -136,8 +136,8 @@ def check_supported(program: Program) -> None:
 # Ops that cost about ten simple ones per element (libm-style polynomials, integer
 # division): measured on AVX2, tanh over float32 takes ~1.2 ns an element, a multiply-add
 # ~0.1 ns in cache.
-EXPENSIVE_OPS = frozenset({"Exp", "Log", "Log1p", "Tanh", "Sigmoid", "Sin", "Cos", "Pow",
-                           "FloorDiv", "FloorMod"})
+EXPENSIVE_OPS = frozenset({"Exp", "Log", "Log1p", "Expm1", "Erf", "Tanh", "Sigmoid", "Sin",
+                           "Cos", "Pow", "FloorDiv", "FloorMod"})
 EXPENSIVE_WEIGHT = 8
 
 

@@ -12,7 +12,7 @@ reproduces the reference (NumPy) kernel's results:
 - float ops carry only the ``contract`` fast-math flag (so ``x * a + b`` may become one
   FMA, rounding once): no reassociation, no approximate functions;
 - log, sqrt, sin, cos, floor, ceil, fabs, pow and copysign are LLVM intrinsics (lowered to
-  libm calls or instructions), and so is exp in f64; log1p, and tanh in f64, are libm's;
+  libm calls or instructions), and so is exp in f64; log1p, expm1, erf, and tanh in f64, are libm's;
 - in f32, exp and tanh are inlined Cephes code (range reduction and polynomials, 1-2 ulp)
   that vectorizes, where the intrinsic would be one libm call per lane; sigmoid is the
   reference kernel's formula with exp of a non-positive argument.
@@ -315,6 +315,16 @@ def _exp_op(cx, info, a):
 @emitter("Log1p")
 def _log1p(cx, info, a):
     return cx.libm("log1p", info.out_dtype, a[0])
+
+
+@emitter("Expm1")
+def _expm1(cx, info, a):
+    return cx.libm("expm1", info.out_dtype, a[0])
+
+
+@emitter("Erf")
+def _erf(cx, info, a):
+    return cx.libm("erf", info.out_dtype, a[0])
 
 
 @emitter("Rsqrt")

@@ -1,0 +1,14 @@
+"""``tw.math``: elementwise math, comparisons, reductions and matmul with TensorFlow's
+names (``tf.math``). The same functions are also top-level (``tw.add`` is
+``tw.math.add``), and ``softplus``/``softsign`` are also in `tw.nn`."""
+
+from .frontend.ops.activations import softplus, softsign
+from .frontend.ops.math import *  # noqa: F403
+from .frontend.ops.math import __all__ as _math_all
+from .frontend.ops.nn import log_softmax
+
+__all__ = [*_math_all, "softplus", "softsign", "log_softmax"]
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
