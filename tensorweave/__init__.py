@@ -37,17 +37,20 @@ bool = bool_  # noqa: A001  (TensorFlow spells it tw.bool)
 half = float16
 double = float64
 
-# the tw.config, tw.debugging, tw.nn, tw.random, tw.optimizers, tw.queue and tw.train namespaces
-from . import config, debugging, nn, optimizers, queue, random, train  # noqa: E402, F401
+# the tw.config, tw.debugging, tw.math, tw.nn, tw.random, tw.optimizers, tw.queue and
+# tw.train namespaces
+from . import config, debugging, math, nn, optimizers, queue, random, train  # noqa: E402, F401
 
 __version__ = "0.1.0"
 
 
 def __getattr__(name: str):  # noqa: ANN202
-    # tw.distribute is imported on first use: it brings in gRPC (~0.1 s).
-    if name == "distribute":
+    # tw.distribute is imported on first use: it brings in gRPC (~0.1 s). So is tw.compat
+    # (TensorFlow 1's API): it wraps every op function of this module, so it can only be
+    # built once this module is complete.
+    if name in ("distribute", "compat"):
         import importlib
-        return importlib.import_module(".distribute", __name__)
+        return importlib.import_module(f".{name}", __name__)
     raise AttributeError(f"module 'tensorweave' has no attribute {name!r}")
 
 
@@ -57,4 +60,10 @@ __all__ = ["errors", "DType", "as_dtype", "bfloat16", "bool", "bool_", "float16"
            "ConcreteFunction", "Function", "TensorSpec", "compile", "EagerTensor", "Tensor",
            "Variable", "group", "no_op", "grad", "gradients", "stop_gradient", "value_and_grad",
            "case", "cond", "foldl", "scan", "while_loop",
-           "nn", "optimizers", "random", "train", "config", "debugging", *_ops_all]
+           "nn", "optimizers", "random", "train", "config", "debugging", "math", "queue",
+           "compat", "distribute", *_ops_all]  # noqa: F405 (compat, distribute: __getattr__)
+
+
+def __dir__() -> list[str]:
+    # the public API only: not the packages it is built from (tw.compiler, tw.runtime...)
+    return sorted(__all__)

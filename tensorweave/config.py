@@ -90,3 +90,7 @@ def get_lower_control_flow() -> bool:
 __all__ = ["LogicalDevice", "PhysicalDevice", "get_lower_control_flow",
            "get_soft_device_placement", "list_logical_devices", "list_physical_devices",
            "set_logical_devices", "set_lower_control_flow", "set_soft_device_placement"]
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

@@ -51,3 +51,7 @@ def format_table(rows: Sequence[Sequence[str]]) -> str:
 
 
 __all__ = ["format_table", "placed_graph", "placement_report"]
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

@@ -129,3 +129,7 @@ class DataLossError(OpError):
 
 __all__ = [name for name, value in dict(globals()).items()
            if isinstance(value, type) and issubclass(value, TensorWeaveError)]
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

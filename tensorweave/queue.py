@@ -11,3 +11,7 @@ from .frontend.queues import FIFOQueue, PaddingFIFOQueue, QueueBase, RandomShuff
 
 __all__ = ["QueueBase", "FIFOQueue", "RandomShuffleQueue", "PaddingFIFOQueue", "QueueRunner",
            "Coordinator"]
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

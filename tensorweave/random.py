@@ -9,3 +9,7 @@ from .frontend.ops.random import (
 )
 
 __all__ = ["get_seed", "normal", "set_seed", "truncated_normal", "uniform"]
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

@@ -20,7 +20,6 @@ from ... import errors  # noqa: F401
 from ...frontend import autodiff as _autodiff
 from ...frontend import context as _context
 from ...frontend import grouping as _grouping
-from ...frontend import queue_runner as _queue_runner
 from ...frontend import queues as _queues
 from ...frontend.building import constant as _constant
 from . import train  # noqa: F401
@@ -53,7 +52,7 @@ _PASS_THROUGH = (_tw.DType, type)
 # -- every tw op function, in graph mode --------------------------------------------------
 for _name in _tw.__all__:
     _obj = getattr(_tw, _name)
-    if _name in globals() or _name in ("compile", "Variable", "errors"):
+    if _name in globals() or _name in ("compile", "Variable", "errors", "compat", "distribute"):
         continue
     if callable(_obj) and not isinstance(_obj, _PASS_THROUGH):
         globals()[_name] = in_default_graph(_obj)
@@ -128,6 +127,7 @@ def _v1_arg(fn_name: str) -> Any:
         return fn(input, axis=0 if axis is None else axis, output_type=output_type, name=name)
 
     arg.__name__ = fn_name
+    arg.__doc__ = f"TensorFlow 1 ``tf.{fn_name}`` (accepts ``dimension``; axis 0 by default)."
     return arg
 
 
@@ -148,6 +148,7 @@ def _cast_to(dtype: Any) -> Any:
     @in_default_graph
     def to(x: Any, name: str | None = None) -> Any:
         return _tw.cast(x, dtype, name=name)
+    to.__doc__ = f"`x` cast to {dtype.tf_name} (TensorFlow 1's ``tf.to_*``)."
     return to
 
 
@@ -189,23 +190,29 @@ QueueBase = _queues.QueueBase
 FIFOQueue = _graph_mode_class(_queues.FIFOQueue)
 RandomShuffleQueue = _graph_mode_class(_queues.RandomShuffleQueue)
 PaddingFIFOQueue = _graph_mode_class(_queues.PaddingFIFOQueue)
-queue = types.ModuleType(f"{__name__}.queue")
+queue = types.ModuleType(f"{__name__}.queue", "``tf.queue``: queues built in the default graph.")
 queue.__dict__.update(QueueBase=QueueBase, FIFOQueue=FIFOQueue, PaddingFIFOQueue=PaddingFIFOQueue,
                       RandomShuffleQueue=RandomShuffleQueue)
-for _name in ("QueueRunner", "Coordinator", "add_queue_runner", "start_queue_runners"):
-    setattr(train, _name, getattr(_queue_runner, _name))
 
 
 # -- sub-namespaces --------------------------------------------------------------------------
 
 def _graph_mode_module(name: str, source: Any, extra: dict[str, Any]) -> types.ModuleType:
-    mod = types.ModuleType(f"{__name__}.{name}")
+    mod = types.ModuleType(f"{__name__}.{name}", f"``tf.{name}`` of TensorFlow 1: "
+                           f"``tw.{name}`` building into the default graph.")
     for attr in getattr(source, "__all__", []):
         obj = getattr(source, attr)
         mod.__dict__[attr] = in_default_graph(obj) if callable(obj) and not isinstance(
             obj, _PASS_THROUGH) else obj
     mod.__dict__.update(extra)
+    _public_only(mod)
     return mod
+
+
+def _public_only(mod: types.ModuleType) -> None:
+    """Give a module built here an ``__all__`` of its public names and a `dir` of those."""
+    names = sorted(n for n in mod.__dict__ if not n.startswith("_"))
+    mod.__dict__.update(__all__=names, __dir__=lambda: list(names))
 
 
 def _optional(module: str) -> Any:
@@ -226,16 +233,20 @@ def _nn_extras() -> dict[str, Any]:
 
     @in_default_graph
     def softmax(logits: Any, axis: Any = None, name: str | None = None, dim: Any = None) -> Any:
+        """``tf.nn.softmax`` (TensorFlow 1 also spells `axis` as ``dim``)."""
         return _nn_src.softmax(logits, axis=axis if axis is not None else dim, name=name)
 
     @in_default_graph
     def log_softmax(logits: Any, axis: Any = None, name: str | None = None, dim: Any = None) -> Any:
+        """``tf.nn.log_softmax`` (TensorFlow 1 also spells `axis` as ``dim``)."""
         return _nn_src.log_softmax(logits, axis=axis if axis is not None else dim, name=name)
 
     @in_default_graph
     def softmax_cross_entropy_with_logits(_sentinel: Any = None, labels: Any = None,
                                           logits: Any = None, dim: int = -1,
                                           name: str | None = None, axis: Any = None) -> Any:
+        """Cross entropy of ``softmax(logits)`` against `labels` (keyword arguments only,
+        as TensorFlow 1 insists)."""
         if _sentinel is not None:
             raise ValueError("call softmax_cross_entropy_with_logits with labels= and logits=")
         return _nn_src.softmax_cross_entropy_with_logits(
@@ -264,6 +275,7 @@ def _nn_extras() -> dict[str, Any]:
 
 nn = _graph_mode_module("nn", _nn_src, _nn_extras())
 random = _graph_mode_module("random", _random_src, {})
+math = _graph_mode_module("math", importlib.import_module("tensorweave.math"), {})
 if _random_src is not None:
     for _name in ("random_normal", "random_uniform", "truncated_normal"):
         _fn = getattr(importlib.import_module("tensorweave.frontend.ops.random"), _name, None)
@@ -271,4 +283,25 @@ if _random_src is not None:
             globals()[_name] = in_default_graph(_fn)
     set_random_seed = getattr(_random_src, "set_seed", None)
 
-__all__ = [n for n in globals() if not n.startswith("_")]
+_public_only(queue)
+
+
+# names bound here that are how this module is built, not TensorFlow 1's API
+_IMPLEMENTATION = frozenset({"annotations", "graph", "session", "in_default_graph", "compat"})
+
+
+def _is_api(name: str, obj: Any) -> bool:
+    """A public name of this module: not an import of the standard library or typing."""
+    if name.startswith("_") or name in _IMPLEMENTATION:
+        return False
+    if isinstance(obj, types.ModuleType):
+        return obj.__name__.startswith("tensorweave.")
+    return getattr(obj, "__module__", None) in (None, __name__) or \
+        obj.__module__.startswith("tensorweave.") or isinstance(obj, _tw.DType)
+
+
+__all__ = sorted(n for n, v in list(globals().items()) if _is_api(n, v))
+
+
+def __dir__() -> list[str]:
+    return list(__all__)

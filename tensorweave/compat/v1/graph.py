@@ -235,6 +235,7 @@ class Variable(_Variable):
 
 
 def global_variables() -> list[Variable]:
+    """The variables of the default graph (its ``GLOBAL_VARIABLES`` collection)."""
     return get_default_graph().get_collection(GLOBAL_VARIABLES)
 
 
@@ -242,6 +243,7 @@ all_variables = global_variables
 
 
 def trainable_variables() -> list[Variable]:
+    """The trainable variables of the default graph (what optimizers update by default)."""
     return get_default_graph().get_collection(TRAINABLE_VARIABLES)
 
 

@@ -12,6 +12,7 @@ from ...frontend import optimizers as _opt
 from ...frontend.building import apply_op, apply_op1
 from ...frontend.context import control_dependencies
 from ...frontend.grouping import group
+from ...frontend.queue_runner import Coordinator, QueueRunner, add_queue_runner, start_queue_runners
 from ...runtime import checkpoint_io
 from .graph import get_default_graph, global_variables, in_default_graph, placeholder
 
@@ -47,12 +48,17 @@ class GradientDescentOptimizer(_GraphModeOptimizer, _opt.SGD):
 
 
 class MomentumOptimizer(_GraphModeOptimizer, _opt.Momentum):
+    """``accum = momentum * accum + grad; var -= learning_rate * accum`` (Nesterov with
+    ``use_nesterov=True``)."""
+
     def __init__(self, learning_rate: Any, momentum: float, use_locking: bool = False,
                  name: str = "Momentum", use_nesterov: bool = False) -> None:
         _opt.Momentum.__init__(self, learning_rate, momentum, use_nesterov, name=name)
 
 
 class AdagradOptimizer(_GraphModeOptimizer, _opt.Adagrad):
+    """Adagrad: per-element learning rates from the sum of squared gradients."""
+
     def __init__(self, learning_rate: Any, initial_accumulator_value: float = 0.1,
                  use_locking: bool = False, name: str = "Adagrad") -> None:
         _opt.Adagrad.__init__(self, learning_rate, initial_accumulator_value, epsilon=0.0,
@@ -60,6 +66,8 @@ class AdagradOptimizer(_GraphModeOptimizer, _opt.Adagrad):
 
 
 class AdadeltaOptimizer(_GraphModeOptimizer, _opt.Adadelta):
+    """Adadelta: step sizes from running averages of squared gradients and updates."""
+
     def __init__(self, learning_rate: Any = 0.001, rho: float = 0.95, epsilon: float = 1e-8,
                  use_locking: bool = False, name: str = "Adadelta") -> None:
         _opt.Adadelta.__init__(self, learning_rate, rho, epsilon, name=name)
@@ -76,12 +84,16 @@ class RMSPropOptimizer(_GraphModeOptimizer, _opt.RMSProp):
 
 
 class AdamOptimizer(_GraphModeOptimizer, _opt.Adam):
+    """Adam: bias-corrected running averages of the gradient and its square."""
+
     def __init__(self, learning_rate: Any = 0.001, beta1: float = 0.9, beta2: float = 0.999,
                  epsilon: float = 1e-8, use_locking: bool = False, name: str = "Adam") -> None:
         _opt.Adam.__init__(self, learning_rate, beta1, beta2, epsilon, name=name)
 
 
 class FtrlOptimizer(_GraphModeOptimizer, _opt.Ftrl):
+    """FTRL-proximal, with L1 and L2 regularization strengths."""
+
     def __init__(self, learning_rate: Any, learning_rate_power: float = -0.5,
                  initial_accumulator_value: float = 0.1, l1_regularization_strength: float = 0.0,
                  l2_regularization_strength: float = 0.0, use_locking: bool = False,
@@ -163,5 +175,11 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module 'tf.train' has no attribute {name!r}")
 
 
+__all__ = ["Optimizer", "GradientDescentOptimizer", "MomentumOptimizer", "AdagradOptimizer",
+           "AdadeltaOptimizer", "RMSPropOptimizer", "AdamOptimizer", "FtrlOptimizer", "Saver",
+           "latest_checkpoint", "Coordinator", "QueueRunner", "add_queue_runner",
+           "start_queue_runners", *_DISTRIBUTED]
+
+
 def __dir__() -> list[str]:
-    return sorted([*globals(), *_DISTRIBUTED])
+    return sorted(__all__)
