@@ -110,7 +110,7 @@ def test_uninitialized_variable_is_a_clear_error():
     with g.as_default():
         v = v1.Variable(np.ones(3, np.float32), name="never_initialized")
         out = v * 2.0
-        with v1.Session(target="cpu") as sess:
+        with v1.Session(compile_target="cpu") as sess:
             with pytest.raises(FailedPreconditionError, match="never_initialized"):
                 sess.run(out)
             sess.run(v1.global_variables_initializer())
