@@ -236,6 +236,10 @@ class LoweringContext:
         """Row-major ``C = alpha * op(A) @ op(B) + beta * C`` with C m x n, op(A) m x k
         and op(B) k x n; lda/ldb/ldc are row strides in elements (as in cblas)."""
         fn = gemm_function(self.module, dtype, self.gemm_mode)
+        serial = self.module.globals.get(fn.name + ".serial")
+        if serial is not None and self.gemm_mode == "blas" and not _split_is_exact(
+                dtype, trans_a, trans_b, m, n, k):
+            fn = serial  # cutting this product would change its bits: one call
         t = scalar_type(dtype)
         self.b.call(fn, [I32(int(trans_a)), I32(int(trans_b)), _i64(m), _i64(n), _i64(k),
                          ir.Constant(t, alpha), a, _i64(lda), b, _i64(ldb), ir.Constant(t, beta),
@@ -379,6 +383,8 @@ def blas_row_align(dtype_name: str) -> int | None:
     dt = np.float32 if dtype_name == "f32" else np.float64
     ptr = ctypes.c_void_p
     blas = ctypes.CFUNCTYPE(None, *[ptr] * 13)(blas_addresses()[_GEMM[dtype_name]])
+    # A first guess of the alignment only: each product is checked at its own shape
+    # before it is split (`_split_is_exact`).
     k = n = 40
     # irregular values with full mantissas (numpy.random would cost an import)
     a = np.sin(np.arange(_PROBE_ROWS * k) * 1.618).reshape(_PROBE_ROWS, k).astype(dt)
@@ -406,6 +412,60 @@ def blas_row_align(dtype_name: str) -> int | None:
         if all(exact(r) for r in range(t, _PROBE_ROWS, t)):
             return t
     return None
+
+
+PROBE_MAX_MACS = 1 << 31
+"""Largest product whose split is checked at its own shape (two BLAS calls at compile
+time, ~0.1 s at this size); bigger products are not split."""
+
+
+def _split_is_exact(dtype: DType, ta: bool, tb: bool, m: Any, n: Any, k: Any) -> bool:
+    """Whether the row split `_gemm_split_rows` would apply to this product gives the
+    bits of one BLAS call. `blas_row_align` probes one shape, but OpenBLAS picks kernels
+    by shape: on SkylakeX a dgemm with an odd n changes bits at nearly every cut while
+    n = 256 changes none. So each static shape big enough to be split is checked once,
+    at its own size and transposes; dynamic shapes are not split."""
+    if not all(isinstance(x, (int, np.integer)) for x in (m, n, k)):
+        return False
+    m, n, k = int(m), int(n), int(k)
+    threads = parallel.num_threads()
+    align = blas_row_align(dtype.name)
+    if align is None or m * n * k < parallel.MIN_GEMM_FLOPS or m < 2 * align:
+        return True  # the split code calls the serial GEMM once for these anyway
+    if m * n * k > PROBE_MAX_MACS:
+        return False
+    return _probe_split(dtype.name, bool(ta), bool(tb), m, n, k, threads, align)
+
+
+@functools.cache
+def _probe_split(dtype_name: str, ta: bool, tb: bool, m: int, n: int, k: int, threads: int,
+                 align: int) -> bool:
+    from .blas import _GEMM, blas_addresses
+    dt = np.float32 if dtype_name == "f32" else np.float64
+    ptr = ctypes.c_void_p
+    blas = ctypes.CFUNCTYPE(None, *[ptr] * 13)(blas_addresses()[_GEMM[dtype_name]])
+    a = np.sin(np.arange(m * k) * 1.618).reshape((k, m) if ta else (m, k)).astype(dt)
+    b = np.cos(np.arange(k * n) * 0.577).reshape((n, k) if tb else (k, n)).astype(dt)
+    scal = np.array([1.0, 0.0], dt)
+    flag = {False: ctypes.c_char(b"N"), True: ctypes.c_char(b"T")}
+
+    def rows(lo: int, hi: int, c: np.ndarray) -> None:
+        # as _gemm_via_blas: row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T
+        a_ptr = a.ctypes.data + (lo if ta else lo * k) * a.itemsize
+        i32 = [ctypes.c_int32(v) for v in (n, hi - lo, k, k if tb else n, m if ta else k, n)]
+        blas(ctypes.byref(flag[tb]), ctypes.byref(flag[ta]), *[ctypes.byref(v) for v in i32[:3]],
+             scal[0:].ctypes.data, b.ctypes.data, ctypes.byref(i32[3]), a_ptr,
+             ctypes.byref(i32[4]), scal[1:].ctypes.data, c[lo:hi].ctypes.data,
+             ctypes.byref(i32[5]))
+
+    whole = np.zeros((m, n), dt)
+    rows(0, m, whole)
+    cut = np.zeros((m, n), dt)
+    per = -(-m // threads)
+    per = -(-per // align) * align
+    for lo in range(0, m, per):
+        rows(lo, min(m, lo + per), cut)
+    return bool(np.array_equal(whole, cut))
 
 
 def _gemm_split_rows(module: ir.Module, fn: ir.Function, serial: ir.Function,
