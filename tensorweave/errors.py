@@ -89,6 +89,13 @@ class NotFoundError(OpError):
     """A named thing (file, function, checkpoint key) does not exist."""
 
 
+class UnknownNameError(NotFoundError, KeyError):
+    """A name that nothing in the graph has (``sess.run("nope:0")``); also a KeyError, as
+    TensorFlow raises for unknown tensor and operation names."""
+
+    __str__ = Exception.__str__  # the message as is, not KeyError's quoted repr
+
+
 class FailedPreconditionError(OpError):
     """The system is not in a state to run the op (e.g. an uninitialized variable)."""
 

@@ -69,7 +69,7 @@ def _contains_none(value: Any) -> bool:
     return False
 
 
-def _python_array(value: Any, dtype: DType | None) -> np.ndarray:
+def python_array(value: Any, dtype: DType | None) -> np.ndarray:
     """A NumPy array for a Python scalar/list, with TensorFlow's default dtypes; with
     `dtype`, only if the value converts exactly (no fraction dropped, no overflow, no
     number turned into a bool)."""
@@ -164,7 +164,7 @@ def _convert(value: Any, dtype: DType | str | None, name: str | None,
                              f"{arr.dtype}; convert it with .astype() or tw.cast")
         return constant(arr, name=name)
     hint = dtype or (as_dtype(dtype_hint) if dtype_hint is not None else None)
-    return constant(_python_array(value, hint), name=name)
+    return constant(python_array(value, hint), name=name)
 
 
 def _check_dtype(t: Tensor | EagerTensor, dtype: DType | None) -> None:
@@ -202,7 +202,7 @@ def constant(value: Any, dtype: DType | str | None = None, shape: Sequence[int] 
             arr = arr.astype(dtype.np)
     else:
         try:
-            arr = _python_array(value, dtype)
+            arr = python_array(value, dtype)
         except DTypeError as e:
             raise _in_context(e) from None
     as_dtype(arr.dtype)
@@ -348,4 +348,4 @@ def convert_operands(*values: Any) -> list[Tensor | EagerTensor]:
 
 
 __all__ = ["apply_op", "apply_op1", "convert_to_tensor", "convert_operands", "constant",
-           "user_location"]
+           "python_array", "user_location"]

@@ -21,9 +21,10 @@ import numpy as np
 from ..compiler.dtypes import DType, as_dtype
 from ..compiler.ir import Graph
 from ..compiler.types import TensorType, as_shape, format_shape
-from ..errors import InvalidArgumentError, TracingError
+from ..errors import DTypeError, InvalidArgumentError, TracingError
 from . import nest
-from .building import convert_to_tensor
+from .building import convert_to_tensor, python_array
+from .call_site import user_location
 from .context import GraphBuilder, building, current_builder
 from .tensor import EagerTensor, Tensor, TensorOps
 from .variables import Variable
@@ -70,6 +71,11 @@ def _is_array_arg(x: Any) -> bool:
 
 def _spec_of(x: Any) -> TensorSpec:
     return x if isinstance(x, TensorSpec) else TensorSpec.from_array(x)
+
+
+def _location() -> str | None:
+    loc = user_location()
+    return str(loc) if loc is not None else None
 
 
 def _static_key(x: Any) -> Any:
@@ -184,10 +190,47 @@ class Function:
         except TypeError as e:
             raise TypeError(f"{self.name}(): {e}") from None
         bound.apply_defaults()
+        if self.input_signature is not None:
+            self._coerce_to_signature(bound)
         structure = (tuple(bound.args), dict(bound.kwargs))
         leaves, tree = nest.flatten(structure)
         names = _leaf_names(self._signature, bound)
         return leaves, tree, names
+
+    def _coerce_to_signature(self, bound: inspect.BoundArguments) -> None:
+        """Python numbers and lists given where the input signature has a tensor become
+        arrays of the spec's dtype, as in ``tf.function``; a value that dtype cannot hold
+        (None, 1.5 for an int32 spec) is an error naming the argument."""
+        specs = list(self.input_signature)
+        for pname, param in self._signature.parameters.items():
+            if not specs or pname not in bound.arguments:
+                break
+            value = bound.arguments[pname]
+            if param.kind is inspect.Parameter.VAR_POSITIONAL:
+                taken, specs = specs[:len(value)], specs[len(value):]
+                bound.arguments[pname] = tuple(
+                    self._coerce(v, s, f"{pname}[{i}]") for i, (v, s) in enumerate(zip(value, taken)))
+                continue
+            if param.kind is inspect.Parameter.VAR_KEYWORD:
+                break
+            bound.arguments[pname] = self._coerce(value, specs.pop(0), pname)
+
+    def _coerce(self, value: Any, spec: Any, what: str) -> Any:
+        if isinstance(spec, TensorSpec):
+            if _is_array_arg(value) or isinstance(value, (Tensor, Variable)):
+                return value
+            try:
+                return python_array(value, spec.dtype)
+            except DTypeError as e:
+                raise DTypeError(f"argument '{what}' must match {spec}: {e.message}",
+                                 op=f"{self.name}()", location=_location()) from None
+        if isinstance(spec, (list, tuple)) and type(value) in (list, tuple) and \
+                len(spec) == len(value):
+            return type(value)(self._coerce(v, s, f"{what}[{i}]")
+                               for i, (v, s) in enumerate(zip(value, spec)))
+        if isinstance(spec, dict) and isinstance(value, dict) and spec.keys() == value.keys():
+            return {k: self._coerce(value[k], spec[k], f"{what}[{k!r}]") for k in value}
+        return value
 
     def _classify(self, leaves: list[Any], names: list[str]) -> tuple[list[int], list[TensorSpec],
                                                                        tuple]:
@@ -196,16 +239,20 @@ class Function:
             specs_flat, _ = nest.flatten(self.input_signature)
             tensor_idx = [i for i, x in enumerate(leaves) if _is_array_arg(x)]
             if len(tensor_idx) != len(specs_flat):
+                others = [f"'{names[i]}' ({type(x).__name__})" for i, x in enumerate(leaves)
+                          if i not in set(tensor_idx)]
                 raise TypeError(f"{self.name}(): input_signature has {len(specs_flat)} tensors, "
-                                f"the call passes {len(tensor_idx)} arrays")
+                                f"the call passes {len(tensor_idx)} arrays"
+                                + (f"; not arrays: {', '.join(others)}" if others else ""))
             for i, spec in zip(tensor_idx, specs_flat):
                 if isinstance(leaves[i], TensorSpec):
                     continue
                 arr = np.asarray(leaves[i])
                 if arr.dtype != spec.dtype.np or not spec.type.accepts(spec.dtype, arr.shape):
                     raise InvalidArgumentError(
-                        f"{self.name}(): argument '{names[i]}' must match {spec}, got "
-                        f"{arr.dtype}{format_shape(arr.shape)}")
+                        f"argument '{names[i]}' must match {spec}, got "
+                        f"{arr.dtype}{format_shape(arr.shape)}", op=f"{self.name}()",
+                        location=_location())
             specs = list(specs_flat)
             key_specs = tuple(specs)
         else:

@@ -9,7 +9,7 @@ import numpy as np
 from ..compiler.dtypes import DType, as_dtype
 from ..compiler.ir import Value
 from ..compiler.types import format_shape
-from ..errors import TracingError
+from ..errors import DTypeError, TracingError
 from ..runtime.resources import ResourceManager, VariableState, default_resource_manager
 from .building import apply_op, apply_op1, convert_to_tensor
 from .context import current_builder
@@ -135,8 +135,18 @@ class Variable(TensorOps):
         return arr.astype(dtype) if dtype is not None else arr
 
     # -- updates ------------------------------------------------------------------------
+    def _converted(self, value: Any) -> Any:
+        """`value` as a tensor of this variable's dtype; an error that names the variable
+        and both dtypes if it is not one (no silent cast)."""
+        try:
+            return convert_to_tensor(value, dtype=self.dtype)
+        except DTypeError as e:
+            raise DTypeError(f"variable '{self.name}' is {self.dtype.name}"
+                             f"{format_shape(self.shape)}: {e.message}", op=e.op,
+                             location=e.location) from None
+
     def _update(self, op: str, value: Any, read_value: bool) -> Any:
-        value = convert_to_tensor(value, dtype=self.dtype)
+        value = self._converted(value)
         apply_op(op, [self._resource_arg(), value])
         return self.read_value() if read_value else None
 

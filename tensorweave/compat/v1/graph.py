@@ -4,6 +4,7 @@ initializers, and collections."""
 from __future__ import annotations
 
 import contextlib
+import difflib
 import functools
 import threading
 from collections.abc import Callable, Iterator
@@ -12,8 +13,9 @@ from typing import Any
 from ...compiler import ir
 from ...compiler.dtypes import DType, as_dtype
 from ...compiler.types import TensorType
-from ...errors import FailedPreconditionError, TracingError
+from ...errors import FailedPreconditionError, TracingError, UnknownNameError
 from ...frontend.building import apply_op, apply_op1, convert_to_tensor
+from ...frontend.call_site import api_name, user_location
 from ...frontend.context import GraphBuilder, building, control_dependencies, current_builder
 from ...frontend.grouping import group
 from ...frontend.tensor import Tensor
@@ -49,14 +51,24 @@ class Graph:
         return list(self._ir.nodes)
 
     def get_operation_by_name(self, name: str) -> ir.Node:
-        return self._ir.node_by_name(name)
+        """The op called `name`; `UnknownNameError` (a KeyError) naming similar ones if
+        there is none."""
+        return find_node(self._ir, name, f"operation {name!r}")
 
     def get_tensor_by_name(self, name: str) -> Tensor:
         """The tensor called ``"node:i"``."""
         node_name, _, idx = name.rpartition(":")
         if not node_name or not idx.isdigit():
             raise ValueError(f"tensor names look like 'op:0', got {name!r}")
-        return Tensor(self._ir.node_by_name(node_name).outputs[int(idx)], self._builder)
+        node = find_node(self._ir, node_name, f"tensor {name!r}")
+        if int(idx) >= len(node.outputs):
+            last = len(node.outputs) - 1
+            outputs = f"only {node_name}:0" if last == 0 else \
+                f"{node_name}:0 to {node_name}:{last}" if last > 0 else "no outputs"
+            raise UnknownNameError(f"tensor {name!r} does not exist: op {node_name!r} "
+                                   f"({node.op}) has {outputs}", op=api_name(),
+                                   location=_where())
+        return Tensor(node.outputs[int(idx)], self._builder)
 
     def add_to_collection(self, name: str, value: Any) -> None:
         self._collections.setdefault(name, []).append(value)
@@ -75,6 +87,27 @@ class Graph:
 
     def finalize(self) -> None:
         self.finalized = True
+
+
+def find_node(graph: ir.Graph, name: str, what: str) -> ir.Node:
+    """The node of `graph` called `name`; else an `UnknownNameError` that says `what` was
+    asked for, that no op has that name, and which names are close."""
+    try:
+        return graph.node_by_name(name)
+    except KeyError:
+        pass
+    names = [n.name for n in graph.nodes]
+    close = difflib.get_close_matches(name, names, n=5, cutoff=0.5)
+    hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else \
+        f"; it has {len(names)} ops" + (f", e.g. {', '.join(repr(n) for n in names[:5])}"
+                                          if names else "")
+    raise UnknownNameError(f"{what} does not exist: the graph has no op named {name!r}{hint}",
+                           op=api_name(), location=_where())
+
+
+def _where() -> str | None:
+    loc = user_location()
+    return str(loc) if loc is not None else None
 
 
 _default_lock = threading.Lock()
@@ -213,7 +246,7 @@ class Variable(_Variable):
 
     def _update(self, op: str, value: Any, read_value: bool) -> Any:
         with self._graph.as_default() if current_builder() is None else contextlib.nullcontext():
-            value = convert_to_tensor(value, dtype=self.dtype)
+            value = self._converted(value)
             apply_op(op, [self.handle(), value])
             node = current_builder().graph.nodes[-1]  # a body's graph inside tf.while_loop
             if not read_value:
