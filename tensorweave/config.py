@@ -12,7 +12,7 @@ the functions they should affect.
 from __future__ import annotations
 
 import threading
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from .runtime.devices import default_device_manager, physical_gpu_count
 
@@ -87,7 +87,18 @@ def get_lower_control_flow() -> bool:
     return lower_control_flow.default_enabled()
 
 
-__all__ = ["LogicalDevice", "PhysicalDevice", "get_lower_control_flow",
+def experimental_connect_to_cluster(cluster_spec_or_resolver: Any, job_name: str = "localhost",
+                                    task_index: int = 0, protocol: str | None = None,
+                                    token: str | None = None) -> Any:
+    """Run `@tw.compile` functions on a cluster: ops under ``tw.device("/job:J/task:T")``
+    run on that task, the rest on this process's task (see
+    `tensorweave.distribute.connect`). Returns the `tw.distribute.Cluster`."""
+    from .distribute.connect import experimental_connect_to_cluster as connect
+    return connect(cluster_spec_or_resolver, job_name, task_index, protocol, token)
+
+
+__all__ = ["LogicalDevice", "PhysicalDevice", "experimental_connect_to_cluster",
+           "get_lower_control_flow",
            "get_soft_device_placement", "list_logical_devices", "list_physical_devices",
            "set_logical_devices", "set_lower_control_flow", "set_soft_device_placement"]
 

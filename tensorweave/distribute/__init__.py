@@ -13,6 +13,7 @@ from __future__ import annotations
 from ..runtime.distributed.cluster import ClusterSpec, TaskConfig, task_config_from_env
 from ..runtime.distributed.rpc import TlsConfig
 from ..runtime.distributed.server import Server
+from .connect import connected_cluster, disconnect, experimental_connect_to_cluster
 from .device_setter import (
     GreedyLoadBalancingStrategy,
     RoundRobinStrategy,
@@ -23,4 +24,5 @@ from .master import Cluster, DistributedExecutable, compile_for_cluster
 
 __all__ = ["Cluster", "ClusterSpec", "DistributedExecutable", "GreedyLoadBalancingStrategy",
            "RoundRobinStrategy", "Server", "TaskConfig", "TlsConfig", "byte_size_load_fn",
-           "compile_for_cluster", "replica_device_setter", "task_config_from_env"]
+           "compile_for_cluster", "connected_cluster", "disconnect",
+           "experimental_connect_to_cluster", "replica_device_setter", "task_config_from_env"]

@@ -117,8 +117,12 @@ class ConcreteFunction:
                 if self._executable is None:
                     from ..compiler.pipeline import compile_graph
                     from ..passes.lower_control_flow import lowering
+                    from ..runtime.distributed.connection import cluster_compiler
+                    on_cluster = cluster_compiler()  # tw.config.experimental_connect_to_cluster
                     with lowering(self.lower_control_flow):
-                        self._executable = compile_graph(self.graph, self.target)
+                        self._executable = (compile_graph(self.graph, self.target)
+                                            if on_cluster is None
+                                            else on_cluster(self.graph, self.target))
         return self._executable
 
     def ir(self, stage: str = "traced") -> str:

@@ -241,7 +241,7 @@ class WorkerService:
 
     def __init__(self, cluster: ClusterSpec, job_name: str, task_index: int, *,
                  token: str | None = None, tls: rpc.TlsConfig | None = None,
-                 target: str = "cpu") -> None:
+                 target: str = "cpu", resources: ResourceManager | None = None) -> None:
         self.cluster = cluster
         self.job_name = job_name
         self.task_index = task_index
@@ -251,7 +251,7 @@ class WorkerService:
         self.task_name = f"/job:{job_name}/replica:0/task:{task_index}"
         self.address = cluster.task_address(job_name, task_index)
         self.devices = DeviceManager(job_name, 0, task_index)
-        self.resources = ResourceManager()
+        self.resources = resources if resources is not None else ResourceManager()
         self.steps = StepTable(self)
         self._graphs: dict[str, Any] = {}
         self._graphs_lock = threading.Lock()
@@ -371,13 +371,14 @@ class Server:
 
     ``Server(cluster, job_name="ps", task_index=0)``; `target` is ``grpc://host:port``,
     what ``Session(server.target)`` connects to. `token` defaults to ``TW_CONFIG``'s
-    (or ``TW_TOKEN``): calls without it are refused."""
+    (or ``TW_TOKEN``): calls without it are refused. `resources` holds the task's
+    variables and queues (default: a manager of its own)."""
 
     def __init__(self, cluster: ClusterSpec | dict, job_name: str | None = None,
                  task_index: int | None = None, protocol: str = "grpc", config: Any = None,
                  start: bool = True, *, token: str | None = None,
                  tls: rpc.TlsConfig | None = None, target: str = "cpu",
-                 max_workers: int = 64) -> None:
+                 max_workers: int = 64, resources: ResourceManager | None = None) -> None:
         from .cluster import as_cluster_spec
         if protocol != "grpc":
             raise InvalidArgumentError(f"only the 'grpc' protocol is supported, got {protocol!r}")
@@ -396,7 +397,7 @@ class Server:
         if token is None:
             token = default_token()
         self.service = WorkerService(self.cluster, job_name, task_index, token=token, tls=tls,
-                                     target=target)
+                                     target=target, resources=resources)
         self._grpc = grpc.server(futures.ThreadPoolExecutor(
             max_workers=max_workers, thread_name_prefix=f"tw-{job_name}{task_index}"),
             options=rpc.SERVER_OPTIONS)
