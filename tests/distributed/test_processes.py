@@ -133,3 +133,50 @@ def test_a_300_mb_tensor_crosses_processes_in_chunks():
             total, count = sess.run(stats)
         assert count == n and total == pytest.approx(n, rel=1e-6)
         np.testing.assert_array_equal(np.float32(count), np.float32(n))
+
+
+def test_a_server_stops_cleanly_on_sigterm():
+    with processes(ps=1) as cluster:
+        proc = cluster.procs["ps:0"]
+        proc.terminate()
+        assert proc.wait(15) == 0
+        assert "stopped" in proc.stdout.read().decode()
+
+
+def test_launch_tears_the_cluster_down_when_interrupted(tmp_path):
+    script = tmp_path / "forever.py"
+    script.write_text("import json, os, time\n"
+                      "print('pid', os.getpid(), json.loads(os.environ['TW_CONFIG'])['task'],"
+                      " flush=True)\n"
+                      "time.sleep(600)\n")
+    launcher = subprocess.Popen(
+        [sys.executable, "-m", "tensorweave.cli", "launch", "--ps", "1", "--workers", "2",
+         str(script)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    pids = []
+    try:
+        deadline = time.monotonic() + 60
+        while len(pids) < 3 and time.monotonic() < deadline:
+            line = launcher.stdout.readline()
+            m = re.search(r"^\[(ps|worker):\d\] pid (\d+)", line)
+            if m:
+                pids.append(int(m.group(2)))
+        assert len(pids) == 3
+        launcher.send_signal(signal.SIGINT)
+        assert launcher.wait(30) == 130
+        for pid in pids:  # every task is gone
+            for _ in range(100):
+                try:
+                    os.kill(pid, 0)
+                except ProcessLookupError:
+                    break
+                time.sleep(0.05)
+            else:
+                raise AssertionError(f"task process {pid} survived the launcher")
+    finally:
+        if launcher.poll() is None:
+            launcher.kill()
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
