@@ -195,6 +195,16 @@ def _cases() -> dict[str, tuple[Callable, list[np.ndarray]]]:
         lambda x: tw.gradients(tw.reduce_sum(tw.nn.max_pool2d(x, 2, 1, "SAME") * 2.0)
                                + tw.reduce_sum(tw.nn.avg_pool2d(x, 3, 2, "SAME")), [x])[0],
         [x])
+    y = _values(F32, (3, 4, 5), 28)
+    out["strided_slice_f32"] = (lambda x: x[1:, ::-2, 3], [y])
+    out["strided_slice_i32"] = (lambda x: x[..., None, :2], [y.astype(I32)])
+    out["strided_slice_grad_f32"] = (
+        lambda x: tw.gradients(tw.reduce_sum(tw.square(x[:, 1::2, ::-1])), [x])[0], [y])
+    out["pad_reflect_f64"] = (lambda x: tw.pad(x, [[1, 1], [2, 0]], mode="REFLECT"),
+                              [_values(F64, (3, 4), 29)])
+    out["pad_constant_grad_f32"] = (  # a Slice
+        lambda x: tw.gradients(tw.reduce_sum(tw.pad(x, [[1, 0], [0, 2]]) * 3.0), [x])[0],
+        [_values(F32, (3, 4), 29)])
     return out
 
 

@@ -14,9 +14,12 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from ...compiler.ir import Node
 from ..cpu.fused import FusedKernel
 from .fused import Unsupported, fused_kernel
+from .indexed import index_table, indexed_kernel
 from .layout import bad_index_message, gather_kernel, transpose_kernel
 from .matmul import matmul_kernel
 from .movement import (
@@ -52,11 +55,13 @@ ErrorFn = Callable[[int], tuple[str, Node]]
 @dataclass
 class Lowered:
     """A node's kernel and, when it can fail, the decoder of its status; `init` kernels
-    run first, on the node's outputs only (zeroing what the kernel accumulates into)."""
+    run first, on the node's outputs only (zeroing what the kernel accumulates into);
+    `tables` are constants the kernel reads after the node's inputs (index tables)."""
 
     kernel: Kernel
     errors: ErrorFn | None = None
     init: list[Kernel] = field(default_factory=list)
+    tables: list[np.ndarray] = field(default_factory=list)
 
 
 def _fusion(node: Node, name: str) -> Lowered:
@@ -87,6 +92,17 @@ def _segment_sum(node: Node, name: str) -> Lowered:
                    [zero_kernel(node, name + "_zero")])
 
 
+def _indexed(node: Node, name: str) -> Lowered:
+    table = index_table(node)
+    return Lowered(indexed_kernel(node, name, table), tables=[table])
+
+
+def _pad(node: Node, name: str) -> Lowered:
+    if node.attrs.get("mode", "CONSTANT") == "CONSTANT":
+        return Lowered(pad_kernel(node, name))
+    return _indexed(node, name)
+
+
 def _gather(node: Node, name: str) -> Lowered:
     return Lowered(gather_kernel(node, name), lambda status: (bad_index_message(node), node))
 
@@ -101,7 +117,9 @@ GENERATORS: dict[str, Callable[[Node, str], Lowered]] = {
     "Slice": _plain(slice_kernel),
     "Tile": _plain(tile_kernel),
     "BroadcastTo": _plain(broadcast_kernel),
-    "Pad": _plain(pad_kernel),
+    "Pad": _pad,
+    "StridedSlice": _indexed,
+    "StridedSliceGrad": _indexed,
     "OneHot": _plain(one_hot_kernel),
     "Split": _plain(split_kernel),
     "Unpack": _plain(split_kernel),

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ...compiler.dtypes import DType
+from ...compiler.dtypes import DType, int32, int64
 from ...compiler.ir import Graph, Node, Value
 from ...compiler.types import ResourceType, TensorType
 from .assign import update_kernel
@@ -257,6 +257,10 @@ class _Planner:
             outs = [self._tmp(v) for v in node.outputs]
             self.actions.append(HostCall(node, str(e), ins, outs))
             return
+        for table in lowered.tables:
+            self.consts.append(table)
+            ins.append(Slot(Storage("const", len(self.consts) - 1), _index_dtype(table),
+                            table.shape))
         outs = [self._tmp(v) for v in node.outputs]
         for init in lowered.init:
             self.actions.append(Launch(node, init, list(outs)))
@@ -264,6 +268,10 @@ class _Planner:
         if lowered.kernel.can_fail:
             status, self.n_status = self.n_status, self.n_status + 1
         self.actions.append(Launch(node, lowered.kernel, ins + outs, lowered.errors, status))
+
+
+def _index_dtype(table: np.ndarray) -> DType:
+    return int32 if table.dtype == np.int32 else int64
 
 
 def plan_step(graph: Graph) -> StepPlan:
