@@ -150,6 +150,8 @@ class DistributedExecutable:
                                                       "target": target})
             self.handles.append(header["handle"])
         self._result_sources = self._locate_results()
+        self._inflight: set[int] = set()  # step ids running now (close() aborts them)
+        self._inflight_lock = threading.Lock()
         # Several client threads may run steps at once: room for a few steps' calls.
         self._pool = futures.ThreadPoolExecutor(max_workers=max(8, 4 * len(self.partitions)),
                                                 thread_name_prefix="tw-master")
@@ -189,11 +191,17 @@ class DistributedExecutable:
         calls = [(self.cluster.client(p.device), dict(header, handle=handle),
                   [arrays[i] for i in p.arg_indices])
                  for p, handle in zip(self.partitions, self.handles)]
-        if len(calls) == 1:
-            client, head, tensors = calls[0]
-            outputs = [client.call("RunGraph", head, tensors, timeout=deadline)[1]]
-        else:
-            outputs = self._gather(step_id, calls, deadline)
+        with self._inflight_lock:
+            self._inflight.add(step_id)
+        try:
+            if len(calls) == 1:
+                client, head, tensors = calls[0]
+                outputs = [client.call("RunGraph", head, tensors, timeout=deadline)[1]]
+            else:
+                outputs = self._gather(step_id, calls, deadline)
+        finally:
+            with self._inflight_lock:
+                self._inflight.discard(step_id)
         return [outputs[k][j] if k >= 0 else arrays[j] for k, j in self._result_sources]
 
     def _gather(self, step_id: int, calls: list, deadline: float | None) -> list[list[Any]]:
@@ -232,7 +240,14 @@ class DistributedExecutable:
                              daemon=True).start()
 
     def close(self) -> None:
-        """Forget the registered graphs on their tasks."""
+        """Abort the steps still running (a closed session's blocked steps end with
+        `CancelledError`, as in TensorFlow) and forget the graphs on their tasks."""
+        from ..errors import CancelledError as _Cancelled
+        with self._inflight_lock:
+            running = list(self._inflight)
+        clients = [self.cluster.client(p.device) for p in self.partitions]
+        for step_id in running:
+            self._abort(step_id, _Cancelled("the session was closed"), clients)
         for p, handle in zip(self.partitions, self.handles):
             try:
                 self.cluster.client(p.device).call("DeregisterGraph", {"handle": handle},

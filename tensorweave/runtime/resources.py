@@ -155,9 +155,11 @@ class ResourceManager:
 
 
 def create_graph_resources(graph: Any, resources: ResourceManager) -> None:
-    """Create, in `resources`, the variables and queues that `graph`'s handle ops name
+    """Create, in `resources`, the variables, queues and accumulators that `graph`'s handle
+    ops name
     (existing ones of the same name are shared, not replaced): what a v1 `Session` or a
     task of a cluster does before running a graph."""
+    from ..compiler.ops.accumulator import accumulator_from_attrs
     from ..compiler.ops.queue import queue_from_attrs
     for n in graph.walk():
         if n.op == "VarHandle":
@@ -166,6 +168,9 @@ def create_graph_resources(graph: Any, resources: ResourceManager) -> None:
         elif n.op == "QueueHandle":
             resources.get_or_create(n.attrs["shared_name"],
                                     lambda a=n.attrs: queue_from_attrs(a))
+        elif n.op == "AccumulatorHandle":
+            resources.get_or_create(n.attrs["shared_name"],
+                                    lambda a=n.attrs: accumulator_from_attrs(a))
 
 
 _default = ResourceManager()

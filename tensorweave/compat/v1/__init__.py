@@ -33,6 +33,8 @@ from .graph import (  # noqa: F401  (the public names of this module)
     in_default_graph,
     initialize_all_variables,
     is_variable_initialized,
+    local_variables,
+    local_variables_initializer,
     placeholder,
     placeholder_with_default,
     reset_default_graph,
@@ -46,6 +48,7 @@ from .session import (  # noqa: F401
     Session,
     get_default_session,
 )
+from .sync_replicas import ConditionalAccumulator  # noqa: F401
 
 _PASS_THROUGH = (_tw.DType, type)
 

@@ -23,6 +23,7 @@ from ...frontend.variables import Variable as _Variable
 
 GLOBAL_VARIABLES = "variables"
 TRAINABLE_VARIABLES = "trainable_variables"
+LOCAL_VARIABLES = "local_variables"  # per-worker state, e.g. a sync replica's local step
 
 
 class Graph:
@@ -292,6 +293,16 @@ def global_variables_initializer() -> ir.Node:
 
 
 initialize_all_variables = global_variables_initializer
+
+
+def local_variables() -> list[Variable]:
+    """The default graph's ``LOCAL_VARIABLES``: state of this worker only (not saved)."""
+    return get_default_graph().get_collection(LOCAL_VARIABLES)
+
+
+def local_variables_initializer() -> ir.Node:
+    """An op that initializes every local variable of the default graph."""
+    return variables_initializer(local_variables(), name="init_local")
 
 
 def is_variable_initialized(variable: Variable) -> Tensor:

@@ -168,6 +168,9 @@ _DISTRIBUTED = ("ClusterSpec", "GreedyLoadBalancingStrategy", "Server", "replica
 
 
 def __getattr__(name: str) -> Any:
+    if name == "SyncReplicasOptimizer":
+        from .sync_replicas import SyncReplicasOptimizer
+        return SyncReplicasOptimizer
     # Imported on first use: the distributed runtime brings in gRPC (~0.1 s).
     if name in _DISTRIBUTED:
         from ... import distribute

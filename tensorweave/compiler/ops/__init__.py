@@ -1,6 +1,7 @@
 """The built-in op families; importing this package registers every op."""
 
 from . import (  # noqa: F401
+    accumulator,
     array,
     control,
     core,

@@ -1,0 +1,260 @@
+"""Synchronous replication with backup workers: ``tf.ConditionalAccumulator`` and
+``tf.train.SyncReplicasOptimizer`` (the paper's section 4.4), in graph mode.
+
+Each worker computes gradients at its ``local_step`` and applies them to one accumulator
+per variable (on the variable's PS task); a gradient older than the accumulator's step
+is dropped. The chief's queue runner takes the mean of the first `replicas_to_aggregate`
+gradients of each accumulator, applies them once with the wrapped optimizer (which
+advances ``global_step``), and puts ``total_num_replicas`` tokens holding the new global
+step into the token queue; a worker's train op ends by dequeuing a token into its
+``local_step``, so queues act as the barrier. With fewer to aggregate than replicas, the
+slowest gradients of a step arrive after it is taken and are dropped: backup workers.
+
+Classic use (``tf.train.Supervisor`` style)::
+
+    opt = tf.train.SyncReplicasOptimizer(tf.train.AdamOptimizer(0.01),
+                                         replicas_to_aggregate=2, total_num_replicas=3)
+    train_op = opt.minimize(loss, global_step=global_step)
+    if is_chief:
+        sess.run([opt.chief_init_op, opt.get_init_tokens_op()])
+        opt.get_chief_queue_runner().create_threads(sess, start=True, daemon=True)
+    sess.run(opt.local_step_init_op)
+    while ...: sess.run(train_op, feed_dict=...)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ...compiler.dtypes import as_dtype
+from ...errors import InvalidArgumentError
+from ...frontend.building import apply_op, apply_op1, convert_to_tensor
+from ...frontend.context import colocate_with, control_dependencies
+from ...frontend.context import device as device_scope
+from ...frontend.grouping import group, no_op
+from ...frontend.queue_runner import QueueRunner
+from .graph import LOCAL_VARIABLES, Variable, get_default_graph
+
+TOKEN_QUEUE_CAPACITY = 1 << 30  # TensorFlow's token queue is unbounded
+
+
+class ConditionalAccumulator:
+    """Accumulates gradients of one dtype and shape; a node of the default graph, its
+    state in the runtime of the task it is placed on (TensorFlow's
+    ``tf.ConditionalAccumulator``)."""
+
+    def __init__(self, dtype: Any, shape: Any = None, shared_name: str | None = None,
+                 name: str = "conditional_accumulator", reduction_type: str = "MEAN") -> None:
+        graph = get_default_graph()
+        self.dtype = as_dtype(dtype)
+        self.shape = tuple(None if d in (None, -1) else int(d) for d in (shape or ()))
+        self.graph = graph
+        with graph.as_default():
+            self.name = shared_name or graph.unique_variable_name(name)
+            self._handle = apply_op("AccumulatorHandle", [], {
+                "shared_name": self.name, "dtype": self.dtype, "shape": self.shape,
+                "reduction_type": reduction_type}, name=name)[0]
+
+    @property
+    def accumulator_ref(self) -> Any:
+        return self._handle
+
+    def apply_grad(self, grad: Any, local_step: Any = 0, name: str | None = None) -> Any:
+        """An op adding `grad`, computed at `local_step` (dropped when stale)."""
+        with self.graph.as_default():
+            step = convert_to_tensor(local_step)
+            apply_op("AccumulatorApplyGradient", [self._handle, step, convert_to_tensor(grad)],
+                     name=name or "AccumulatorApplyGradient")
+            return self.graph.ir.nodes[-1]
+
+    def take_grad(self, num_required: Any, name: str | None = None) -> Any:
+        """The mean of `num_required` fresh gradients (blocks until they arrived)."""
+        with self.graph.as_default():
+            return apply_op1("AccumulatorTakeGradient",
+                             [self._handle, convert_to_tensor(num_required, dtype_hint="int32")],
+                             {"dtype": self.dtype, "shape": self.shape},
+                             name=name or "AccumulatorTakeGradient")
+
+    def set_global_step(self, new_global_step: Any, name: str | None = None) -> Any:
+        """An op making `new_global_step` the accumulator's step."""
+        with self.graph.as_default():
+            apply_op("AccumulatorSetGlobalStep", [self._handle, convert_to_tensor(new_global_step)],
+                     name=name or "AccumulatorSetGlobalStep")
+            return self.graph.ir.nodes[-1]
+
+    def num_accumulated(self, name: str | None = None) -> Any:
+        with self.graph.as_default():
+            return apply_op1("AccumulatorNumAccumulated", [self._handle],
+                             name=name or "AccumulatorNumAccumulated")
+
+
+class SyncReplicasOptimizer:
+    """Wraps an optimizer so that `replicas_to_aggregate` replicas' gradients are averaged
+    and applied once per global step (see the module docstring)."""
+
+    def __init__(self, opt: Any, replicas_to_aggregate: int, total_num_replicas: int | None = None,
+                 variable_averages: Any = None, variables_to_average: Any = None,
+                 use_locking: bool = False, name: str = "sync_replicas") -> None:
+        if variable_averages is not None:
+            raise InvalidArgumentError("variable_averages is not supported")
+        if total_num_replicas is None:
+            total_num_replicas = replicas_to_aggregate
+        if replicas_to_aggregate < 1 or total_num_replicas < 1:
+            raise InvalidArgumentError(f"replicas_to_aggregate and total_num_replicas must be "
+                                       f">= 1, got {replicas_to_aggregate}, {total_num_replicas}")
+        self._opt = opt
+        self._replicas_to_aggregate = int(replicas_to_aggregate)
+        self._total_num_replicas = int(total_num_replicas)
+        self._tokens_per_step = max(self._total_num_replicas, self._replicas_to_aggregate)
+        self._name = name
+        self._gradients_applied = False
+        self._global_step: Any = None
+        self._sync_token_queue: Any = None
+        self._chief_queue_runner: QueueRunner | None = None
+        self._accumulators: list[ConditionalAccumulator] = []
+        self.local_step_init_op: Any = None
+        self.chief_init_op: Any = None
+        self.ready_for_local_init_op: Any = None
+
+    def compute_gradients(self, *args: Any, **kwargs: Any) -> Any:
+        """The wrapped optimizer's gradients."""
+        return self._opt.compute_gradients(*args, **kwargs)
+
+    def minimize(self, loss: Any, global_step: Any = None, var_list: Any = None,
+                 name: str | None = None, **_: Any) -> Any:
+        return self.apply_gradients(self.compute_gradients(loss, var_list=var_list),
+                                    global_step=global_step, name=name)
+
+    def apply_gradients(self, grads_and_vars: Any, global_step: Any = None,
+                        name: str | None = None) -> Any:
+        """The workers' train op: apply gradients to the accumulators, then wait for a
+        token of the next step. Also builds the chief's update (its queue runner)."""
+        if global_step is None:
+            raise InvalidArgumentError("SyncReplicasOptimizer needs a global_step")
+        if self._gradients_applied:
+            raise InvalidArgumentError("apply_gradients can be called once per "
+                                       "SyncReplicasOptimizer")
+        pairs = [(g, v) for g, v in grads_and_vars if g is not None]
+        if not pairs:
+            raise InvalidArgumentError("no gradients provided for any variable")
+        self._gradients_applied = True
+        self._global_step = global_step
+        graph = self._graph = get_default_graph()
+        with graph.as_default():
+            step_dtype = global_step.dtype
+            # The local step lives on this worker, wherever device functions put
+            # variables: next to an anchor op placed as any other op of the worker.
+            anchor = no_op(name=f"{self._name}/local_anchor")
+            with colocate_with(anchor), device_scope(anchor.device):
+                self._local_step = Variable(np.zeros((), step_dtype.np), trainable=False,
+                                            collections=[LOCAL_VARIABLES],
+                                            name=f"{self._name}/local_step")
+                local_step = self._local_step.read_value()
+            self.local_step_init_op = self._local_step.assign(global_step.read_value())
+            train_ops, aggregated = [], []
+            for grad, var in pairs:
+                with colocate_with(var), device_scope(var.op.device):
+                    acc = ConditionalAccumulator(
+                        grad.dtype, var.shape, shared_name=f"{var.shared_name}/grad_accum",
+                        name=f"{self._name}/grad_accum")
+                    train_ops.append(acc.apply_grad(grad, local_step=local_step))
+                    aggregated.append(acc.take_grad(self._replicas_to_aggregate))
+                self._accumulators.append(acc)
+            with colocate_with(global_step), device_scope(global_step.op.device):
+                self._sync_token_queue = _token_queue(step_dtype, f"{self._name}/token_q")
+                token_queue = self._sync_token_queue
+            with control_dependencies(train_ops):
+                token = token_queue.dequeue()
+            train_op = self._local_step.assign(token)
+            # The chief: apply the aggregated gradients once, then release everyone.
+            update_op = self._opt.apply_gradients(list(zip(aggregated, [v for _, v in pairs])),
+                                                  global_step=global_step)
+            with control_dependencies([update_op]), colocate_with(global_step):
+                tokens = _fill(self._tokens_per_step, global_step.read_value())
+                sync_op = token_queue.enqueue_many([tokens])
+            self._chief_queue_runner = QueueRunner(token_queue, [sync_op])
+            with colocate_with(global_step):
+                self.chief_init_op = group(*[a.set_global_step(global_step.read_value())
+                                             for a in self._accumulators])
+            self.ready_for_local_init_op = None
+        return train_op
+
+    def get_chief_queue_runner(self) -> QueueRunner:
+        """The queue runner the chief starts: it aggregates, applies and hands out
+        tokens, step after step."""
+        if self._chief_queue_runner is None:
+            raise InvalidArgumentError("call apply_gradients (or minimize) before "
+                                       "get_chief_queue_runner")
+        return self._chief_queue_runner
+
+    def get_init_tokens_op(self, num_tokens: int = -1) -> Any:
+        """An op putting `num_tokens` tokens (default: replicas_to_aggregate) in the token
+        queue, so the workers can run their first step."""
+        if self._sync_token_queue is None:
+            raise InvalidArgumentError("call apply_gradients (or minimize) before "
+                                       "get_init_tokens_op")
+        if num_tokens == -1:
+            num_tokens = self._replicas_to_aggregate
+        elif num_tokens < self._tokens_per_step - self._replicas_to_aggregate:
+            raise InvalidArgumentError(
+                f"too few init tokens ({num_tokens}): at least "
+                f"{self._tokens_per_step - self._replicas_to_aggregate} are needed")
+        with self._graph.as_default(), colocate_with(self._global_step):
+            if num_tokens <= 0:
+                return group()
+            return self._sync_token_queue.enqueue_many(
+                [_fill(num_tokens, self._global_step.read_value())])
+
+    def make_session_run_hook(self, is_chief: bool, num_tokens: int = -1) -> Any:
+        """A hook doing the chief's and workers' setup when a session is created."""
+        return _SyncReplicasHook(self, is_chief, num_tokens)
+
+    def get_slot(self, *args: Any, **kwargs: Any) -> Any:
+        return self._opt.get_slot(*args, **kwargs)
+
+    def get_slot_names(self, *args: Any, **kwargs: Any) -> Any:
+        return self._opt.get_slot_names(*args, **kwargs)
+
+    @property
+    def accumulators(self) -> list[ConditionalAccumulator]:
+        return list(self._accumulators)
+
+
+class _SyncReplicasHook:
+    """``after_create_session``: the chief initializes the accumulators, puts the first
+    tokens in and starts its queue runner; every worker sets its local step."""
+
+    def __init__(self, opt: SyncReplicasOptimizer, is_chief: bool, num_tokens: int) -> None:
+        self._opt = opt
+        self._is_chief = is_chief
+        self._num_tokens = num_tokens
+        self._init_tokens = None
+
+    def begin(self) -> None:
+        if self._is_chief:
+            self._init_tokens = self._opt.get_init_tokens_op(self._num_tokens)
+
+    def after_create_session(self, session: Any, coord: Any = None) -> None:
+        if self._is_chief:
+            if self._init_tokens is None:
+                self.begin()
+            session.run(self._opt.chief_init_op)
+            session.run(self._init_tokens)
+            self._opt.get_chief_queue_runner().create_threads(session, coord=coord,
+                                                              daemon=True, start=True)
+        session.run(self._opt.local_step_init_op)
+
+
+def _token_queue(dtype: Any, name: str) -> Any:
+    from . import FIFOQueue
+    return FIFOQueue(TOKEN_QUEUE_CAPACITY, [dtype], shapes=[[]], shared_name=name, name=name)
+
+
+def _fill(n: int, value: Any) -> Any:
+    from ...frontend.ops.array import fill
+    return fill([n], value)
+
+
+__all__ = ["ConditionalAccumulator", "SyncReplicasOptimizer"]

@@ -1,0 +1,127 @@
+"""Conditional accumulators: where synchronous replicas meet (TensorFlow's
+``ConditionalAccumulator``, the paper's section 4.4).
+
+Workers `apply_grad` gradients computed at some `local_step`; a gradient from a step
+older than the accumulator's `global_step` is stale and dropped. The chief's `take_grad(m)`
+waits until `m` fresh gradients have arrived, returns their mean (or sum), resets, and
+moves the accumulator's step on by one, so gradients still in flight for the step just
+taken (the backup workers' m+1-th..n-th) are dropped when they arrive.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+import numpy as np
+
+from ..compiler.dtypes import DType, as_dtype
+from ..compiler.types import format_shape
+from ..errors import InvalidArgumentError
+from .queues import Waiter
+
+log = logging.getLogger("tensorweave.accumulators")
+
+
+class ConditionalAccumulator:
+    """Accumulates dense gradients of one dtype and shape (unknown dims: any)."""
+
+    def __init__(self, name: str, dtype: DType | str, shape: tuple,
+                 reduction_type: str = "MEAN") -> None:
+        if reduction_type not in ("MEAN", "SUM"):
+            raise InvalidArgumentError(f"reduction_type must be 'MEAN' or 'SUM', got "
+                                       f"{reduction_type!r}")
+        self.name = name
+        self.dtype = as_dtype(dtype)
+        self.shape = tuple(shape)
+        self.reduction_type = reduction_type
+        self._cond = threading.Condition()
+        self._sum: np.ndarray | None = None
+        self._count = 0
+        self._global_step = 0
+        self.dropped = 0  # stale gradients dropped so far (for tests and logs)
+
+    @property
+    def global_step(self) -> int:
+        return self._global_step
+
+    def num_accumulated(self) -> int:
+        with self._cond:
+            return self._count
+
+    def _check(self, grad: np.ndarray) -> np.ndarray:
+        grad = np.asarray(grad)
+        if grad.dtype != self.dtype.np:
+            raise InvalidArgumentError(f"accumulator '{self.name}' holds {self.dtype.name}, got "
+                                       f"a gradient of dtype {grad.dtype}")
+        ok = len(grad.shape) == len(self.shape) and all(
+            d is None or d == g for d, g in zip(self.shape, grad.shape))
+        if not ok or (self._sum is not None and self._sum.shape != grad.shape):
+            want = format_shape(self.shape if self._sum is None else self._sum.shape)
+            raise InvalidArgumentError(f"accumulator '{self.name}' expects gradients of shape "
+                                       f"{want}, got {format_shape(grad.shape)}")
+        return grad
+
+    def apply_grad(self, local_step: int, grad: np.ndarray) -> bool:
+        """Add `grad`, computed at `local_step`; returns False (and drops it) when it is
+        stale, i.e. older than the accumulator's global step."""
+        with self._cond:
+            if int(local_step) < self._global_step:
+                self.dropped += 1
+                return False
+            grad = self._check(grad)
+            if self._sum is None:
+                self._sum = np.array(grad, copy=True)
+            else:
+                self._sum += grad
+            self._count += 1
+            self._cond.notify_all()
+            return True
+
+    def take_grad(self, num_required: int, waiter: Waiter | None = None) -> np.ndarray:
+        """Wait for `num_required` gradients; their mean (or sum). Resets the sum and
+        advances the global step by one."""
+        if num_required < 1:
+            raise InvalidArgumentError(f"take_grad needs num_required >= 1, got {num_required}")
+        waiter = waiter or Waiter()
+        what = f"take_grad({num_required}) from accumulator '{self.name}'"
+        with waiter.wake_on_cancel(self._wake) as poll, self._cond:
+            while self._count < num_required:
+                waiter.check(what)
+                self._cond.wait(waiter.timeout(poll))
+            total, count = self._sum, self._count
+            self._sum, self._count = None, 0
+            self._global_step += 1
+        out = total / np.asarray(count, total.dtype) if self.reduction_type == "MEAN" else total
+        return out.astype(self.dtype.np, copy=False)
+
+    def set_global_step(self, step: int) -> None:
+        """Make `step` the accumulator's step: gradients from earlier steps are stale."""
+        with self._cond:
+            if int(step) < self._global_step:
+                log.warning("accumulator %s: global step goes back from %d to %d", self.name,
+                            self._global_step, int(step))
+            self._global_step = int(step)
+
+    def _wake(self) -> None:
+        with self._cond:
+            self._cond.notify_all()
+
+    def __repr__(self) -> str:
+        return (f"<ConditionalAccumulator {self.name}: {self.dtype.name}"
+                f"{format_shape(self.shape)}, {self._count} at step {self._global_step}>")
+
+
+def check_same_accumulator(acc: object, dtype: DType | str, shape: tuple) -> ConditionalAccumulator:
+    """`acc` if it is an accumulator of `dtype` and `shape` (a shared name reused for
+    something else is an error)."""
+    if not isinstance(acc, ConditionalAccumulator):
+        raise InvalidArgumentError(f"resource {getattr(acc, 'name', acc)!r} is not an accumulator")
+    if acc.dtype != as_dtype(dtype) or acc.shape != tuple(shape):
+        raise InvalidArgumentError(
+            f"accumulator '{acc.name}' exists as {acc.dtype.name}{format_shape(acc.shape)}, "
+            f"not {as_dtype(dtype).name}{format_shape(tuple(shape))}")
+    return acc
+
+
+__all__ = ["ConditionalAccumulator", "check_same_accumulator"]

@@ -1,0 +1,102 @@
+"""Synchronous replication with backup workers: conditional accumulators, the token
+queue as a barrier, stale gradients dropped, a straggler never delaying a step."""
+
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import tensorweave.compat.v1 as tf
+from tensorweave.errors import InvalidArgumentError
+from tensorweave.runtime.accumulators import ConditionalAccumulator
+from tensorweave.runtime.queues import Waiter
+
+from .cluster_helpers import servers
+
+STRAGGLER_GRAD = 1.0e6
+
+
+def test_an_accumulator_averages_fresh_gradients_and_drops_stale_ones():
+    acc = ConditionalAccumulator("a", "f32", (2,))
+    assert acc.apply_grad(0, np.array([1.0, 2.0], np.float32))
+    assert acc.apply_grad(0, np.array([3.0, 4.0], np.float32))
+    np.testing.assert_array_equal(acc.take_grad(2), [2.0, 3.0])
+    assert acc.global_step == 1 and acc.num_accumulated() == 0
+    assert not acc.apply_grad(0, np.ones(2, np.float32))  # computed before the take
+    assert acc.dropped == 1
+    acc.set_global_step(5)
+    assert not acc.apply_grad(4, np.ones(2, np.float32))
+    assert acc.apply_grad(7, np.ones(2, np.float32))
+    with pytest.raises(InvalidArgumentError, match="shape"):
+        acc.apply_grad(7, np.ones(3, np.float32))
+    with pytest.raises(tf.errors.DeadlineExceededError):
+        acc.take_grad(2, Waiter(deadline=time.monotonic() + 0.1))
+
+
+def build_worker_graph(spec, task, m, n, grad_value):
+    """Worker `task`'s graph: loss = w * grad_value, so its gradient is grad_value."""
+    g = tf.Graph()
+    with g.as_default(), tf.device(tf.train.replica_device_setter(
+            cluster=spec, worker_device=f"/job:worker/task:{task}")):
+        global_step = tf.Variable(0, name="global_step", trainable=False)
+        w = tf.Variable(np.float32(0.0), name="w")
+        loss = w * tf.constant(np.float32(grad_value))
+        opt = tf.train.SyncReplicasOptimizer(tf.train.GradientDescentOptimizer(1.0),
+                                             replicas_to_aggregate=m, total_num_replicas=n)
+        train_op = opt.minimize(loss, global_step=global_step)
+        init = tf.global_variables_initializer()
+        ready = [tf.is_variable_initialized(v) for v in (global_step, w)]
+        hook = opt.make_session_run_hook(is_chief=task == 0)
+    return g, dict(global_step=global_step, w=w, train=train_op, init=init, ready=ready,
+                   opt=opt, hook=hook)
+
+
+def test_sync_training_with_a_backup_worker_never_waits_for_the_straggler():
+    n, m, seconds = 3, 2, 3.0
+    grads = {0: 1.0, 1: 2.0, 2: STRAGGLER_GRAD}
+    with servers(ps=1, worker=n) as (spec, tasks):
+        sessions, models = [], []
+        for task in range(n):
+            g, model = build_worker_graph(spec, task, m, n, grads[task])
+            sess = tf.Session(tasks[f"worker:{task}"].target, graph=g)
+            if task == 0:
+                sess.run(model["init"])
+            while not all(sess.run(model["ready"])):
+                time.sleep(0.01)
+            model["hook"].after_create_session(sess)
+            sessions.append(sess)
+            models.append(model)
+        stop = time.monotonic() + seconds
+        steps = [0] * n
+        errors = []
+
+        def loop(task):
+            try:
+                while time.monotonic() < stop:
+                    if task == 2:
+                        time.sleep(1.0)  # the straggler
+                    sessions[task].run(models[task]["train"])
+                    steps[task] += 1
+            except Exception as e:  # noqa: BLE001
+                if task != 2:  # the straggler is stopped by closing its session
+                    errors.append(e)
+
+        threads = [threading.Thread(target=loop, args=(t,), daemon=True) for t in range(n)]
+        for t in threads:
+            t.start()
+        for t in threads[:2]:
+            t.join(30)
+        global_step, w = sessions[0].run([models[0]["global_step"], models[0]["w"]])
+        for s in sessions:
+            s.close()  # stops the chief's queue runner and releases the straggler
+        threads[2].join(30)
+        assert not errors, errors
+        # the fast workers kept going: many steps in 3 s despite a 1 s straggler
+        assert global_step >= 10, (global_step, steps)
+        # each update applied the mean of 2 gradients of {1, 2}: never the straggler's
+        # stale one (which would move w by ~5e5)
+        assert 1.0 * global_step <= -w <= 2.0 * global_step, (w, global_step)
+        acc = tasks["ps:0"].resources.lookup("w/grad_accum")
+        assert acc.global_step >= global_step
+        assert acc.dropped >= 1  # the straggler's gradients arrived stale and were dropped
