@@ -134,8 +134,14 @@ class DataLossError(OpError):
     """Stored data (checkpoint, cache entry) is truncated or corrupt."""
 
 
+class RetracingWarning(UserWarning):
+    """A `tw.compile` function keeps tracing (and compiling) again: the message names the
+    argument that changed and how to avoid it."""
+
+
 __all__ = [name for name, value in dict(globals()).items()
            if isinstance(value, type) and issubclass(value, TensorWeaveError)]
+__all__.append("RetracingWarning")
 
 
 def __dir__() -> list[str]:

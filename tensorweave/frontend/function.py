@@ -26,6 +26,14 @@ from . import nest
 from .building import convert_to_tensor, python_array
 from .call_site import user_location
 from .context import GraphBuilder, building, current_builder
+from .retracing import (
+    RetraceTracker,
+    TraceCache,
+    accepts,
+    default_max_traces,
+    describe_arguments,
+    relaxed_specs,
+)
 from .tensor import EagerTensor, Tensor, TensorOps
 from .variables import Variable
 
@@ -167,7 +175,8 @@ class Function:
 
     def __init__(self, fn: Callable, input_signature: Sequence[Any] | None, target: str | None,
                  name: str | None, timeout: float | None = None,
-                 lower_control_flow: bool | None = None) -> None:
+                 lower_control_flow: bool | None = None, reduce_retracing: bool = False,
+                 max_traces: int | None = None) -> None:
         self.python_function = fn
         self.input_signature = None if input_signature is None else list(input_signature)
         self.target = target or DEFAULT_TARGET
@@ -175,10 +184,13 @@ class Function:
         self.timeout = timeout
         self.lower_control_flow = lower_control_flow
         self._signature = inspect.signature(fn)
-        self._cache: dict[Any, ConcreteFunction] = {}
-        # calls with only arrays as positional arguments: (shape, dtype) per array -> trace
-        self._fast: dict[tuple, ConcreteFunction] = {}
+        self.reduce_retracing = bool(reduce_retracing)
+        self._cache = TraceCache(default_max_traces() if max_traces is None else max_traces)
+        # calls with only arrays as positional arguments: (shape, dtype) per array ->
+        # (trace, its cache key)
+        self._fast: dict[tuple, tuple[ConcreteFunction, Any]] = {}
         self._lock = threading.RLock()
+        self._retraces = RetraceTracker(self.name)
         self.tracing_count = 0
         functools.update_wrapper(self, fn)
 
@@ -297,18 +309,49 @@ class Function:
         return ConcreteFunction(graph, out_tree, mapping, specs, self.target, self.timeout,
                                 self.lower_control_flow)
 
-    def _concrete(self, args: tuple, kwargs: dict) -> tuple[ConcreteFunction, list[np.ndarray]]:
+    def _concrete(self, args: tuple, kwargs: dict) -> tuple[ConcreteFunction, list[np.ndarray],
+                                                            Any]:
+        """The trace for these arguments (tracing on a miss), the array arguments, and
+        the trace's cache key."""
         leaves, tree, names = self._bind(args, kwargs)
         tensor_idx, specs, key = self._classify(leaves, names)
         key = (tree, key)
+        arrays = [leaves[i] if isinstance(leaves[i], TensorSpec) else np.asarray(leaves[i])
+                  for i in tensor_idx]
         cf = self._cache.get(key)
         if cf is None:
             with self._lock:
                 cf = self._cache.get(key)
+                if cf is None and self.reduce_retracing:
+                    key, cf = self._generalized(key, specs, arrays)
                 if cf is None:
-                    cf = self._trace(leaves, tree, names, tensor_idx, specs)
-                    self._cache[key] = cf
-        return cf, [np.asarray(leaves[i]) for i in tensor_idx]
+                    trace_specs = list(key[1][0])
+                    cf = self._trace(leaves, tree, names, tensor_idx, trace_specs)
+                    self._retraces.record(describe_arguments(names, leaves, tensor_idx, specs))
+                    evicted = self._cache.put(key, cf)
+                    if evicted:
+                        self._fast = {k: v for k, v in self._fast.items()
+                                      if not any(v[0] is e for e in evicted)}
+        return cf, [a for a in arrays if not isinstance(a, TensorSpec)], key
+
+    def _generalized(self, key: Any, specs: list[TensorSpec], arrays: list[Any]) -> tuple[Any,
+                                                                                    Any]:
+        """With ``reduce_retracing``: a trace with unknown dims that takes these arrays,
+        or the key of a new one whose dims are None where the last trace of the same
+        structure had other sizes (TensorFlow's shape relaxation)."""
+        tree, (_, statics) = key
+        same = [(k, cf) for k, cf in self._cache.items() if k[0] == tree and k[1][1] == statics]
+        concrete = [a for a in arrays if not isinstance(a, TensorSpec)]
+        if len(concrete) == len(arrays):
+            for k, cf in reversed(same):
+                if accepts(cf.input_specs, concrete):
+                    self._cache.touch(k)
+                    return k, cf
+        for _, cf in reversed(same):
+            relaxed = relaxed_specs(cf.input_specs, specs)
+            if relaxed is not None:
+                return (tree, (tuple(relaxed), statics)), None
+        return key, None
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if not kwargs:
@@ -316,17 +359,21 @@ class Function:
                 key = tuple([(a.shape, a.dtype) for a in args if type(a) is np.ndarray])
             except AttributeError:
                 key = None
-            cf = self._fast.get(key) if key is not None and len(key) == len(args) else None
-            if cf is not None and current_builder() is None:
+            hit = self._fast.get(key) if key is not None and len(key) == len(args) else None
+            if hit is not None and current_builder() is None:
+                cf, cache_key = hit
+                self._cache.touch(cache_key)
                 return cf.structured(cf.call_flat(args))
         if current_builder() is not None:
             # Called while another function is traced: inline into that graph.
             return self.python_function(*args, **kwargs)
-        cf, arrays = self._concrete(args, kwargs)
+        cf, arrays, cache_key = self._concrete(args, kwargs)
         if not kwargs and all(type(a) is np.ndarray for a in args) and \
                 len(arrays) == len(args) and all(x is y for x, y in zip(arrays, args)):
             # the arrays are the arguments, in order: later calls skip binding
-            self._fast[tuple((a.shape, a.dtype) for a in args)] = cf
+            if len(self._fast) >= 4 * self._cache.max_size:  # many shapes, one relaxed trace
+                self._fast.clear()
+            self._fast[tuple((a.shape, a.dtype) for a in args)] = (cf, cache_key)
         return cf.structured(cf.call_flat(arrays))
 
     def get_concrete_function(self, *args: Any, **kwargs: Any) -> ConcreteFunction:
@@ -339,7 +386,17 @@ class Function:
 
     @property
     def concrete_functions(self) -> list[ConcreteFunction]:
-        return list(self._cache.values())
+        """The traces kept (at most ``max_traces``, least recently used first)."""
+        return self._cache.values()
+
+    def experimental_get_tracing_count(self) -> int:
+        """How many times the function has been traced (TensorFlow's spelling)."""
+        return self.tracing_count
+
+    @property
+    def retrace_reasons(self) -> list[str]:
+        """Why each recent trace happened (``"first call"``, then what changed)."""
+        return list(self._retraces.reasons)
 
 
 def _leaf_names(signature: inspect.Signature, bound: inspect.BoundArguments) -> list[str]:
@@ -356,7 +413,8 @@ def _leaf_names(signature: inspect.Signature, bound: inspect.BoundArguments) -> 
 
 def compile(fn: Callable | None = None, *, input_signature: Sequence[Any] | None = None,
             target: str | None = None, name: str | None = None,
-            timeout: float | None = None, lower_control_flow: bool | None = None) -> Any:
+            timeout: float | None = None, lower_control_flow: bool | None = None,
+            reduce_retracing: bool = False, max_traces: int | None = None) -> Any:
     """Compile a Python function into a graph: ``@tw.compile`` or
     ``@tw.compile(input_signature=[tw.TensorSpec([None, 784], tw.float32)])``.
 
@@ -368,7 +426,14 @@ def compile(fn: Callable | None = None, *, input_signature: Sequence[Any] | None
     `lower_control_flow` runs ``tw.cond``/``tw.while_loop`` as the dataflow primitives
     Switch, Merge, Enter, Exit and NextIteration (the ``lowered`` stage) instead of as
     functional ops; None: ``tw.config.set_lower_control_flow``'s default (off).
+
+    Each trace is logged (logger ``tensorweave``, INFO) with what changed since the last
+    one; after 5 retraces a `tw.errors.RetracingWarning` names the argument and the fix.
+    `reduce_retracing=True` traces once more with None for the dims that changed, so
+    later shapes reuse that trace. At most `max_traces` traces are kept (least recently
+    used go first; default 64, or the environment variable ``TW_MAX_TRACES``).
     """
     def wrap(f: Callable) -> Function:
-        return Function(f, input_signature, target, name, timeout, lower_control_flow)
+        return Function(f, input_signature, target, name, timeout, lower_control_flow,
+                        reduce_retracing, max_traces)
     return wrap if fn is None else wrap(fn)
