@@ -7,6 +7,8 @@ itself, and trains asynchronously: the paper's default data-parallel scheme. Wor
 (the chief) initializes the variables; the others wait for it.
 
     tensorweave launch --ps 1 --workers 2 examples/distributed_mnist.py -- --steps 400
+    tensorweave launch --ps 1 --workers 3 examples/distributed_mnist.py -- --sync_replicas \
+        --replicas_to_aggregate 2 --straggle 1.0     # synchronous, one backup worker
 
 or by hand, one terminal per task::
 
@@ -39,6 +41,12 @@ parser.add_argument("--batch_size", type=int, default=100)
 parser.add_argument("--hidden_units", type=int, default=0,
                     help="units of a hidden ReLU layer (default 0: softmax regression)")
 parser.add_argument("--learning_rate", type=float, default=0.05)
+parser.add_argument("--sync_replicas", action="store_true",
+                    help="aggregate gradients synchronously (SyncReplicasOptimizer)")
+parser.add_argument("--replicas_to_aggregate", type=int, default=None,
+                    help="gradients per update (default: every worker; fewer = backup workers)")
+parser.add_argument("--straggle", type=float, default=0.0,
+                    help="seconds the last worker sleeps before each step (a straggler)")
 FLAGS = parser.parse_args()
 
 if FLAGS.ps_hosts is None:  # started by `tensorweave launch` (or any TW_CONFIG launcher)
@@ -82,6 +90,11 @@ with tf.device(tf.train.replica_device_setter(worker_device=worker_device,
     cross_entropy = tf.reduce_mean(
         tf.nn.softmax_cross_entropy_with_logits(labels=y_, logits=logits))
     opt = tf.train.AdamOptimizer(FLAGS.learning_rate)
+    num_workers = len(worker_spec)
+    if FLAGS.sync_replicas:
+        opt = tf.train.SyncReplicasOptimizer(
+            opt, replicas_to_aggregate=FLAGS.replicas_to_aggregate or num_workers,
+            total_num_replicas=num_workers, name="mnist_sync_replicas")
     train_step = opt.minimize(cross_entropy, global_step=global_step)
     init_op = tf.global_variables_initializer()
     correct = tf.equal(tf.argmax(logits, 1), tf.argmax(y_, 1))
@@ -95,9 +108,17 @@ else:  # wait for the chief, as tf.train.Supervisor does
     ready = [tf.is_variable_initialized(v) for v in tf.global_variables()]
     while not all(sess.run(ready)):
         time.sleep(0.1)
+if FLAGS.sync_replicas:  # the chief aggregates and hands out tokens; everyone syncs
+    sess.run(opt.local_step_init_op)
+    if is_chief:
+        sess.run([opt.chief_init_op, opt.get_init_tokens_op()])
+        opt.get_chief_queue_runner().create_threads(sess, daemon=True, start=True)
+straggler = FLAGS.straggle > 0 and FLAGS.task_index == num_workers - 1
 
 local_step, start = 0, time.time()
 while True:
+    if straggler:
+        time.sleep(FLAGS.straggle)
     batch_xs, batch_ys = train.next_batch(FLAGS.batch_size)
     _, step = sess.run([train_step, global_step], feed_dict={x: batch_xs, y_: batch_ys})
     local_step += 1
@@ -111,3 +132,7 @@ acc = sess.run(accuracy, feed_dict={x: mnist.test.images, y_: mnist.test.labels}
 print(f"worker {FLAGS.task_index}: done, {local_step} local steps in {elapsed:.1f} s "
       f"({local_step / elapsed:.0f} steps/s), global step {sess.run(global_step)}, "
       f"test accuracy {acc:.4f}", flush=True)
+if FLAGS.sync_replicas and is_chief:
+    # Release workers still waiting for a token, then stop handing out tokens.
+    sess.run(opt.get_init_tokens_op(num_workers))
+sess.close()

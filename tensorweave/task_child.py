@@ -1,7 +1,7 @@
 """Run a task's program so that it dies with the process that started it.
 
-    python -m tensorweave.distribute.child SCRIPT ARGS...
-    python -m tensorweave.distribute.child -m MODULE ARGS...
+    python -m tensorweave.task_child SCRIPT ARGS...
+    python -m tensorweave.task_child -m MODULE ARGS...
 
 asks the kernel for SIGTERM when the parent dies (Linux ``PR_SET_PDEATHSIG``), then runs
 the script or module as ``__main__``. Doing this in the child itself, not in a
@@ -42,7 +42,7 @@ def main(argv: list[str]) -> None:
         sys.path.insert(0, os.path.dirname(os.path.abspath(argv[0])))
         runpy.run_path(argv[0], run_name="__main__")
     else:
-        sys.exit("usage: python -m tensorweave.distribute.child SCRIPT|-m MODULE [ARGS...]")
+        sys.exit("usage: python -m tensorweave.task_child SCRIPT|-m MODULE [ARGS...]")
 
 
 if __name__ == "__main__":

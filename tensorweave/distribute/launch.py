@@ -8,7 +8,7 @@ script reads ``TW_CONFIG``: a PS task typically just ``server.join()``s), prefix
 line a task prints with its name, and tears everything down: when every worker has
 exited (the PS tasks are then stopped with SIGTERM), when a worker fails (its status
 becomes the launcher's), on Ctrl-C or SIGTERM, and if the launcher itself dies (each
-child gets SIGTERM from the kernel: ``PR_SET_PDEATHSIG``, see `child`).
+child gets SIGTERM from the kernel: ``PR_SET_PDEATHSIG``, see `tensorweave.task_child`).
 
 On several machines any launcher that sets ``TW_CONFIG`` per process does the same job
 (see docs/distributed.md).
@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..runtime.distributed.cluster import ClusterSpec, TaskConfig
-from .child import PARENT_ENV
+from ..task_child import PARENT_ENV
 
 GRACE_S = 5.0
 """How long a task gets between SIGTERM and SIGKILL at teardown."""
@@ -61,9 +61,9 @@ def local_cluster(num_ps: int, num_workers: int, host: str = "127.0.0.1") -> Clu
 
 def child_command(command: Sequence[str]) -> list[str]:
     """`command` (``python SCRIPT ...`` or ``python -m MODULE ...``) run through
-    `child`, so the process gets SIGTERM when the one starting it dies."""
+    `tensorweave.task_child`, so it gets SIGTERM when the process starting it dies."""
     python, *rest = command
-    return [python, "-m", "tensorweave.distribute.child", *rest]
+    return [python, "-m", "tensorweave.task_child", *rest]
 
 
 def child_env(env: dict[str, str]) -> dict[str, str]:
@@ -91,7 +91,7 @@ class LocalCluster:
     """Processes of one local cluster; `run` waits for the workers and tears down."""
 
     def __init__(self, command: Sequence[str], cluster: ClusterSpec, token: str | None,
-                 env: dict[str, str] | None = None) -> None:
+                 env: dict[str, str] | None = None, out: object = None) -> None:
         self.cluster = cluster
         self.tasks: list[Task] = []
         self._lock = threading.Lock()
@@ -105,7 +105,8 @@ class LocalCluster:
                                        stdin=subprocess.DEVNULL)
             task = Task(f"{job}:{index}", job, index, process)
             self.tasks.append(task)
-            threading.Thread(target=_pump, args=(task, process.stdout, sys.stdout, self._lock),
+            threading.Thread(target=_pump, args=(task, process.stdout, out or sys.stdout,
+                                                 self._lock),
                              daemon=True, name=f"tw-log-{task.name}").start()
 
     def workers(self) -> list[Task]:

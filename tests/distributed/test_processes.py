@@ -180,3 +180,67 @@ def test_launch_tears_the_cluster_down_when_interrupted(tmp_path):
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
+
+
+class _Lines:
+    """A thread-safe sink for the launcher's prefixed output."""
+
+    def __init__(self):
+        self.lines = []
+
+    def write(self, text):
+        self.lines.append(text)
+
+    def flush(self):
+        pass
+
+    def text(self):
+        return "".join(self.lines)
+
+
+def _sync_run(out, steps, workers=3, extra=()):
+    from tensorweave.distribute.launch import LocalCluster, local_cluster
+    command = [sys.executable, str(ROOT / "examples" / "distributed_mnist.py"), "--steps",
+               str(steps), "--sync_replicas", "--replicas_to_aggregate", "2", *extra]
+    return LocalCluster(command, local_cluster(1, workers), "sync-test-token", out=out)
+
+
+def _done(out, worker):
+    m = re.search(rf"\[worker:{worker}\] worker {worker}: done, (\d+) local steps in "
+                  rf"([0-9.]+) s .* global step (\d+)", out.text())
+    return None if m is None else (int(m.group(1)), float(m.group(2)), int(m.group(3)))
+
+
+def test_sync_replicas_with_a_backup_worker_outrun_a_straggler():
+    out = _Lines()
+    cluster = _sync_run(out, 60, extra=["--straggle", "2.0"])
+    try:
+        status = cluster.wait(timeout=180)
+        assert status == 0, out.text()
+        fast = [_done(out, w) for w in (0, 1)]
+        assert all(fast), out.text()
+        # 60 aggregated updates while the straggler managed a handful of steps: it
+        # never held a step back (60 steps at its pace would take 120 s)
+        assert all(d[2] >= 60 for d in fast)
+        assert max(d[1] for d in fast) < 60, out.text()
+        straggler = _done(out, 2)
+        assert straggler is None or straggler[0] < 30
+    finally:
+        cluster.shutdown()
+
+
+def test_sync_training_goes_on_when_one_of_three_workers_is_killed():
+    out = _Lines()
+    cluster = _sync_run(out, 200)
+    try:
+        deadline = time.monotonic() + 120
+        while "global step" not in out.text() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        victim = next(t for t in cluster.tasks if t.name == "worker:2")
+        victim.process.kill()
+        for t in cluster.tasks:
+            if t.name in ("worker:0", "worker:1"):
+                assert t.process.wait(max(1, deadline - time.monotonic())) == 0, out.text()
+        assert all(_done(out, w) and _done(out, w)[2] >= 200 for w in (0, 1)), out.text()
+    finally:
+        cluster.shutdown()
