@@ -90,15 +90,15 @@ def block_tree(w: Writer, parts: list[tuple[Accumulator, str, str]], block: int)
     for _, local, shared in parts:
         w(f"{shared}[tid] = {local}")
     w("cuda.syncthreads()")
-    w(f"s = {block // 2}")
-    w("while s > 0:")
+    w(f"half = {block // 2}")
+    w("while half > 0:")
     with w.indent():
-        w("if tid < s:")
+        w("if tid < half:")
         with w.indent():
             for acc, _, shared in parts:
-                w(f"{shared}[tid] = {acc.combine(f'{shared}[tid]', f'{shared}[tid + s]')}")
+                w(f"{shared}[tid] = {acc.combine(f'{shared}[tid]', f'{shared}[tid + half]')}")
         w("cuda.syncthreads()")
-        w("s //= 2")
+        w("half //= 2")
 
 
 def shared_decl(name: str, acc: Accumulator, block: int) -> str:
