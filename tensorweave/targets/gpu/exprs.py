@@ -157,7 +157,8 @@ def _math(name: str) -> Emitter:
 
 
 for _op, _fn in (("Log", "log"), ("Sqrt", "sqrt"), ("Sin", "sin"), ("Cos", "cos"),
-                 ("Exp", "exp"), ("Log1p", "log1p"), ("Tanh", "tanh")):
+                 ("Exp", "exp"), ("Log1p", "log1p"), ("Tanh", "tanh"), ("Expm1", "expm1"),
+                 ("Erf", "erf")):
     EMITTERS[_op] = _math(_fn)
 
 
