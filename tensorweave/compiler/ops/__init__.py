@@ -11,6 +11,7 @@ from . import (  # noqa: F401
     io,
     math,
     nn,
+    partition,
     queue,
     random,
     state,

@@ -319,6 +319,33 @@ def unsorted_segment_sum(data: TensorLike, segment_ids: TensorLike, num_segments
                                               "num_segments")}, name=name)
 
 
+def dynamic_partition(data: TensorLike, partitions: TensorLike, num_partitions: int,
+                      name: str | None = None) -> list[TensorLike]:
+    """Split `data` into `num_partitions` tensors by `partitions` (int32, a prefix of
+    `data`'s shape): output ``i`` holds, in row-major order, the slices ``data[j...]``
+    whose ``partitions[j...] == i``. An entry outside ``[0, num_partitions)`` raises
+    InvalidArgumentError when the graph runs. `num_partitions` is a static int."""
+    n = _scalar(num_partitions, "dynamic_partition", "num_partitions")
+    if n < 1:
+        raise _usage_error("DynamicPartition", f"num_partitions must be >= 1, got {n}")
+    return apply_op("DynamicPartition", [convert_to_tensor(data), convert_to_tensor(partitions)],
+                    {"num_partitions": n}, name=name)
+
+
+def dynamic_stitch(indices: Sequence[TensorLike], data: Sequence[TensorLike],
+                   name: str | None = None) -> TensorLike:
+    """Interleave the tensors of `data` into one: ``merged[indices[m][i...], ...] =
+    data[m][i..., ...]``. The result has ``max(indices) + 1`` rows; where an index repeats,
+    the later value wins, and rows no index names are zeros. The inverse of
+    `dynamic_partition` when `indices` are the partitioned positions."""
+    indices, data = list(indices), list(data)
+    if not indices or len(indices) != len(data):
+        raise _usage_error("DynamicStitch", f"needs as many index tensors as data tensors "
+                                            f"(at least one), got {len(indices)} and {len(data)}")
+    return apply_op1("DynamicStitch", [*[convert_to_tensor(i) for i in indices],
+                                       *convert_operands(*data)], {"N": len(indices)}, name=name)
+
+
 def one_hot(indices: TensorLike, depth: int, on_value: Any = None, off_value: Any = None,
             axis: int | None = None, dtype: DType | None = None,
             name: str | None = None) -> TensorLike:
@@ -433,4 +460,4 @@ def identity(input: TensorLike, name: str | None = None) -> TensorLike:
 __all__ = ["newaxis", "reshape", "transpose", "expand_dims", "squeeze", "concat", "stack",
            "unstack", "split", "slice", "strided_slice", "pad", "tile", "broadcast_to", "gather",
            "unsorted_segment_sum", "one_hot", "fill", "zeros", "ones", "zeros_like", "ones_like",
-           "range", "shape", "size", "rank", "identity"]
+           "range", "shape", "size", "rank", "identity", "dynamic_partition", "dynamic_stitch"]
