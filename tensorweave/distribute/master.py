@@ -142,7 +142,7 @@ class DistributedExecutable:
         self.graph = graph
         self.cluster = cluster
         self.timeout = timeout
-        self.partitions = list(split_by_task(graph).values())
+        self.partitions = list(split_by_task(graph, cluster.task).values())
         self.handles: list[str] = []
         for p in self.partitions:
             client = cluster.client(p.device)

@@ -167,24 +167,29 @@ def task_name(device: str) -> str:
     return DeviceSpec(spec.job, spec.replica or 0, spec.task or 0).to_string()
 
 
-def split_by_task(graph: Graph) -> dict[str, Partition]:
+def split_by_task(graph: Graph, home: str | None = None) -> dict[str, Partition]:
     """One `Partition` per task of partitioned `graph` (its `device` field is the task's
     name, ``/job:worker/replica:0/task:0``): what a cluster's master registers on each
-    task. Transfers between two devices of one task stay inside that task's graph."""
-    return _split(graph, task_name)
+    task. Transfers between two devices of one task stay inside that task's graph.
+    `home` (the client's task) gets a graph with no nodes, and results that are
+    arguments no task reads."""
+    return _split(graph, task_name, None if home is None else task_name(home))
 
 
-def _split(graph: Graph, group_of: Callable[[str], str]) -> dict[str, Partition]:
+def _split(graph: Graph, group_of: Callable[[str], str],
+           home: str | None = None) -> dict[str, Partition]:
     _require_placed(graph, "split_by_device")
     _check_no_crossing(graph)
     groups: dict[str, list[Node]] = {}
     for n in graph.topological_order():
         groups.setdefault(group_of(n.assigned_device), []).append(n)
+    if home is None:
+        home = group_of(default_device_manager().default_device.name)
     if not groups:
-        groups[group_of(default_device_manager().default_device.name)] = []
+        groups[home] = []
     devices = sorted(groups, key=lambda d: DeviceSpec.from_string(d).sort_key())
     readers = {d: _args_read(graph, groups[d]) for d in devices}
-    owners = _result_owners(graph, devices, readers, group_of)
+    owners = _result_owners(graph, devices, readers, home, group_of)
     return {d: _cut(graph, d, groups[d], readers[d], owners) for d in devices}
 
 
@@ -220,16 +225,16 @@ def _args_read(graph: Graph, nodes: list[Node]) -> set[int]:
 
 
 def _result_owners(graph: Graph, devices: list[str], readers: dict[str, set[int]],
-                   group_of: Callable[[str], str]) -> list[str]:
+                   home: str, group_of: Callable[[str], str] | None = None) -> list[str]:
     """The device whose partition returns each result: the one computing it; for a result
-    that is an argument, the first partition reading it (else the default device's, else
-    the first)."""
-    default = group_of(default_device_manager().default_device.name)
-    fallback = default if default in devices else devices[0]
+    that is an argument, the first partition reading it (else `home`'s, else the
+    first)."""
+    fallback = home if home in devices else devices[0]
     owners = []
     for r in graph.results:
         if r.producer is not None:
-            owners.append(group_of(r.producer.assigned_device))
+            owners.append(r.producer.assigned_device if group_of is None
+                          else group_of(r.producer.assigned_device))
         else:
             owners.append(next((d for d in devices if r.index in readers[d]), fallback))
     return owners

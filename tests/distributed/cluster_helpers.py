@@ -45,22 +45,29 @@ def servers(token: str | None = TOKEN, **jobs: int) -> Iterator[tuple[ClusterSpe
 class ProcessCluster:
     """One ``tensorweave server`` process per task."""
 
-    def __init__(self, spec: ClusterSpec, token: str | None = TOKEN) -> None:
+    def __init__(self, spec: ClusterSpec, token: str | None = TOKEN,
+                 jobs: tuple[str, ...] | None = None) -> None:
         self.spec = spec
         self.token = token
         self.procs: dict[str, subprocess.Popen] = {}
-        env = dict(os.environ, PYTHONUNBUFFERED="1")
         for job, index, _ in spec.tasks():
-            config = TaskConfig(spec, job, index, token)
-            self.procs[f"{job}:{index}"] = subprocess.Popen(
-                child_command([sys.executable, "-m", "tensorweave.cli", "server"]),
-                env=child_env(dict(env, TW_CONFIG=config.to_json())), stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+            if jobs is None or job in jobs:  # the others are served by the test itself
+                self.start(job, index)
+
+    def start(self, job: str, index: int) -> None:
+        """Start (or restart, on the same address) the process of one task."""
+        env = dict(os.environ, PYTHONUNBUFFERED="1")
+        config = TaskConfig(self.spec, job, index, self.token)
+        self.procs[f"{job}:{index}"] = subprocess.Popen(
+            child_command([sys.executable, "-m", "tensorweave.cli", "server"]),
+            env=child_env(dict(env, TW_CONFIG=config.to_json())), stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
 
     def wait_ready(self, timeout: float = 60.0) -> None:
         deadline = time.monotonic() + timeout
-        for name, (job, index, address) in zip(self.procs, self.spec.tasks()):
-            client = rpc.client_for(address, self.token)
+        for name in self.procs:
+            job, index = name.split(":")
+            client = rpc.client_for(self.spec.task_address(job, int(index)), self.token)
             while True:
                 if self.procs[name].poll() is not None:
                     out = self.procs[name].stdout.read().decode(errors="replace")
@@ -93,8 +100,11 @@ class ProcessCluster:
 
 
 @contextlib.contextmanager
-def processes(token: str | None = TOKEN, **jobs: int) -> Iterator[ProcessCluster]:
-    cluster = ProcessCluster(make_cluster(**jobs), token)
+def processes(token: str | None = TOKEN, in_test: tuple[str, ...] = (),
+              **jobs: int) -> Iterator[ProcessCluster]:
+    """One process per task, except the jobs in `in_test` (served by the test)."""
+    cluster = ProcessCluster(make_cluster(**jobs), token,
+                             tuple(j for j in jobs if j not in in_test))
     try:
         cluster.wait_ready()
         yield cluster

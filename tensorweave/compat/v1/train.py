@@ -168,9 +168,6 @@ _DISTRIBUTED = ("ClusterSpec", "GreedyLoadBalancingStrategy", "Server", "replica
 
 
 def __getattr__(name: str) -> Any:
-    if name == "SyncReplicasOptimizer":
-        from .sync_replicas import SyncReplicasOptimizer
-        return SyncReplicasOptimizer
     # Imported on first use: the distributed runtime brings in gRPC (~0.1 s).
     if name in _DISTRIBUTED:
         from ... import distribute
@@ -178,10 +175,37 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module 'tf.train' has no attribute {name!r}")
 
 
+# -- fault-tolerant training loops (tf.train.MonitoredTrainingSession, hooks, Supervisor) --
+from .sync_replicas import SyncReplicasOptimizer  # noqa: E402
+from .training import (  # noqa: E402
+    CheckpointSaverHook,
+    LoggingTensorHook,
+    MonitoredSession,
+    MonitoredTrainingSession,
+    NanLossDuringTrainingError,
+    NanTensorHook,
+    Scaffold,
+    SessionRunArgs,
+    SessionRunContext,
+    SessionRunHook,
+    SessionRunValues,
+    StepCounterHook,
+    StopAtStepHook,
+    Supervisor,
+    create_global_step,
+    get_global_step,
+    get_or_create_global_step,
+)
+
 __all__ = ["Optimizer", "GradientDescentOptimizer", "MomentumOptimizer", "AdagradOptimizer",
            "AdadeltaOptimizer", "RMSPropOptimizer", "AdamOptimizer", "FtrlOptimizer", "Saver",
            "latest_checkpoint", "Coordinator", "QueueRunner", "add_queue_runner",
-           "start_queue_runners", *_DISTRIBUTED]
+           "start_queue_runners", "SyncReplicasOptimizer", *_DISTRIBUTED,
+           "CheckpointSaverHook", "LoggingTensorHook", "MonitoredSession",
+           "MonitoredTrainingSession", "NanLossDuringTrainingError", "NanTensorHook", "Scaffold",
+           "SessionRunArgs", "SessionRunContext", "SessionRunHook", "SessionRunValues",
+           "StepCounterHook", "StopAtStepHook", "Supervisor", "create_global_step",
+           "get_global_step", "get_or_create_global_step"]
 
 
 def __dir__() -> list[str]:
