@@ -117,6 +117,8 @@ def _cases() -> dict[str, tuple[Callable, list[np.ndarray]]]:
                                     [_values(F32, (2, 3, 4), 4)])
     out["reduce_all_last_bool"] = (lambda x: tw.reduce_all(x, axis=-1), [_values(BOOL, (3, 4), 5)])
     out["reduce_any_first_bool"] = (lambda x: tw.reduce_any(x, axis=0), [_values(BOOL, (3, 4), 5)])
+    for dt in (F32, F64):
+        out[f"l2_loss_{dt.name}"] = (tw.nn.l2_loss, [_values(dt, (3, 4), 4)])
     out["bias_add_grad_f32"] = (lambda g: apply_op1("BiasAddGrad", [g]), [_values(F32, (2, 3, 4), 4)])
     out["reduce_to_like_f64"] = (lambda g, like: apply_op1("ReduceToLike", [g, like]),
                                  [_values(F64, (2, 3, 4), 4), _values(F64, (3, 1), 5)])

@@ -31,7 +31,7 @@ from .movement import (
     split_kernel,
     tile_kernel,
 )
-from .reduce import arg_reduce_kernel, reduce_kernel, reduce_to_like_kernel
+from .reduce import arg_reduce_kernel, l2_loss_kernel, reduce_kernel, reduce_to_like_kernel
 from .reductions import REDUCTIONS
 from .scatter import bad_segment_message, segment_sum_kernel, zero_kernel
 from .softmax import bad_label_message, softmax_kernel
@@ -136,6 +136,7 @@ GENERATORS: dict[str, Callable[[Node, str], Lowered]] = {
     **{op: _plain(reduce_kernel) for op in REDUCTIONS},
     "ReduceToLike": _plain(reduce_to_like_kernel),
     "BiasAddGrad": _plain(reduce_to_like_kernel),
+    "L2Loss": _plain(l2_loss_kernel),
     **{op: _softmax for op in ("Softmax", "LogSoftmax", "SoftmaxCrossEntropyWithLogits",
                                "SparseSoftmaxCrossEntropyWithLogits")},
 }

@@ -75,8 +75,16 @@ def reduce_to_like_kernel(node: Node, name: str) -> Kernel:
     return _reduction("Sum", node, tuple(axes), name, shape_donor=True)
 
 
+def l2_loss_kernel(node: Node, name: str) -> Kernel:
+    """L2Loss: sum(x * x) / 2 over every element (squares summed in float64)."""
+    if node.inputs[0].type.dtype.kind != "float":
+        raise Unsupported(f"L2Loss of {node.inputs[0].type.dtype.name}")
+    return _reduction("Sum", node, tuple(range(node.inputs[0].type.rank)), name,
+                      square_half=True)
+
+
 def _reduction(op: str, node: Node, axes: tuple[int, ...], name: str,
-               shape_donor: bool = False) -> Kernel:
+               shape_donor: bool = False, square_half: bool = False) -> Kernel:
     src = node.inputs[0].type
     out = node.outputs[0].type
     if not has_gpu_type(src.dtype):
@@ -100,8 +108,10 @@ def _reduction(op: str, node: Node, axes: tuple[int, ...], name: str,
             w(f"for r in range({count}):")
             with w.indent():
                 inner = offset_expr(decompose(w, "r", rsz, "q"), rst) if rsz else "0"
-                w(f"a = {acc.combine('a', acc.convert(f'x[base + {inner}]'))}")
-            w(f"out[o] = {acc.finish('a', count, out.dtype)}")
+                w(f"e = {acc.convert(f'x[base + {inner}]')}")
+                w(f"a = {acc.combine('a', 'e * e' if square_half else 'e')}")
+            total = "a / 2.0" if square_half else "a"
+            w(f"out[o] = {acc.finish(total, count, out.dtype)}")
     grid, block = launch_1d(n_out)
     types = [numba_type(src.dtype)]
     if shape_donor:
