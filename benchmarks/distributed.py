@@ -13,6 +13,9 @@ tensor transfer throughput.
    over the workers, against the number of workers (1, 2, 4, 8) and PS tasks (1, 2, 4),
    for a scalar model (one scalar per PS task) and a dense one (4 MB split across
    the PS tasks). Next to each rate, the model of one step: gRPC calls and bytes.
+3. Backup workers (the paper's figure 8, scaled down): synchronous steps aggregating 2
+   gradients out of 2, 3 or 4 workers whose compute is mostly fast with injected
+   stragglers; the median and 90th percentile of the time between global steps.
 
 Every process is on this machine, bound to 127.0.0.1; with 2 cores, 8 workers and 4 PS
 tasks share them, so rates beyond one or two workers are bound by the cores, not the
@@ -183,6 +186,76 @@ def worker_main(config: str, model: str, start_at: float, seconds: float) -> Non
     server.stop()
 
 
+def sync_worker_main(config: str, m: int, start_at: float, seconds: float, seed: int) -> None:
+    """One worker of the backup-workers experiment: synchronous steps with an injected
+    compute time (mostly 10 ms, 1 in 10 steps 150 ms: stragglers); prints the wall time
+    at which it saw each global step."""
+    import tensorweave.compat.v1 as tf
+    from tensorweave.runtime.distributed.cluster import parse_task_config
+    cfg = parse_task_config(config)
+    n = cfg.cluster.num_tasks("worker")
+    server = tf.train.Server(cfg.cluster, "worker", cfg.task_index)
+    with tf.device(tf.train.replica_device_setter(
+            cluster=cfg.cluster, worker_device=f"/job:worker/task:{cfg.task_index}")):
+        step = tf.Variable(0, name="global_step", trainable=False)
+        w = tf.Variable(np.zeros((1000,), np.float32), name="w")
+        loss = tf.reduce_sum(w * w)
+        opt = tf.train.SyncReplicasOptimizer(tf.train.GradientDescentOptimizer(0.1),
+                                             replicas_to_aggregate=m, total_num_replicas=n)
+        train = opt.minimize(loss, global_step=step)
+        init = tf.global_variables_initializer()
+        ready = [tf.is_variable_initialized(v) for v in (step, w)]
+        hook = opt.make_session_run_hook(cfg.task_index == 0)
+    sess = tf.Session(server.target)
+    if cfg.task_index == 0:
+        sess.run(init)
+    while not all(sess.run(ready)):
+        time.sleep(0.05)
+    hook.after_create_session(sess)
+    rng = np.random.default_rng(seed + cfg.task_index)
+    while time.time() < start_at:
+        time.sleep(0.001)
+    seen = []
+    while time.time() < start_at + seconds:
+        time.sleep(0.15 if rng.random() < 0.1 else 0.01)  # the "compute" of this step
+        sess.run(train)
+        seen.append((time.time(), int(sess.run(step))))
+    print(json.dumps({"seen": seen}), flush=True)
+    if cfg.task_index == 0:
+        sess.run(opt.get_init_tokens_op(n))  # release the others
+    os._exit(0)  # the chief's queue runner may be blocked in a step: do not wait
+
+
+def bench_backup_workers(m: int, backups: int, seconds: float) -> dict:
+    """Median and p90 time between global steps with `m` gradients aggregated out of
+    `m + backups` workers."""
+    from tensorweave.distribute.launch import local_cluster
+    from tensorweave.runtime.distributed.cluster import TaskConfig
+    n = m + backups
+    spec = local_cluster(1, n)
+    ps = _start_ps(spec)
+    start_at = time.time() + 6.0 + 1.0 * n
+    workers = [_spawn([os.path.abspath(__file__), "--role", "sync", "--config",
+                       TaskConfig(spec, "worker", i, TOKEN).to_json(), "--m", str(m),
+                       "--start-at", str(start_at), "--seconds", str(seconds)], _env())
+               for i in range(n)]
+    try:
+        first: dict[int, float] = {}
+        for w in workers:
+            out, _ = w.communicate(timeout=120)
+            line = [ln for ln in out.splitlines() if ln.startswith("{")]
+            if not line:
+                raise RuntimeError(f"worker failed:\n{out}")
+            for t, g in json.loads(line[-1])["seen"]:
+                first[g] = min(t, first.get(g, t))
+    finally:
+        _stop(workers + ps)
+    times = [first[g] for g in sorted(first)]
+    gaps = np.diff(times) * 1e3
+    return {"median": float(np.median(gaps)), "p90": float(np.percentile(gaps, 90)),
+            "steps": len(times)}
+
+
 def bench_null_steps(num_ps: int, num_workers: int, model: str, seconds: float) -> dict:
     from tensorweave.distribute.launch import local_cluster
     from tensorweave.runtime.distributed.cluster import TaskConfig
@@ -218,9 +291,13 @@ def main() -> None:
     parser.add_argument("--config", help=argparse.SUPPRESS)
     parser.add_argument("--model", default="scalar", help=argparse.SUPPRESS)
     parser.add_argument("--start-at", type=float, help=argparse.SUPPRESS)
+    parser.add_argument("--m", type=int, default=2, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.role == "worker":
         worker_main(args.config, args.model, args.start_at, args.seconds)
+        return
+    if args.role == "sync":
+        sync_worker_main(args.config, args.m, args.start_at, args.seconds, 7)
         return
     print(f"# distributed runtime on local processes ({os.cpu_count()} cores, 127.0.0.1)")
     print("\n## transfers (best of 3)\n")
@@ -245,6 +322,14 @@ def main() -> None:
         note = " (a worker started late)" if r["late"] else ""
         print(f"| {model} | {p} | {w} | {r['rate']:.0f}{note} | {per} | {r['rpcs']} | "
               f"{r['bytes']:,} |", flush=True)
+    print("\n## synchronous steps with backup workers (m = 2 aggregated; each step's compute "
+          "10 ms, 150 ms one time in ten)\n")
+    print("| backup workers | workers | median step | p90 step | steps |")
+    print("| --- | --- | --- | --- | --- |")
+    for backups in (0, 1) if args.quick else (0, 1, 2):
+        r = bench_backup_workers(2, backups, 2 * args.seconds)
+        print(f"| {backups} | {2 + backups} | {r['median']:.1f} ms | {r['p90']:.1f} ms | "
+              f"{r['steps']} |", flush=True)
 
 
 if __name__ == "__main__":
