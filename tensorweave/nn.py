@@ -13,6 +13,7 @@ from .frontend.ops.activations import (
     softsign,
     swish,
 )
+from .frontend.ops.embedding import embedding_lookup
 from .frontend.ops.math import relu, sigmoid, tanh
 from .frontend.ops.nn import (
     avg_pool,
@@ -41,7 +42,7 @@ __all__ = ["relu", "relu6", "sigmoid", "tanh", "elu", "selu", "softplus", "softs
            "conv2d_backprop_filter", "conv2d_backprop_input", "conv2d_transpose", "l2_loss",
            "log_softmax", "max_pool", "max_pool2d", "max_pool_grad", "softmax",
            "softmax_cross_entropy_with_logits", "softmax_cross_entropy_with_logits_v2",
-           "sparse_softmax_cross_entropy_with_logits"]
+           "sparse_softmax_cross_entropy_with_logits", "embedding_lookup"]
 
 
 def __dir__() -> list[str]:
