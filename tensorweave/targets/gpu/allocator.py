@@ -99,3 +99,6 @@ def default_allocator() -> CachingAllocator:
             from .device import require
             _default = CachingAllocator(require())
         return _default
+
+
+__all__ = ["GRANULE", "Block", "CachingAllocator", "default_allocator", "round_size"]

@@ -24,3 +24,6 @@ def update_kernel(op: str, dtype: DType, size: int, name: str) -> Kernel:
         w(f"    var[i] = {t}(var[i] {sign} value[i])")
     grid, block = launch_1d(size)
     return Kernel(name, module(w), [t, t], grid, block)
+
+
+__all__ = ["update_kernel"]

@@ -41,3 +41,6 @@ def python_function(kernel: Kernel) -> Any:
 def configured(kernel: Kernel) -> Any:
     """`kernel`'s dispatcher configured with its launch grid and block."""
     return load(kernel)[kernel.grid, kernel.block]
+
+
+__all__ = ["configured", "load", "python_function"]

@@ -45,3 +45,6 @@ def require() -> Any:
         raise UnavailableError("the gpu target found no CUDA GPU (set NUMBA_ENABLE_CUDASIM=1 "
                                "before starting Python to use numba's simulator)")
     return module
+
+
+__all__ = ["available", "cuda", "require", "simulator_requested"]

@@ -125,3 +125,6 @@ class GpuExecutable:
             if step is not None:
                 out.update(step.plan.fallbacks)
         return out
+
+
+__all__ = ["GpuExecutable", "specialized"]

@@ -325,3 +325,6 @@ def emit_op(cx: Scope, op: Op, args: list[str]) -> str:
 def supports(op: str) -> bool:
     """Whether elementwise op `op` has GPU code."""
     return op in EMITTERS
+
+
+__all__ = ["EMITTERS", "Op", "Scope", "emit_op", "supports"]

@@ -82,3 +82,6 @@ def indexed_kernel(node: Node, name: str, table: np.ndarray) -> Kernel:
 
 def _index_type(table: np.ndarray) -> str:
     return "int32" if table.dtype == np.int32 else "int64"
+
+
+__all__ = ["index_table", "indexed_kernel"]

@@ -93,3 +93,6 @@ def bad_index_message(node: Node) -> str:
     ax = int(node.attrs.get("axis", 0)) % params.rank
     return (f"an index is not in [0, {params.shape[ax]}) (dimension {ax} of params, shape "
             f"{list(params.shape)})")
+
+
+__all__ = ["STATUS_BAD_INDEX", "bad_index_message", "gather_kernel", "transpose_kernel"]

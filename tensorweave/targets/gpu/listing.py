@@ -54,3 +54,6 @@ def write_ptx(plan: StepPlan, directory: str, cc: tuple[int, int]) -> list[str]:
             f.write(compile_ptx(kernel, cc))
         paths.append(path)
     return paths
+
+
+__all__ = ["kernel_listing", "plan_for_listing", "write_ptx"]

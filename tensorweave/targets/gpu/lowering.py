@@ -154,3 +154,6 @@ def lower(node: Node, name: str) -> Lowered:
     if gen is None:
         raise Unsupported(f"no GPU kernel for {node.op}")
     return gen(node, name)
+
+
+__all__ = ["GENERATORS", "VIEW_OPS", "Lowered", "kernel_name", "lower"]

@@ -81,3 +81,6 @@ def matmul_kernel(node: Node, name: str) -> Kernel:
     grid = (-(-n // TILE), -(-m // TILE), batch)
     return Kernel(name, module(w), [t, t, t], grid, (TILE, TILE), False,
                   2 * TILE * TILE * dt.np.itemsize)
+
+
+__all__ = ["TILE", "matmul_kernel"]

@@ -213,3 +213,7 @@ def split_kernel(node: Node, name: str) -> Kernel:
     grid, block = launch_1d(total)
     t = numba_type(src.dtype)
     return Kernel(name, module(w), [t] * (1 + len(sizes)), grid, block)
+
+
+__all__ = ["broadcast_kernel", "concat_kernel", "constant", "one_hot_kernel", "pad_kernel",
+           "slice_kernel", "split_kernel", "tile_kernel"]

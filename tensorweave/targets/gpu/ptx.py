@@ -115,3 +115,6 @@ def check_kernel(kernel: Kernel, cc: tuple[int, int]) -> LinkReport:
         raise CompileError(f"{kernel.name} uses {report.shared_bytes} bytes of shared memory "
                            f"on {arch} (limit {STATIC_SHARED_LIMIT})")
     return report
+
+
+__all__ = ["STATIC_SHARED_LIMIT", "LinkReport", "check_kernel", "compile_ptx", "link"]

@@ -157,3 +157,6 @@ def arg_reduce_kernel(node: Node, name: str) -> Kernel:
             w(f"out[o] = {numba_type(out.dtype)}(at)")
     grid, block = launch_1d(n_out)
     return Kernel(name, module(w), [numba_type(src.dtype), numba_type(out.dtype)], grid, block)
+
+
+__all__ = ["arg_reduce_kernel", "l2_loss_kernel", "reduce_kernel", "reduce_to_like_kernel"]

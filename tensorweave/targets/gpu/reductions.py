@@ -104,3 +104,6 @@ def block_tree(w: Writer, parts: list[tuple[Accumulator, str, str]], block: int)
 def shared_decl(name: str, acc: Accumulator, block: int) -> str:
     """The declaration of a block's shared array of partial results."""
     return f"{name} = cuda.shared.array({block}, {acc.type})"
+
+
+__all__ = ["REDUCTIONS", "Accumulator", "accumulator", "block_tree", "shared_decl"]

@@ -224,3 +224,6 @@ class GpuStep:
     def device_bytes(self) -> int:
         """Device memory the step holds (temporaries, arguments, constants)."""
         return sum(b.nbytes for b in self._blocks)
+
+
+__all__ = ["GpuStep", "Mismatch"]

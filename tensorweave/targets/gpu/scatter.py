@@ -63,3 +63,6 @@ def segment_sum_kernel(node: Node, name: str) -> Kernel:
 
 def bad_segment_message(node: Node) -> str:
     return f"a segment id is not < num_segments = {node.attrs['num_segments']}"
+
+
+__all__ = ["STATUS_BAD_SEGMENT", "bad_segment_message", "segment_sum_kernel", "zero_kernel"]

@@ -107,3 +107,6 @@ def bad_label_message(node: Node) -> str:
     """The error of a label outside [0, classes) (the value is not reported back)."""
     classes = node.inputs[0].type.shape[-1]
     return f"received a label value which is outside the valid range of [0, {classes})"
+
+
+__all__ = ["STATUS_BAD_LABEL", "bad_label_message", "softmax_kernel"]

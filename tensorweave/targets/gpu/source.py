@@ -15,7 +15,7 @@ which on a GPU costs double-precision throughput and loses NumPy's wrap-around.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from ...compiler.dtypes import DType
 
@@ -62,7 +62,6 @@ class Kernel:
     can_fail: bool = False
     # shared memory per block in bytes (static arrays), for the launch checks
     shared_bytes: int = 0
-    notes: list[str] = field(default_factory=list)
 
     @property
     def signature(self) -> str:
@@ -158,3 +157,8 @@ def pow2_block(count: int, low: int = 32, high: int = 256) -> int:
     while b < high and b < count:
         b *= 2
     return b
+
+
+__all__ = ["NUMBA_TYPES", "PRELUDE", "Kernel", "Unsupported", "Writer", "decompose",
+           "has_gpu_type", "launch_1d", "module", "numba_type", "offset_expr", "pow2_block",
+           "row_major_strides"]

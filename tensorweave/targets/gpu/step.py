@@ -277,3 +277,6 @@ def _index_dtype(table: np.ndarray) -> DType:
 def plan_step(graph: Graph) -> StepPlan:
     """Plan `graph` (static shapes) as one GPU step. Raises `Ineligible`."""
     return _Planner(graph).run()
+
+
+__all__ = ["Action", "Copy", "HostCall", "Ineligible", "Launch", "Slot", "StepPlan", "Storage", "plan_step"]

@@ -271,3 +271,7 @@ def avg_pool_grad_kernel(node: Node, name: str) -> Kernel:
     w(f"        acc = {t}(acc + {t}(g / {t}(rows * cols)))")
     w("out[o] = acc")
     return _finish(node, w, name, total, t)
+
+
+__all__ = ["avg_pool_grad_kernel", "conv2d_backprop_filter_kernel", "conv2d_backprop_input_kernel",
+           "conv2d_kernel", "max_pool_grad_kernel", "pool_kernel"]
