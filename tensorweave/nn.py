@@ -35,8 +35,10 @@ from .frontend.ops.nn import (
     softmax_cross_entropy_with_logits_v2,
     sparse_softmax_cross_entropy_with_logits,
 )
+from .frontend.ops.sampled import nce_loss, sampled_softmax_loss
 
-__all__ = ["relu", "relu6", "sigmoid", "tanh", "elu", "selu", "softplus", "softsign",
+__all__ = ["nce_loss", "sampled_softmax_loss",
+           "relu", "relu6", "sigmoid", "tanh", "elu", "selu", "softplus", "softsign",
            "leaky_relu", "gelu", "silu", "swish", "sigmoid_cross_entropy_with_logits",
            "avg_pool", "avg_pool2d", "avg_pool_grad", "bias_add", "bias_add_grad", "conv2d",
            "conv2d_backprop_filter", "conv2d_backprop_input", "conv2d_transpose", "l2_loss",

@@ -7,8 +7,10 @@ from .frontend.ops.random import (
     truncated_normal,
     uniform,
 )
+from .frontend.ops.sampled import log_uniform_candidate_sampler, uniform_candidate_sampler
 
-__all__ = ["get_seed", "normal", "set_seed", "truncated_normal", "uniform"]
+__all__ = ["log_uniform_candidate_sampler", "uniform_candidate_sampler", "get_seed", "normal",
+           "set_seed", "truncated_normal", "uniform"]
 
 
 def __dir__() -> list[str]:
