@@ -89,12 +89,14 @@ class LSTMLanguageModel:
         bias = np.zeros(4 * hidden, np.float32)
         bias[hidden:2 * hidden] = 1.0  # forget gates start open: gradients flow early on
         self.bias = tw.Variable(bias)
-        self.out_kernel = init(hidden, vocab, scale=1 / np.sqrt(hidden))
+        # one row per word ([vocab, hidden]): a sampled softmax reads only some rows
+        self.out_weights = init(vocab, hidden, scale=1 / np.sqrt(hidden))
         self.out_bias = tw.Variable(np.zeros(vocab, np.float32))
+        self.vocab = vocab
 
     @property
     def variables(self) -> list[tw.Variable]:
-        return [self.embedding, self.kernel, self.bias, self.out_kernel, self.out_bias]
+        return [self.embedding, self.kernel, self.bias, self.out_weights, self.out_bias]
 
     def cell(self, state: tuple, x: tw.Tensor) -> tuple:
         """One LSTM step: (h, c) and the input x [batch, embed] -> the next (h, c)."""
@@ -105,14 +107,21 @@ class LSTMLanguageModel:
         h = tw.sigmoid(o) * tw.tanh(c)
         return h, c
 
-    def loss(self, inputs: tw.Tensor, targets: tw.Tensor) -> tw.Tensor:
-        """Mean cross entropy of predicting targets [batch, time] from inputs [batch, time]."""
+    def loss(self, inputs: tw.Tensor, targets: tw.Tensor, num_sampled: int = 0) -> tw.Tensor:
+        """Mean cross entropy of predicting targets [batch, time] from inputs [batch, time]:
+        over the whole vocabulary, or (training with `num_sampled` > 0) a sampled softmax
+        over the true word and `num_sampled` words drawn from a log-uniform distribution."""
         batch = inputs.shape[0]
         steps = tw.transpose(tw.gather(self.embedding, inputs), [1, 0, 2])  # [time, batch, E]
         zeros = tw.zeros([batch, self.hidden])
         hs, _ = tw.scan(self.cell, steps, initializer=(zeros, zeros))      # [time, batch, H]
-        logits = tw.matmul(tw.reshape(hs, [-1, self.hidden]), self.out_kernel) + self.out_bias
+        hs = tw.reshape(hs, [-1, self.hidden])
         labels = tw.reshape(tw.transpose(targets, [1, 0]), [-1])
+        if num_sampled:
+            return tw.reduce_mean(tw.nn.sampled_softmax_loss(
+                self.out_weights, self.out_bias, tw.reshape(labels, [-1, 1]), hs,
+                num_sampled=num_sampled, num_classes=self.vocab))
+        logits = tw.matmul(hs, self.out_weights, transpose_b=True) + self.out_bias
         return tw.reduce_mean(tw.nn.sparse_softmax_cross_entropy_with_logits(
             labels=labels, logits=logits))
 
@@ -132,6 +141,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--learning-rate", type=float, default=0.01)
     parser.add_argument("--report-every", type=int, default=25)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--sampled-softmax", type=int, default=0, metavar="N",
+                        help="train with a sampled softmax over N sampled words (evaluation "
+                             "stays exact)")
     return parser.parse_args(argv)
 
 
@@ -146,7 +158,7 @@ def main(argv: list[str] | None = None) -> None:
 
     @tw.compile(input_signature=[words, words])
     def train_step(inputs, targets):
-        loss = model.loss(inputs, targets)
+        loss = model.loss(inputs, targets, num_sampled=args.sampled_softmax)
         optimizer.minimize(loss, var_list=model.variables)
         return loss
 
