@@ -9,6 +9,7 @@ import os
 from ...compiler.ir import Graph
 from ...compiler.types import TensorType
 from ...errors import CompileError
+from ...runtime import atomic_files
 from .step import HostCall, Launch, StepPlan, plan_step
 
 
@@ -43,15 +44,17 @@ def kernel_listing(plan: StepPlan) -> str:
 
 
 def write_ptx(plan: StepPlan, directory: str, cc: tuple[int, int]) -> list[str]:
-    """Write each kernel's PTX for compute capability `cc` to ``directory/NAME.ptx``;
-    returns the paths."""
+    """Write each kernel's PTX for compute capability `cc` to ``directory/NAME.ptx``,
+    each file atomically and durably (`runtime.atomic_files`); returns the paths."""
     from .ptx import compile_ptx
-    os.makedirs(directory, exist_ok=True)
+    names = [f"{kernel.name}.ptx" for kernel in plan.kernels]
+    atomic_files.make_directory(directory)
+    # the directory is the user's: sweep only temporaries of the names written here
+    atomic_files.sweep_temporaries(directory, only_for=names)
     paths = []
-    for kernel in plan.kernels:
-        path = os.path.join(directory, f"{kernel.name}.ptx")
-        with open(path, "w") as f:
-            f.write(compile_ptx(kernel, cc))
+    for kernel, name in zip(plan.kernels, names):
+        path = os.path.join(directory, name)
+        atomic_files.write_bytes(path, compile_ptx(kernel, cc).encode())
         paths.append(path)
     return paths
 
