@@ -41,6 +41,20 @@ from .graph import (  # noqa: F401  (the public names of this module)
     trainable_variables,
     variables_initializer,
 )
+from .initializers import (  # noqa: F401
+    constant_initializer,
+    glorot_uniform_initializer,
+    ones_initializer,
+    random_normal_initializer,
+    random_uniform_initializer,
+    truncated_normal_initializer,
+    zeros_initializer,
+)
+from .partitioners import (  # noqa: F401
+    fixed_size_partitioner,
+    min_max_variable_partitioner,
+    variable_axis_size_partitioner,
+)
 from .session import (  # noqa: F401
     ConfigProto,
     InteractiveSession,
@@ -49,6 +63,14 @@ from .session import (  # noqa: F401
     get_default_session,
 )
 from .sync_replicas import ConditionalAccumulator  # noqa: F401
+from .var_scope import (  # noqa: F401
+    AUTO_REUSE,
+    PartitionedVariable,
+    VariableScope,
+    get_variable,
+    get_variable_scope,
+    variable_scope,
+)
 
 _PASS_THROUGH = (_tw.DType, type)
 
@@ -290,7 +312,8 @@ _public_only(queue)
 
 
 # names bound here that are how this module is built, not TensorFlow 1's API
-_IMPLEMENTATION = frozenset({"annotations", "graph", "session", "in_default_graph", "compat"})
+_IMPLEMENTATION = frozenset({"annotations", "graph", "session", "in_default_graph", "compat",
+                             "initializers", "partitioners", "var_scope"})
 
 
 def _is_api(name: str, obj: Any) -> bool:

@@ -1,0 +1,317 @@
+"""TensorFlow 1's ``tf.variable_scope`` and ``tf.get_variable``, with partitioned
+variables.
+
+Each graph keeps a store of the variables made by `get_variable`, by full name
+(``scope/name``), and a current `VariableScope` (name, reuse mode, default initializer,
+partitioner and dtype). A partitioner splits a variable into shards ``name/part_k``,
+ordinary variables created one after the other (so ``replica_device_setter`` sends them
+round robin to the PS tasks) and held by a `PartitionedVariable`, which
+``tf.nn.embedding_lookup`` accepts as a list of shards.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import weakref
+from collections.abc import Iterator
+from typing import Any
+
+from ...compiler.dtypes import as_dtype, float32
+from ...frontend import context as _context
+from ...frontend.building import convert_to_tensor
+from ...frontend.context import current_builder
+from ...frontend.ops import array as _array
+from .graph import Graph, Variable, get_default_graph, in_default_graph
+from .initializers import PartitionInfo, glorot_uniform_initializer, zeros_initializer
+from .partitioners import shard_layout
+
+REGULARIZATION_LOSSES = "regularization_losses"
+
+
+class _ReuseMode:
+    """``tf.AUTO_REUSE``: `get_variable` returns the variable when it exists and creates it
+    otherwise."""
+
+    def __repr__(self) -> str:
+        return "tf.AUTO_REUSE"
+
+
+AUTO_REUSE = _ReuseMode()
+
+
+class PartitionedVariable:
+    """A variable split into shards along one axis: iterate it (or ``list(pv)``) for the
+    shard Variables in order; ``shape`` is the full shape. Used as a tensor it is the
+    concatenation of its shards."""
+
+    def __init__(self, name: str, shape: tuple, dtype: Any, variables: list[Variable],
+                 partitions: list[int], axis: int) -> None:
+        self._name, self._shape, self._dtype = name, tuple(shape), as_dtype(dtype)
+        self._variables, self._partitions, self._axis = list(variables), list(partitions), axis
+
+    def __iter__(self) -> Iterator[Variable]:
+        return iter(self._variables)
+
+    def __len__(self) -> int:
+        return len(self._variables)
+
+    def __getitem__(self, k: int) -> Variable:
+        return self._variables[k]
+
+    def __repr__(self) -> str:
+        return (f"<tf.PartitionedVariable '{self._name}' shape={list(self._shape)} "
+                f"dtype={self._dtype.name} shards={len(self)}>")
+
+    @property
+    def name(self) -> str:
+        """The full name given to `get_variable` (shards are ``name/part_k``)."""
+        return self._name
+
+    @property
+    def dtype(self) -> Any:
+        return self._dtype
+
+    @property
+    def shape(self) -> tuple:
+        """The shape of the whole variable."""
+        return self._shape
+
+    def get_shape(self) -> tuple:
+        """The shape of the whole variable."""
+        return self._shape
+
+    def _shard_list(self) -> list[Variable]:
+        return list(self._variables)
+
+    def _get_variable_list(self) -> list[Variable]:
+        return list(self._variables)
+
+    def _get_partitions(self) -> list[int]:
+        return list(self._partitions)
+
+    @in_default_graph
+    def as_tensor(self) -> Any:
+        """The whole variable's value: the shards concatenated."""
+        if len(self._variables) == 1:
+            return convert_to_tensor(self._variables[0])
+        return _array.concat([convert_to_tensor(v) for v in self._variables], self._axis)
+
+    def _as_tensor(self) -> Any:
+        return self.as_tensor()
+
+
+class VariableScope:
+    """A variable scope: the name prefix of variables made with `get_variable`, whether
+    they are reused (True, `AUTO_REUSE`, or False to create), and the defaults
+    `get_variable` takes for initializer, partitioner and dtype."""
+
+    def __init__(self, reuse: Any, name: str = "", initializer: Any = None,
+                 partitioner: Any = None, dtype: Any = None, regularizer: Any = None) -> None:
+        self.name, self.reuse = name, reuse
+        self.initializer, self.partitioner, self.regularizer = initializer, partitioner, regularizer
+        self.dtype = as_dtype(dtype) if dtype is not None else float32
+        self.original_name_scope = f"{name}/" if name else ""
+
+    def reuse_variables(self) -> None:
+        """Reuse variables in this scope from now on."""
+        self.reuse = True
+
+    def set_initializer(self, initializer: Any) -> None:
+        """The default initializer of this scope."""
+        self.initializer = initializer
+
+    def set_partitioner(self, partitioner: Any) -> None:
+        """The default partitioner of this scope."""
+        self.partitioner = partitioner
+
+    def get_variable(self, name: str, *args: Any, **kwargs: Any) -> Any:
+        """`get_variable` in this scope."""
+        with variable_scope(self):
+            return get_variable(name, *args, **kwargs)
+
+
+class _GraphState:
+    def __init__(self) -> None:
+        self.store: dict[str, Any] = {}
+        self.scope = VariableScope(False)
+        self.default_names: dict[str, int] = {}
+
+
+_STATES: weakref.WeakKeyDictionary[Graph, _GraphState] = weakref.WeakKeyDictionary()
+_STATES_LOCK = threading.Lock()
+
+
+def _state() -> _GraphState:
+    graph = get_default_graph()
+    with _STATES_LOCK:
+        state = _STATES.get(graph)
+        if state is None:
+            state = _STATES[graph] = _GraphState()
+        return state
+
+
+def get_variable_scope() -> VariableScope:
+    """The current variable scope of the default graph."""
+    return _state().scope
+
+
+@contextlib.contextmanager
+def variable_scope(name_or_scope: Any, default_name: str | None = None, values: Any = None,
+                   initializer: Any = None, regularizer: Any = None, caching_device: Any = None,
+                   partitioner: Any = None, custom_getter: Any = None, reuse: Any = None,
+                   dtype: Any = None, use_resource: Any = None, constraint: Any = None,
+                   auxiliary_name_scope: bool = True) -> Iterator[VariableScope]:
+    """Open a variable scope: names of `get_variable` inside get its name as a prefix.
+
+    `name_or_scope` is a name (nested under the current scope), a `VariableScope` (entered
+    again, by its full name) or None with `default_name` (made unique). ``reuse=True``
+    makes `get_variable` return existing variables (an error if one is missing),
+    `AUTO_REUSE` creates the missing ones; reuse is inherited and cannot be turned off in
+    a nested scope. `initializer`, `partitioner`, `regularizer` and `dtype` become the
+    defaults of `get_variable` in the block. Ops created inside get the scope's name as
+    their name scope."""
+    if custom_getter is not None:
+        raise NotImplementedError("variable_scope(custom_getter=...) is not supported")
+    state = _state()
+    parent = state.scope
+    if isinstance(name_or_scope, VariableScope):
+        base = name_or_scope
+        full = base.name
+    else:
+        if name_or_scope is None:
+            if default_name is None:
+                raise ValueError("variable_scope needs name_or_scope or default_name")
+            count = state.default_names.get(f"{parent.name}/{default_name}", 0)
+            state.default_names[f"{parent.name}/{default_name}"] = count + 1
+            name_or_scope = default_name if count == 0 else f"{default_name}_{count}"
+        base = parent
+        full = f"{parent.name}/{name_or_scope}" if parent.name else str(name_or_scope)
+    inherited = parent.reuse if parent.reuse else base.reuse
+    scope = VariableScope(reuse if reuse else inherited, full,
+                          initializer if initializer is not None else base.initializer,
+                          partitioner if partitioner is not None else base.partitioner,
+                          dtype if dtype is not None else base.dtype,
+                          regularizer if regularizer is not None else base.regularizer)
+    state.scope = scope
+    try:
+        with _name_scope(full.rsplit("/", 1)[-1] if auxiliary_name_scope else None):
+            yield scope
+    finally:
+        state.scope = parent
+
+
+@contextlib.contextmanager
+def _name_scope(name: str | None) -> Iterator[None]:
+    if not name:
+        yield
+    elif current_builder() is None:
+        with get_default_graph().as_default(), _context.name_scope(name):
+            yield
+    else:
+        with _context.name_scope(name):
+            yield
+
+
+@in_default_graph
+def get_variable(name: str, shape: Any = None, dtype: Any = None, initializer: Any = None,
+                 regularizer: Any = None, trainable: bool | None = None, collections: Any = None,
+                 caching_device: Any = None, partitioner: Any = None, validate_shape: bool = True,
+                 use_resource: Any = None, custom_getter: Any = None, constraint: Any = None,
+                 **_: Any) -> Any:
+    """The variable ``scope/name``: created (with `initializer`, by default Glorot
+    uniform for floats and zeros otherwise) unless the scope reuses variables, then
+    returned by later calls in reusing scopes.
+
+    With a `partitioner` (or the scope's), the variable is split into shards
+    ``name/part_k`` along one axis, with TensorFlow's shard shapes, and a
+    `PartitionedVariable` is returned. `initializer` may also be a tensor or array, which
+    then gives the shape."""
+    state = _state()
+    scope = state.scope
+    full = f"{scope.name}/{name}" if scope.name else name
+    initializer = initializer if initializer is not None else scope.initializer
+    partitioner = partitioner if partitioner is not None else scope.partitioner
+    regularizer = regularizer if regularizer is not None else scope.regularizer
+    dtype = as_dtype(dtype) if dtype is not None else None
+    if initializer is not None and not callable(initializer):
+        value = convert_to_tensor(initializer, dtype=dtype)
+        if shape is not None and validate_shape and tuple(shape) != tuple(value.shape):
+            raise ValueError(f"get_variable {full!r}: shape {list(shape)} given with an "
+                             f"initializer of shape {list(value.shape)}; give only one")
+        shape, dtype = tuple(value.shape), value.dtype
+        initializer = _ConstantValue(value)
+    dtype = dtype or scope.dtype
+
+    existing = state.store.get(full)
+    if existing is not None:
+        if scope.reuse is False or scope.reuse is None:
+            raise ValueError(f"Variable {full} already exists, disallowed. Did you mean to set "
+                             f"reuse=True or reuse=tf.AUTO_REUSE in VarScope?")
+        if shape is not None and tuple(shape) != tuple(existing.shape):
+            raise ValueError(f"Trying to share variable {full}, but specified shape "
+                             f"{list(shape)} and found shape {list(existing.shape)}")
+        return existing
+    if scope.reuse is True:
+        raise ValueError(f"Variable {full} does not exist, or was not created with "
+                         f"tf.get_variable(). Did you mean to set reuse=tf.AUTO_REUSE in "
+                         f"VarScope?")
+    if shape is None:
+        raise ValueError(f"get_variable {full!r}: the shape of a new variable must be given "
+                         f"(or come from a constant initializer)")
+    shape = tuple(int(d) for d in shape)
+    if initializer is None:
+        initializer = glorot_uniform_initializer() if dtype.is_floating else zeros_initializer()
+    trainable = True if trainable is None else trainable
+    if partitioner is None:
+        var = _make(full, shape, dtype, initializer, None, trainable, collections, regularizer)
+    else:
+        var = _make_partitioned(full, shape, dtype, initializer, partitioner, trainable,
+                                collections, regularizer)
+    state.store[full] = var
+    return var
+
+
+class _ConstantValue:
+    """A constant initial value as an initializer (sliced for shards)."""
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+    def __call__(self, shape: Any, dtype: Any = None,
+                 partition_info: PartitionInfo | None = None) -> Any:
+        if partition_info is None or tuple(shape) == tuple(self.value.shape):
+            return self.value
+        begin = list(partition_info.var_offset)
+        return _array.slice(self.value, begin, list(shape))
+
+
+def _make(name: str, shape: tuple, dtype: Any, initializer: Any, info: PartitionInfo | None,
+          trainable: bool, collections: Any, regularizer: Any) -> Variable:
+    def initial() -> Any:
+        return initializer(shape, dtype=dtype, partition_info=info)
+
+    var = Variable(initial, trainable=trainable, name=name, dtype=dtype, shape=shape,
+                   collections=collections)
+    if regularizer is not None:
+        loss = regularizer(var)
+        if loss is not None:
+            get_default_graph().add_to_collection(REGULARIZATION_LOSSES, loss)
+    return var
+
+
+def _make_partitioned(name: str, shape: tuple, dtype: Any, initializer: Any, partitioner: Any,
+                      trainable: bool, collections: Any, regularizer: Any) -> PartitionedVariable:
+    partitions = list(partitioner(shape=shape, dtype=dtype))
+    axis, layout = shard_layout(shape, partitions)
+    shards = []
+    for k, (offset, shard_shape) in enumerate(layout):
+        var_offset = tuple(offset if d == axis else 0 for d in range(len(shape)))
+        info = PartitionInfo(shape, var_offset)
+        shards.append(_make(f"{name}/part_{k}", shard_shape, dtype, initializer, info,
+                            trainable, collections, regularizer))
+    return PartitionedVariable(name, shape, dtype, shards, partitions, axis)
+
+
+__all__ = ["AUTO_REUSE", "PartitionedVariable", "VariableScope", "get_variable",
+           "get_variable_scope", "variable_scope"]
