@@ -84,6 +84,12 @@ def test_values_the_dtype_cannot_hold_are_errors():
     assert "str" in msg
     msg = raises_here(tw.errors.DTypeError, lambda: tw.constant(1.0) * (1 + 2j))
     assert "complex" in msg
+    msg = raises_here(tw.errors.DTypeError, lambda: tw.constant(1e300))
+    assert "float32" in msg and "overflows" in msg and "tw.float64" in msg
+    assert tw.constant(1e300, tw.float64).numpy() == 1e300
+    assert np.isinf(tw.constant(float("inf")).numpy())  # an infinity asked for is kept
+    msg = raises_here(tw.errors.DTypeError, lambda: tw.constant([1, 2**70]))
+    assert "does not fit in int64" in msg
 
 
 def test_assigning_float64_to_a_float32_variable_names_assign():

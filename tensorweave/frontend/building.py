@@ -50,8 +50,12 @@ def _plain_array(value: Any) -> np.ndarray:
         why = "its nested lists differ in length" if "inhomogeneous" in str(e) else str(e)
         raise DTypeError(f"cannot convert {_describe_value(value)} to a tensor: {why}") from None
     if arr.dtype == object:
-        why = "it contains None" if _contains_none(value) else \
-            "its elements are not all numbers, or its nested lists differ in length"
+        if _contains_none(value):
+            why = "it contains None"
+        elif _contains_big_int(value):
+            why = "an integer in it does not fit in int64"
+        else:
+            why = "its elements are not all numbers, or its nested lists differ in length"
         raise DTypeError(f"cannot convert {_describe_value(value)} to a tensor: {why}")
     try:
         as_dtype(arr.dtype)
@@ -66,6 +70,14 @@ def _contains_none(value: Any) -> bool:
         return True
     if isinstance(value, (list, tuple)):
         return any(_contains_none(v) for v in value)
+    return False
+
+
+def _contains_big_int(value: Any) -> bool:
+    if isinstance(value, int) and not isinstance(value, bool):
+        return not -2**63 <= value < 2**63
+    if isinstance(value, (list, tuple)):
+        return any(_contains_big_int(v) for v in value)
     return False
 
 
@@ -97,7 +109,13 @@ def python_array(value: Any, dtype: DType | None) -> np.ndarray:
                              f"overflows to infinity")
         return out
     if arr.dtype == np.float64:
-        return arr.astype(np.float32)
+        with np.errstate(over="ignore"):
+            out = arr.astype(np.float32)
+        if arr.size and np.any(np.isinf(out) & np.isfinite(arr)):
+            raise DTypeError(f"cannot convert {_describe_value(value)} to float32 (the "
+                             f"dtype of Python floats): it overflows to infinity; pass "
+                             f"dtype=tw.float64")
+        return out
     if arr.dtype.kind in "iu":
         if arr.size == 0 or (arr.min() >= -2**31 and arr.max() < 2**31):
             return arr.astype(np.int32)
