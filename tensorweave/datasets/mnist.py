@@ -46,6 +46,8 @@ class DataSet:
 
 @dataclass
 class Datasets:
+    """The train and test splits, and where they came from."""
+
     train: DataSet
     test: DataSet
     source: str
@@ -115,3 +117,10 @@ def read_data_sets(train_dir: str | None = None, one_hot: bool = True,
     else:
         train_l, test_l = train_y, test_y
     return Datasets(DataSet(train_x, train_l, seed), DataSet(test_x, test_l, seed + 1), source)
+
+
+__all__ = ["DataSet", "Datasets", "read_data_sets"]
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
