@@ -87,10 +87,15 @@ def _is_newer(name: str, than: str) -> bool:
 
 
 def _unlink_data(directory: str, name: str) -> None:
-    try:
-        os.unlink(os.path.join(directory, name + SUFFIX))
-    except FileNotFoundError:
-        pass
+    """Delete a checkpoint's file, and the shard files its manifest names (the manifest
+    goes first: a checkpoint is gone as soon as it is, never half there)."""
+    from .checkpoint_io import shard_files
+    shards = shard_files(os.path.join(directory, name))
+    for path in [os.path.join(directory, name + SUFFIX), *shards]:
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            pass
 
 
 def record(prefix: str, max_to_keep: int | None, keep_every_n_hours: float | None = None,

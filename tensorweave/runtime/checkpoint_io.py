@@ -25,6 +25,7 @@ from .checkpoint_index import SUFFIX, latest_checkpoint, read_index, record_chec
 # The index functions live in `checkpoint_index`; they stay importable from here for the
 # callers that treat checkpoint_io as the one checkpoint module (compat.v1's Saver).
 __all__ = ["SUFFIX", "data_path", "write_tensors", "read_tensors", "latest_checkpoint",
+           "shard_prefix", "write_manifest", "shard_files",
            "read_index", "record_checkpoint"]
 
 
@@ -49,14 +50,48 @@ def write_tensors(prefix: str, tensors: Mapping[str, np.ndarray]) -> str:
     return path
 
 
+SHARDS_KEY = "tw_shards"  # metadata of a sharded checkpoint's manifest: tensor -> shard
+
+
+def shard_prefix(prefix: str, index: int, count: int) -> str:
+    """The prefix of shard `index` of `count` of checkpoint `prefix`."""
+    return f"{prefix}.shard-{index:05d}-of-{count:05d}"
+
+
+def write_manifest(prefix: str, shard_of: Mapping[str, str]) -> str:
+    """Make the shards already written a checkpoint: `prefix`'s file becomes a manifest
+    naming, for every tensor, the shard prefix that holds it. Written after every shard
+    (atomically), so a sharded checkpoint is either complete or absent."""
+    relative = {k: os.path.basename(v) for k, v in shard_of.items()}
+    meta = {"format": "tensorweave-checkpoint-1", SHARDS_KEY: json.dumps(relative)}
+    path = data_path(prefix)
+    atomic_files.write_bytes(path, safetensors.numpy.save({}, metadata=meta))
+    return path
+
+
+def shard_files(prefix: str) -> list[str]:
+    """The shard files a sharded checkpoint's manifest names ([] for a plain one, or one
+    that cannot be read)."""
+    try:
+        with safetensors.safe_open(data_path(prefix), framework="numpy") as f:
+            shards = json.loads((f.metadata() or {}).get(SHARDS_KEY, "{}"))
+    except (safetensors.SafetensorError, json.JSONDecodeError, OSError):
+        return []
+    directory = os.path.dirname(prefix)
+    return sorted({data_path(os.path.join(directory, s)) for s in shards.values()})
+
+
 def read_tensors(prefix: str, names: list[str] | None = None) -> dict[str, np.ndarray]:
-    """Load (some of) the arrays of checkpoint `prefix`, verifying their checksums."""
+    """Load (some of) the arrays of checkpoint `prefix`, verifying their checksums; a
+    sharded checkpoint's tensors are read from the shards its manifest names."""
     path = data_path(prefix)
     if not os.path.exists(path):
         raise NotFoundError(f"checkpoint file '{path}' does not exist")
     try:
         with safetensors.safe_open(path, framework="numpy") as f:
             meta = f.metadata() or {}
+            if SHARDS_KEY in meta:
+                return _read_sharded(prefix, json.loads(meta[SHARDS_KEY]), names)
             crcs = json.loads(meta.get("crc32", "{}"))
             keys = list(f.keys())
             wanted = keys if names is None else names
@@ -73,3 +108,20 @@ def read_tensors(prefix: str, names: list[str] | None = None) -> dict[str, np.nd
             return out
     except (safetensors.SafetensorError, json.JSONDecodeError, OSError) as e:
         raise DataLossError(f"checkpoint '{path}' is truncated or corrupt: {e}") from None
+
+
+def _read_sharded(prefix: str, shard_of: dict[str, str],
+                  names: list[str] | None) -> dict[str, np.ndarray]:
+    directory = os.path.dirname(prefix)
+    wanted = list(shard_of) if names is None else names
+    missing = [n for n in wanted if n not in shard_of]
+    if missing:
+        raise NotFoundError(f"checkpoint '{prefix}' has no tensor '{missing[0]}' (it has: "
+                            f"{', '.join(sorted(shard_of)[:10])})")
+    by_shard: dict[str, list[str]] = {}
+    for n in wanted:
+        by_shard.setdefault(shard_of[n], []).append(n)
+    out: dict[str, np.ndarray] = {}
+    for shard, shard_names in by_shard.items():
+        out.update(read_tensors(os.path.join(directory, shard), shard_names))
+    return out

@@ -10,7 +10,7 @@ from ...compiler.ops.io import encode_path
 from ...errors import NotFoundError
 from ...frontend import optimizers as _opt
 from ...frontend.building import apply_op, apply_op1
-from ...frontend.context import control_dependencies
+from ...frontend.context import colocate_with, control_dependencies
 from ...frontend.grouping import group
 from ...frontend.queue_runner import Coordinator, QueueRunner, add_queue_runner, start_queue_runners
 from ...runtime import checkpoint_io
@@ -113,7 +113,7 @@ class Saver:
     """
 
     def __init__(self, var_list: Any = None, max_to_keep: int = 5, name: str = "save",
-                 **_: Any) -> None:
+                 sharded: bool = False, **_: Any) -> None:
         if var_list is None:
             var_list = global_variables()
         named = dict(var_list) if isinstance(var_list, dict) else {v.shared_name: v
@@ -122,17 +122,31 @@ class Saver:
             raise ValueError("Saver: no variables to save")
         self.max_to_keep = max_to_keep
         self._graph = get_default_graph()
+        # sharded: one Save op per task, next to that task's variables, all run in one
+        # step (in parallel); a manifest written after them makes the checkpoint.
+        groups = _by_task(named) if sharded else {None: list(named)}
+        self._shards: list[tuple[Any, list[str]]] = []
         with self._graph.as_default():
             self._filename = placeholder(uint8, [None], name=f"{name}/filename")
-            apply_op("Save", [self._filename] + [v.snapshot() for v in named.values()],
-                     {"names": tuple(named)}, name=f"{name}/save")
-            self.save_op = self._graph.ir.nodes[-1]
+            save_ops = []
+            for k, names in enumerate(groups.values()):
+                filename = (placeholder(uint8, [None], name=f"{name}/shard_{k}")
+                            if sharded else self._filename)
+                with colocate_with(named[names[0]]) if sharded else _no_scope():
+                    apply_op("Save", [filename] + [named[n].snapshot() for n in names],
+                             {"names": tuple(names)}, name=f"{name}/save")
+                save_ops.append(self._graph.ir.nodes[-1])
+                self._shards.append((filename, names))
+            self.save_op = save_ops[0] if len(save_ops) == 1 else group(*save_ops,
+                                                                         name=f"{name}/save_all")
+            self.sharded = sharded
             assigns = []
             for key, v in named.items():
-                value = apply_op1("Restore", [self._filename], {"name": key, "dtype": v.dtype,
-                                                                "shape": v.shape},
-                                  name=f"{name}/restore")
-                assigns.append(v.assign(value, read_value=False))
+                with colocate_with(v) if sharded else _no_scope():
+                    value = apply_op1("Restore", [self._filename],
+                                      {"name": key, "dtype": v.dtype, "shape": v.shape},
+                                      name=f"{name}/restore")
+                    assigns.append(v.assign(value, read_value=False))
             self.restore_op = group(*assigns, name=f"{name}/restore_all")
 
     def _feed(self, path: str) -> dict:
@@ -140,12 +154,22 @@ class Saver:
 
     def save(self, sess: Any, save_path: str, global_step: Any = None,
              write_state: bool = True, **_: Any) -> str:
-        """Write a checkpoint; returns its prefix (``save_path-global_step``)."""
+        """Write a checkpoint; returns its prefix (``save_path-global_step``). Sharded, each
+        task writes the shard of its own variables, then the manifest is written."""
         if global_step is not None:
             if not isinstance(global_step, int):
                 global_step = int(sess.run(global_step))
             save_path = f"{save_path}-{global_step}"
-        sess.run(self.save_op, self._feed(save_path))
+        if self.sharded:
+            count = len(self._shards)
+            prefixes = [checkpoint_io.shard_prefix(save_path, k, count) for k in range(count)]
+            sess.run(self.save_op, {f: encode_path(p)
+                                    for (f, _), p in zip(self._shards, prefixes)})
+            checkpoint_io.write_manifest(save_path, {n: p for (_, names), p in
+                                                     zip(self._shards, prefixes)
+                                                     for n in names})
+        else:
+            sess.run(self.save_op, self._feed(save_path))
         if write_state:
             checkpoint_io.record_checkpoint(save_path, self.max_to_keep)
         return save_path
@@ -155,6 +179,23 @@ class Saver:
         if save_path is None:
             raise NotFoundError("no checkpoint to restore (save_path is None)")
         sess.run(self.restore_op, self._feed(save_path))
+
+
+def _by_task(named: dict[str, Any]) -> dict[str | None, list[str]]:
+    """Variable names grouped by the task their variable is requested on (None: no
+    request, the client's task)."""
+    from ...runtime.devices import DeviceSpec
+    groups: dict[str | None, list[str]] = {}
+    for key, v in named.items():
+        spec = DeviceSpec.from_string(v.op.device or "")
+        task = None if spec.job is None else f"/job:{spec.job}/task:{spec.task or 0}"
+        groups.setdefault(task, []).append(key)
+    return groups
+
+
+def _no_scope() -> Any:
+    import contextlib
+    return contextlib.nullcontext()
 
 
 def latest_checkpoint(checkpoint_dir: str) -> str | None:
