@@ -682,6 +682,21 @@ def test_a_loop_entered_with_dead_values_passes_dead_exits_on(pred):
     assert RUNS == ({"body": 3} if pred else {})
 
 
+def transfer_loop_body(g: Graph, sending: bool, attrs: dict):
+    """A loop body for `build_loop` that, in iteration i, sends i * 10 (the sending
+    partition) or adds what it receives to its accumulator (the receiving one)."""
+    def body(i, values, pivot):
+        (acc,) = values
+        if sending:
+            value = node(g, "Mul", [node(g, "Cast", [i], {"dtype": "f32"}).outputs[0],
+                                    const(g, np.full(2, 10.0, F32), [pivot])])
+            node(g, "Send", [value.outputs[0]], attrs)
+            return [acc]
+        recv = node(g, "Recv", [], {**attrs, "dtype": "f32", "shape": (2,)}, [pivot])
+        return [node(g, "Add", [acc, recv.outputs[0]]).outputs[0]]
+    return body
+
+
 def test_send_and_recv_inside_loops_meet_per_frame_and_iteration():
     """Two partitions run the same loop; in each iteration one sends and the other
     receives: the rendezvous keys carry the frame and the iteration."""
@@ -692,18 +707,7 @@ def test_send_and_recv_inside_loops_meet_per_frame_and_iteration():
         limit = g.add_arg(TensorType("i32", ()))
         acc0 = const(g, np.zeros(2, F32))
         attrs = {"key": "cpu0;value;cpu1", "send_device": "cpu0", "recv_device": "cpu1"}
-
-        def body(i, values, pivot):
-            (acc,) = values
-            if sending:
-                value = node(g, "Mul", [node(g, "Cast", [i], {"dtype": "f32"}).outputs[0],
-                                        const(g, np.full(2, 10.0, F32), [pivot])])
-                node(g, "Send", [value.outputs[0]], attrs)
-                return [acc]
-            recv = node(g, "Recv", [], {**attrs, "dtype": "f32", "shape": (2,)}, [pivot])
-            return [node(g, "Add", [acc, recv.outputs[0]]).outputs[0]]
-
-        g.set_results(build_loop(g, limit, [acc0], body))
+        g.set_results(build_loop(g, limit, [acc0], transfer_loop_body(g, sending, attrs)))
         return g
 
     parts = []

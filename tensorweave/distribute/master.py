@@ -28,7 +28,6 @@ from ..compiler.pipeline import run_pipeline
 from ..compiler.printer import print_graph
 from ..errors import (
     CancelledError,
-    CompileError,
     DeadlineExceededError,
     InvalidArgumentError,
     TensorWeaveError,
@@ -36,6 +35,7 @@ from ..errors import (
 )
 from ..passes.partition import split_by_task, task_name
 from ..passes.placement import placement_scope
+from ..runtime.dataflow import result_sources
 from ..runtime.devices import Device, DeviceSpec
 from ..runtime.distributed import rpc, wire
 from ..runtime.distributed.cluster import ClusterSpec, as_cluster_spec, default_token
@@ -149,7 +149,7 @@ class DistributedExecutable:
             header, _ = client.call("RegisterGraph", {"graph": print_graph(p.graph),
                                                       "target": target})
             self.handles.append(header["handle"])
-        self._result_sources = self._locate_results()
+        self._result_sources = result_sources(graph, self.partitions)
         self._inflight: set[int] = set()  # step ids running now (close() aborts them)
         self._inflight_lock = threading.Lock()
         # Several client threads may run steps at once: room for a few steps' calls.
@@ -160,21 +160,6 @@ class DistributedExecutable:
     def tasks(self) -> list[str]:
         """The tasks this graph runs on, one per partition."""
         return [p.device for p in self.partitions]
-
-    def _locate_results(self) -> list[tuple[int, int]]:
-        sources: dict[int, tuple[int, int]] = {}
-        for k, p in enumerate(self.partitions):
-            for j, r in enumerate(p.result_indices):
-                sources.setdefault(r, (k, j))
-        out = []
-        for r, value in enumerate(self.graph.results):
-            if r in sources:
-                out.append(sources[r])
-            elif value.is_arg and value.graph is self.graph:
-                out.append((-1, value.index))
-            else:
-                raise CompileError(f"no task computes result {r} ({value.name})")
-        return out
 
     def __call__(self, *args: Any, timeout: float | None = None) -> list[Any]:
         return self.run(args, timeout=self.timeout if timeout is None else timeout)

@@ -40,6 +40,26 @@ def split_graph(graph: Graph) -> list[Any]:
     return list(split_by_device(graph).values())
 
 
+def result_sources(graph: Graph, partitions: Sequence[Any]) -> list[tuple[int, int]]:
+    """For each result of `graph`: (partition, its result index) of the partition that
+    returns it, or (-1, argument index) for a result that is an argument no partition
+    returns. Raises `CompileError` for a result nobody computes."""
+    sources: dict[int, tuple[int, int]] = {}
+    for k, p in enumerate(partitions):
+        for j, r in enumerate(p.result_indices):
+            sources.setdefault(r, (k, j))
+    out = []
+    for r, value in enumerate(graph.results):
+        if r in sources:
+            out.append(sources[r])
+        elif value.is_arg and value.graph is graph:
+            out.append((-1, value.index))
+        else:
+            raise CompileError(f"no partition of '{graph.name}' computes result {r} "
+                               f"({value.name})")
+    return out
+
+
 def _reference_kernels() -> tuple[Callable[[Node], Kernel], Callable]:
     from ..targets.reference.executor import PreparedKernel, check_arguments
     return PreparedKernel, check_arguments
@@ -93,22 +113,7 @@ class DataflowExecutable:
         return [p.device for p in self.partitions]
 
     def _locate_results(self) -> list[tuple[int, int]]:
-        """For each graph result: (partition, its result index), or (-1, argument index)
-        for a result that is an argument no partition returns."""
-        sources: dict[int, tuple[int, int]] = {}
-        for k, p in enumerate(self.partitions):
-            for j, r in enumerate(p.result_indices):
-                sources.setdefault(r, (k, j))
-        out = []
-        for r, value in enumerate(self.graph.results):
-            if r in sources:
-                out.append(sources[r])
-            elif value.is_arg and value.graph is self.graph:
-                out.append((-1, value.index))
-            else:
-                raise CompileError(f"no partition of '{self.graph.name}' computes result {r} "
-                                   f"({value.name})")
-        return out
+        return result_sources(self.graph, self.partitions)
 
     def __call__(self, *args: Any, timeout: float | None = _UNSET) -> list[Any]:
         """Run one step on `args`; returns the graph's results in order."""

@@ -9,7 +9,7 @@ from tensorweave.compiler.types import TensorType
 from tensorweave.distribute import Cluster
 from tensorweave.distribute.master import DistributedExecutable
 from tensorweave.passes.partition import transfer_key
-from tests.test_lowering import build_loop, const, node
+from tests.test_lowering import build_loop, const, transfer_loop_body
 
 from .cluster_helpers import TOKEN, servers
 
@@ -29,17 +29,7 @@ def two_task_loop() -> Graph:
     for sending, device in ((True, PS), (False, WORKER)):
         start = len(g.nodes)
         acc0 = const(g, np.zeros(2, F32))
-
-        def body(i, values, pivot, sending=sending):
-            (acc,) = values
-            if sending:
-                value = node(g, "Mul", [node(g, "Cast", [i], {"dtype": "f32"}).outputs[0],
-                                        const(g, np.full(2, 10.0, F32), [pivot])])
-                node(g, "Send", [value.outputs[0]], attrs)
-                return [acc]
-            recv = node(g, "Recv", [], {**attrs, "dtype": "f32", "shape": (2,)}, [pivot])
-            return [node(g, "Add", [acc, recv.outputs[0]]).outputs[0]]
-
+        body = transfer_loop_body(g, sending, attrs)
         # the same frame in both partitions, as partitioning a lowered loop makes it
         (out,) = build_loop(g, limit, [acc0], body, frame="loop")
         for n in g.nodes[start:]:
