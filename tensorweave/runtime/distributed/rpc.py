@@ -135,6 +135,34 @@ def error_from_rpc(error: grpc.RpcError, address: str, method: str) -> TensorWea
     return InternalError(f"{where}: {code.name if code else 'error'}: {detail}")
 
 
+class TransferStats:
+    """Tensor bytes this process sent and received over gRPC, by method (what the tests
+    and benchmarks count: e.g. that a sparse update moves only the touched rows)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.sent: dict[str, int] = {}
+        self.received: dict[str, int] = {}
+
+    def add(self, table: dict[str, int], method: str, tensors: Sequence[Any]) -> None:
+        n = wire.payload_bytes(tensors)
+        with self._lock:
+            table[method] = table.get(method, 0) + n
+
+    def total(self) -> int:
+        """All tensor bytes sent and received so far."""
+        with self._lock:
+            return sum(self.sent.values()) + sum(self.received.values())
+
+    def reset(self) -> None:
+        with self._lock:
+            self.sent.clear()
+            self.received.clear()
+
+
+STATS = TransferStats()
+
+
 class PendingCall:
     """A call in flight (`WorkerClient.start`); `cancel` ends it early."""
 
@@ -181,6 +209,7 @@ class WorkerClient:
               timeout: float | None = None, *, blocking: bool = False) -> PendingCall:
         """Begin a call; `finish` waits for its answer, `call` does both. A `blocking`
         start makes the whole unary call at once (a gRPC future costs ~0.3 ms more)."""
+        STATS.add(STATS.sent, method, tensors)
         if wire.payload_bytes(tensors) <= wire.INLINE_BYTES:
             stub = self._unary[method]
             if blocking:
@@ -216,6 +245,7 @@ class WorkerClient:
         error = wire.error_from_header(header)
         if error is not None:
             raise error
+        STATS.add(STATS.received, pending.method, tensors)
         return header, tensors
 
     def call(self, method: str, header: dict[str, Any], tensors: Sequence[Any] = (),
@@ -327,5 +357,6 @@ def generic_handler(handlers: dict[str, Handler], token: str | None,
     return grpc.method_handlers_generic_handler(SERVICE, table)
 
 
-__all__ = ["CHANNEL_OPTIONS", "METHODS", "SERVER_OPTIONS", "SERVICE", "TlsConfig",
+__all__ = ["CHANNEL_OPTIONS", "METHODS", "SERVER_OPTIONS", "SERVICE", "STATS", "TlsConfig",
+           "TransferStats",
            "PendingCall", "WorkerClient", "client_for", "error_from_rpc", "generic_handler", "method_path"]
