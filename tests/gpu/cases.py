@@ -110,6 +110,13 @@ def _cases() -> dict[str, tuple[Callable, list[np.ndarray]]]:
             x = _values(dt, (3, 4), 4, -2, 2)
             out[f"reduce_{name}_last_{dt.name}"] = (lambda x, fn=fn: fn(x, axis=-1), [x])
             out[f"reduce_{name}_first_{dt.name}"] = (lambda x, fn=fn: fn(x, axis=0), [x])
+    for name in ("sum", "max", "mean"):  # few outputs, long reductions: a block each
+        for dt in (F32, I32):
+            out[f"reduce_{name}_long_first_{dt.name}"] = (
+                lambda x, fn=REDUCE[name]: fn(x, axis=0), [_values(dt, (70, 3), 30, -3, 3)])
+    out["bias_add_grad_long_f64"] = (lambda g: apply_op1("BiasAddGrad", [g]),
+                                     [_values(F64, (4, 20, 3), 31)])
+    out["l2_loss_long_f32"] = (tw.nn.l2_loss, [_values(F32, (9, 10), 32)])
     out["reduce_sum_all_f32"] = (lambda x: tw.reduce_sum(x), [_values(F32, (3, 4), 4)])
     out["reduce_mean_keepdims_f32"] = (lambda x: tw.reduce_mean(x, axis=[1, 2], keepdims=True),
                                        [_values(F32, (2, 3, 4), 4)])

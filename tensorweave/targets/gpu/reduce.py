@@ -3,8 +3,10 @@ of a bias gradient, ``Mean`` over leading axes ...) and ArgMax/ArgMin.
 
 One thread per output element walks the reduced elements in row-major order; for the
 common reduction over leading axes, consecutive threads read consecutive addresses, so
-the loads coalesce. (Reductions over trailing axes are fused and use one block per row,
-`fused`.)
+the loads coalesce. When there are few outputs and many elements each (a bias gradient
+summed over a large batch), one block per output shares the walk and combines in a
+shared-memory tree instead. (Reductions over trailing axes are fused and use one block
+per row, `fused`.)
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import numpy as np
 from ...compiler.dtypes import bool_
 from ...compiler.ir import Node
 from .fused import Unsupported
-from .reductions import REDUCTIONS, accumulator
+from .reductions import REDUCTIONS, accumulator, block_tree, shared_decl
 from .source import (
     Kernel,
     Writer,
@@ -24,8 +26,14 @@ from .source import (
     module,
     numba_type,
     offset_expr,
+    pow2_block,
     row_major_strides,
 )
+
+# when a reduction gets one block per output instead of one thread (a heuristic, not
+# measured on a GPU yet): at most this many outputs, at least this many elements each
+BLOCK_REDUCE_MAX_OUTPUTS = 4096
+BLOCK_REDUCE_MIN_COUNT = 64
 
 
 def _axes(node: Node, attr: str) -> tuple[int, ...]:
@@ -96,27 +104,49 @@ def _reduction(op: str, node: Node, axes: tuple[int, ...], name: str,
     if n_out == 0 or count == 0:
         raise Unsupported("empty input or result")
     acc = accumulator(op, src.dtype)
+    # few outputs, long reductions (a bias gradient: Sum over the batch of [4096, 10]):
+    # one block per output, else one thread per output would walk `count` elements alone
+    per_block = n_out <= BLOCK_REDUCE_MAX_OUTPUTS and count >= BLOCK_REDUCE_MIN_COUNT
+    block = pow2_block(count) if per_block else 0
     w = Writer()
     w("@cuda.jit")
     w(f"def {name}(x, {'like, ' if shape_donor else ''}out):")
     with w.indent():
-        w(f"for o in range(cuda.grid(1), {n_out}, cuda.gridsize(1)):")
+        if per_block:
+            w(shared_decl("sh", acc, block))
+            w("tid = cuda.threadIdx.x")
+            w(f"for o in range(cuda.blockIdx.x, {n_out}, cuda.gridDim.x):")
+        else:
+            w(f"for o in range(cuda.grid(1), {n_out}, cuda.gridsize(1)):")
         with w.indent():
             base = offset_expr(decompose(w, "o", ksz, "k"), kst) if ksz else "0"
             w(f"base = {base}")
             w(f"a = {acc.init()}")
-            w(f"for r in range({count}):")
+            w(f"for r in range(tid, {count}, {block}):" if per_block else
+              f"for r in range({count}):")
             with w.indent():
                 inner = offset_expr(decompose(w, "r", rsz, "q"), rst) if rsz else "0"
                 w(f"e = {acc.convert(f'x[base + {inner}]')}")
                 w(f"a = {acc.combine('a', 'e * e' if square_half else 'e')}")
-            total = "a / 2.0" if square_half else "a"
+            if per_block:
+                block_tree(w, [(acc, "a", "sh")], block)
+                w("if tid == 0:")
+                w.depth += 1
+            total = "sh[0]" if per_block else "a"
+            total = f"{total} / 2.0" if square_half else total
             w(f"out[o] = {acc.finish(total, count, out.dtype)}")
-    grid, block = launch_1d(n_out)
+            if per_block:
+                w.depth -= 1
+                w("cuda.syncthreads()")  # the shared array is reused by the next output
+    if per_block:
+        grid, blk = (max(1, min(n_out, 65535)),), (block,)
+    else:
+        grid, blk = launch_1d(n_out)
     types = [numba_type(src.dtype)]
     if shape_donor:
         types.append(numba_type(node.inputs[1].type.dtype))
-    return Kernel(name, module(w), types + [numba_type(out.dtype)], grid, block)
+    return Kernel(name, module(w), types + [numba_type(out.dtype)], grid, blk, False,
+                  block * acc.acc.np.itemsize)
 
 
 def arg_reduce_kernel(node: Node, name: str) -> Kernel:
