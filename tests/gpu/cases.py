@@ -144,6 +144,11 @@ def _cases() -> dict[str, tuple[Callable, list[np.ndarray]]]:
     out["matmul_tiles_f32"] = (tw.matmul, [_values(F32, (18, 20), 8), _values(F32, (20, 17), 9)])
     out["matmul_batched_f32"] = (tw.matmul, [_values(F32, (2, 3, 4), 8),
                                              _values(F32, (2, 4, 5), 9)])
+    out["matmul_broadcast_batch_f32"] = (tw.matmul, [_values(F32, (2, 1, 3, 4), 8),
+                                                     _values(F32, (3, 4, 5), 9)])
+    out["matmul_batch_times_matrix_f64"] = (
+        lambda a, b: tw.matmul(a, b, transpose_b=True),
+        [_values(F64, (2, 3, 4), 8), _values(F64, (5, 4), 9)])
     for dt in (F32, F64):
         logits = _values(dt, (3, 5), 10)
         out[f"softmax_{dt.name}"] = (tw.nn.softmax, [logits])

@@ -4,8 +4,9 @@ Each block computes a TILE x TILE tile of C = op(A) @ op(B) (op: optional transp
 from the node's attributes), walking K in steps of TILE: the block's threads load one
 tile of A and one of B into shared memory (each thread one element of each, so global
 loads are coalesced along the contiguous dimension of the untransposed operand), sync,
-and each thread accumulates its dot product from shared memory. Batched products (equal
-batch dims) use the grid's third dimension. Float32 accumulates in float32 (as cuBLAS
+and each thread accumulates its dot product from shared memory. Batched products use
+the grid's third dimension, with NumPy's broadcasting of the batch dims (an operand
+without a batch dim, or with size 1 there, is reused). Float32 accumulates in float32 (as cuBLAS
 does without split-K), float64 in float64, integers in int64 wrapped to the dtype.
 """
 
@@ -15,9 +16,21 @@ import numpy as np
 
 from ...compiler.ir import Node
 from .fused import Unsupported
-from .source import Kernel, Writer, has_gpu_type, module, numba_type
+from .source import Kernel, Writer, decompose, has_gpu_type, module, numba_type, offset_expr
 
 TILE = 16
+
+
+def _batch_steps(batch: list[int], batch_out: list[int], matrix: int) -> list[int]:
+    """Element offset per step of each result batch dim for an operand with batch dims
+    `batch` (right-aligned, NumPy broadcasting) and `matrix` elements per matrix."""
+    padded = [1] * (len(batch_out) - len(batch)) + batch
+    steps, acc = [0] * len(batch_out), matrix
+    for d in range(len(batch_out) - 1, -1, -1):
+        if padded[d] != 1:
+            steps[d] = acc
+        acc *= padded[d]
+    return steps
 
 
 def matmul_kernel(node: Node, name: str) -> Kernel:
@@ -29,16 +42,18 @@ def matmul_kernel(node: Node, name: str) -> Kernel:
         raise Unsupported(f"MatMul of {dt.name}")
     if a_t.rank < 2 or b_t.rank < 2:
         raise Unsupported("MatMul of vectors")
-    batch_a, batch_b = tuple(a_t.shape[:-2]), tuple(b_t.shape[:-2])
-    batch_out = tuple(out.shape[:-2])
-    if batch_a != batch_out or batch_b != batch_out:
-        raise Unsupported("MatMul with broadcast batch dims")
+    batch_out = [int(s) for s in out.shape[:-2]]
     ta, tb = bool(node.attrs.get("transpose_a")), bool(node.attrs.get("transpose_b"))
     m, n = int(out.shape[-2]), int(out.shape[-1])
     k = int(a_t.shape[-2] if ta else a_t.shape[-1])
     batch = int(np.prod(batch_out, dtype=np.int64)) if batch_out else 1
     if m * n * batch == 0:
         raise Unsupported("empty result")
+    if batch > 65535:
+        raise Unsupported("more batch entries than a grid's z dimension")
+    # per batch dim of the result, how far each operand moves (0: broadcast along it)
+    a_step = _batch_steps([int(s) for s in a_t.shape[:-2]], batch_out, m * k)
+    b_step = _batch_steps([int(s) for s in b_t.shape[:-2]], batch_out, k * n)
     t = numba_type(dt)
     acc = t if dt.kind == "float" else "int64"
     # element (row i, col kk) of op(A) and (row kk, col j) of op(B), batch offset included
@@ -57,8 +72,9 @@ def matmul_kernel(node: Node, name: str) -> Kernel:
         w(f"j = cuda.blockIdx.x * {TILE} + tx")
         w(f"i = cuda.blockIdx.y * {TILE} + ty")
         w("z = cuda.blockIdx.z")
-        w(f"ab = z * {m * k}")
-        w(f"bb = z * {k * n}")
+        coords = decompose(w, "z", batch_out, "zc") if batch_out else []
+        w(f"ab = {offset_expr(coords, a_step)}")
+        w(f"bb = {offset_expr(coords, b_step)}")
         w(f"total = {acc}(0)")
         w(f"for k0 in range(0, {k}, {TILE}):")
         with w.indent():
