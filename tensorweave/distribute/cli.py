@@ -22,7 +22,12 @@ def add_commands(sub: Any) -> None:
     server.add_argument("--job", help="this task's job name")
     server.add_argument("--task", type=int, help="this task's index in its job")
     server.add_argument("--token", help="the cluster token every RPC must carry "
-                        "(default: TW_CONFIG's 'token', else TW_TOKEN)")
+                        "(default: TW_CONFIG's 'token', else TW_TOKEN; prefer those or "
+                        "--token-file: a command line is visible to every local user)")
+    server.add_argument("--token-file", help="read the cluster token from this file")
+    server.add_argument("--insecure", action="store_true",
+                        help="serve a non-loopback address without a token (anyone who can "
+                             "reach it can run graphs as this user)")
     server.add_argument("--tls-key", help="PEM private key of this task (TLS)")
     server.add_argument("--tls-cert", help="PEM certificate of this task (TLS)")
     server.add_argument("--tls-ca", help="PEM certificate of the cluster's CA (TLS)")
@@ -62,7 +67,11 @@ def _server(args: argparse.Namespace) -> str:
         raise CliError("TLS needs all of --tls-key, --tls-cert and --tls-ca")
     tls = TlsConfig(*tls_parts) if all(tls_parts) else None
     token = args.token or default_token()
-    server = Server(cluster, job, task, token=token, tls=tls, target=args.target)
+    if args.token_file:
+        with open(args.token_file) as f:
+            token = f.read().strip()
+    server = Server(cluster, job, task, token=token, tls=tls, target=args.target,
+                    insecure=args.insecure)
     stopping = threading.Event()
 
     def stop(signum: int, frame: object) -> None:

@@ -23,6 +23,8 @@ import threading
 from concurrent import futures
 from typing import Any
 
+import numpy as np
+
 from ..compiler.ir import Graph
 from ..compiler.pipeline import run_pipeline
 from ..compiler.printer import print_graph
@@ -30,6 +32,7 @@ from ..errors import (
     CancelledError,
     DeadlineExceededError,
     InvalidArgumentError,
+    NotFoundError,
     TensorWeaveError,
     UnavailableError,
 )
@@ -142,19 +145,24 @@ class DistributedExecutable:
         self.graph = graph
         self.cluster = cluster
         self.timeout = timeout
+        self.target = target
         self.partitions = list(split_by_task(graph, cluster.task).values())
-        self.handles: list[str] = []
-        for p in self.partitions:
-            client = cluster.client(p.device)
-            header, _ = client.call("RegisterGraph", {"graph": print_graph(p.graph),
-                                                      "target": target})
-            self.handles.append(header["handle"])
+        self._texts = [print_graph(p.graph) for p in self.partitions]
+        self.handles: list[str] = [self._register(k) for k in range(len(self.partitions))]
         self._result_sources = result_sources(graph, self.partitions)
         self._inflight: set[int] = set()  # step ids running now (close() aborts them)
         self._inflight_lock = threading.Lock()
         # Several client threads may run steps at once: room for a few steps' calls.
         self._pool = futures.ThreadPoolExecutor(max_workers=max(8, 4 * len(self.partitions)),
                                                 thread_name_prefix="tw-master")
+
+    def _register(self, k: int) -> str:
+        """Register partition `k` on its task; returns the handle. The IR text travels
+        as a byte tensor (streamed in chunks when big), not in the JSON header."""
+        text = np.frombuffer(self._texts[k].encode(), np.uint8)
+        header, _ = self.cluster.client(self.partitions[k].device).call(
+            "RegisterGraph", {"target": self.target}, [text])
+        return header["handle"]
 
     @property
     def tasks(self) -> list[str]:
@@ -165,11 +173,22 @@ class DistributedExecutable:
         return self.run(args, timeout=self.timeout if timeout is None else timeout)
 
     def run(self, args: Any, timeout: float | None = None) -> list[Any]:
-        """One step on every task; returns the graph's results."""
+        """One step on every task; returns the graph's results. A task that lost this
+        graph (it was restarted, or dropped the graph after a long idle time) gets it
+        registered again, and the step runs once more."""
         from ..targets.reference.executor import check_arguments
         arrays = check_arguments(self.graph, list(args))
         if timeout is not None and timeout <= 0:
             raise InvalidArgumentError(f"timeout must be positive, got {timeout}")
+        try:
+            return self._step(arrays, timeout)
+        except NotFoundError as e:
+            if "has no graph" not in e.message:
+                raise
+            self.handles = [self._register(k) for k in range(len(self.partitions))]
+            return self._step(arrays, timeout)
+
+    def _step(self, arrays: list[Any], timeout: float | None) -> list[Any]:
         step_id = secrets.randbits(62)
         header = {"step": step_id, "timeout": timeout}
         deadline = None if timeout is None else timeout + 5.0  # the tasks time out first

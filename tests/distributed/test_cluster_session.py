@@ -176,11 +176,16 @@ def test_calls_without_the_token_or_with_garbage_are_refused_and_the_server_serv
         raw = channel.unary_unary(rpc.method_path("RegisterGraph"))
         answer = raw(b"\x00garbage bytes", metadata=((rpc.TOKEN_KEY, TOKEN),), timeout=10)
         assert type(wire.error_from_header(wire.unpack(answer)[0])).__name__ == "DataLossError"
+        def text(t):
+            return [np.frombuffer(t.encode(), np.uint8)]
+
         with pytest.raises(Exception, match="expected"):
-            good.call("RegisterGraph", {"graph": "this is not IR"})
+            good.call("RegisterGraph", {}, text("this is not IR"))
         forged = 'func.func @g() { "tw.PyFunc"() : () -> () }'
-        with pytest.raises(Exception):
-            good.call("RegisterGraph", {"graph": forged})
+        with pytest.raises(Exception, match="PyFunc"):
+            good.call("RegisterGraph", {}, text(forged))
+        with pytest.raises(InvalidArgumentError, match="u8 tensor"):
+            good.call("RegisterGraph", {"graph": "old style"})
         channel.close()
         assert good.call("GetStatus", {})[0]["task"] == "/job:ps/replica:0/task:0"
 

@@ -1,7 +1,6 @@
 """An embedding table on a PS task: a lookup moves only the rows it touches (counted on
 the wire), because the Gather runs next to its variable."""
 
-import numpy as np
 
 import tensorweave.compat.v1 as tf
 from tensorweave.runtime.distributed import rpc

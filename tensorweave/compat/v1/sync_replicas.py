@@ -195,12 +195,12 @@ class SyncReplicasOptimizer:
         if self._sync_token_queue is None:
             raise InvalidArgumentError("call apply_gradients (or minimize) before "
                                        "get_init_tokens_op")
+        needed = self._replicas_to_aggregate - self._total_num_replicas  # TensorFlow's rule
         if num_tokens == -1:
             num_tokens = self._replicas_to_aggregate
-        elif num_tokens < self._tokens_per_step - self._replicas_to_aggregate:
-            raise InvalidArgumentError(
-                f"too few init tokens ({num_tokens}): at least "
-                f"{self._tokens_per_step - self._replicas_to_aggregate} are needed")
+        elif num_tokens < needed:
+            raise InvalidArgumentError(f"too few tokens to finish the first step: "
+                                       f"{num_tokens} (given) vs {needed} (needed)")
         with self._graph.as_default(), colocate_with(self._global_step):
             if num_tokens <= 0:
                 return group()

@@ -296,8 +296,11 @@ class _Parked:
         return key
 
     def take(self, key: str) -> tuple[dict[str, Any], Sequence[Any]]:
+        now = time.monotonic()
         with self._lock:
             item = self._items.pop(key, None)
+            for k in [k for k, (_, _, t) in self._items.items() if now - t > PARKED_TTL_S]:
+                del self._items[k]
         if item is None:
             raise InvalidArgumentError(f"no parked answer {key!r} (it expired after "
                                        f"{PARKED_TTL_S:g} s, or was fetched already)")

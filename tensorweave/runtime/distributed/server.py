@@ -34,6 +34,7 @@ from concurrent import futures
 from typing import Any
 
 import grpc
+import numpy as np
 
 from ...compiler.ir import Graph
 from ...errors import (
@@ -58,6 +59,19 @@ ABORTED_MEMORY_S = 300.0
 
 POLL_S = 0.25
 """How often a blocked RecvTensor checks that its caller is still there."""
+
+PULL_WAIT_S = 1.0
+"""How long one RecvTensor call waits for its value before answering "pending": the
+puller then checks that its own step is still alive before asking again, so an aborted
+step never leaves a pull (and the sender's handler) blocked forever."""
+
+STEP_IDLE_S = 300.0
+"""A step entry nobody runs or pulls from for this long is dropped (with any value no
+one came for): its master is gone."""
+
+GRAPH_IDLE_S = 3600.0
+"""A registered graph not run for this long is dropped (a master that comes back
+registers it again)."""
 
 
 def task_of_device(device: str) -> tuple[str | None, int]:
@@ -137,12 +151,23 @@ class TaskRendezvous(Rendezvous):
             if self._error is not None:
                 raise self._cancelled(key)
         address = self.service.cluster.task_address(job, task)
-        # A blocking call (a gRPC future would start a thread per call): an abort of
-        # the step reaches the sending task too, which then answers this call with
-        # CancelledError; a dead or frozen sender fails it through keepalive.
-        _, tensors = self.service.client(address).call(
-            "RecvTensor", {"step": self.step_id, "key": key}, timeout=timeout)
-        return tensors[0]
+        client = self.service.client(address)
+        deadline = None if timeout is None else time.monotonic() + timeout
+        # Blocking calls (a gRPC future would start a thread per call), each waiting at
+        # most PULL_WAIT_S on the sender: between them this step's abort is noticed.
+        # Asking again is safe: "pending" means the sender did not take the value.
+        while True:
+            wait = PULL_WAIT_S if deadline is None else min(
+                PULL_WAIT_S, max(0.0, deadline - time.monotonic()))
+            header, tensors = client.call("RecvTensor", {"step": self.step_id, "key": key,
+                                                         "wait": wait})
+            if not header.get("pending"):
+                return tensors[0]
+            with self._lock:
+                if self._error is not None:
+                    raise self._cancelled(key)
+            if deadline is not None and time.monotonic() >= deadline:
+                raise DeadlineExceededError(f"timed out waiting for rendezvous key '{key}'")
 
     def _cancelled(self, key: str) -> CancelledError:
         cause = self._error
@@ -157,7 +182,7 @@ class TaskRendezvous(Rendezvous):
 
 
 class _StepState:
-    __slots__ = ("rendezvous", "cancellation", "runs", "pulls", "error")
+    __slots__ = ("rendezvous", "cancellation", "runs", "pulls", "error", "touched")
 
     def __init__(self, rendezvous: TaskRendezvous) -> None:
         self.rendezvous = rendezvous
@@ -167,6 +192,7 @@ class _StepState:
         self.runs = 0
         self.pulls = 0
         self.error: BaseException | None = None
+        self.touched = time.monotonic()
 
 
 class StepTable:
@@ -177,6 +203,7 @@ class StepTable:
         self._lock = threading.Lock()
         self._steps: dict[int, _StepState] = {}
         self._aborted: dict[int, tuple[BaseException, float]] = {}
+        self._last_sweep = time.monotonic()
 
     def __len__(self) -> int:
         with self._lock:
@@ -196,7 +223,9 @@ class StepTable:
     def begin(self, step_id: int, kind: str) -> _StepState:
         """Join step `step_id` (kind ``run`` or ``pull``); raises if it was aborted."""
         with self._lock:
+            self._expire_idle()
             state = self._get(step_id)
+            state.touched = time.monotonic()
             if state.error is not None:
                 error = state.error
                 self._release(step_id, state)
@@ -207,7 +236,21 @@ class StepTable:
     def end(self, step_id: int, state: _StepState, kind: str) -> None:
         with self._lock:
             setattr(state, kind + "s", getattr(state, kind + "s") - 1)
+            state.touched = time.monotonic()
             self._release(step_id, state)
+
+    def _expire_idle(self) -> None:
+        """Drop steps nobody ran or pulled from for `STEP_IDLE_S` (a value sent for a
+        receiver whose step died without an abort reaching us). Under the lock; cheap:
+        at most once every few seconds."""
+        now = time.monotonic()
+        if now - self._last_sweep < 5.0:
+            return
+        self._last_sweep = now
+        for step_id, state in list(self._steps.items()):
+            if state.runs == 0 and state.pulls == 0 and now - state.touched > STEP_IDLE_S:
+                state.rendezvous.abort(CancelledError(f"step {step_id} expired (idle)"))
+                del self._steps[step_id]
 
     def _release(self, step_id: int, state: _StepState) -> None:
         """Drop a step nobody runs, pulls from, or has left a value in."""
@@ -275,9 +318,13 @@ class WorkerService:
     def register_graph(self, header: dict, tensors: list, context: Any) -> tuple[dict, list]:
         from ...compiler.parser import parse_graph
         from ...compiler.verifier import verify
-        text = header.get("graph")
-        if not isinstance(text, str):
-            raise InvalidArgumentError("RegisterGraph needs the graph as IR text in 'graph'")
+        if len(tensors) != 1 or getattr(tensors[0], "dtype", None) != np.uint8:
+            raise InvalidArgumentError("RegisterGraph needs the graph's IR text as one u8 "
+                                       "tensor")
+        try:
+            text = tensors[0].tobytes().decode("utf-8")
+        except UnicodeDecodeError:
+            raise InvalidArgumentError("RegisterGraph: the graph text is not UTF-8") from None
         graph = parse_graph(text, source_name=f"graph for {self.task_name}")
         verify(graph)
         self._check_devices(graph)
@@ -285,8 +332,12 @@ class WorkerService:
         target = str(header.get("target") or self.target)
         exe = _executable(graph, target, self.resources)
         handle = f"{self.job_name}{self.task_index}-g{next(self._handles)}"
+        now = time.monotonic()
         with self._graphs_lock:
-            self._graphs[handle] = exe
+            for old, (_, used) in list(self._graphs.items()):
+                if now - used[0] > GRAPH_IDLE_S:  # its master is gone (or re-registers)
+                    del self._graphs[old]
+            self._graphs[handle] = (exe, [now])
         log.debug("%s: registered %s (%d nodes, target %s)", self.task_name, handle,
                   len(graph.nodes), target)
         return {"handle": handle}, []
@@ -310,7 +361,10 @@ class WorkerService:
 
     def run_graph(self, header: dict, tensors: list, context: Any) -> tuple[dict, list]:
         handle = str(header.get("handle"))
-        exe = self._graphs.get(handle)
+        entry = self._graphs.get(handle)
+        exe = None if entry is None else entry[0]
+        if entry is not None:
+            entry[1][0] = time.monotonic()
         if exe is None:
             raise NotFoundError(f"{self.task_name} has no graph {handle!r} (was the task "
                                 f"restarted? the client registers graphs again on its next "
@@ -336,15 +390,21 @@ class WorkerService:
 
     def recv_tensor(self, header: dict, tensors: list, context: Any) -> tuple[dict, list]:
         step_id, key = int(header["step"]), str(header["key"])
+        wait = float(header.get("wait", PULL_WAIT_S))
+        end = time.monotonic() + wait
         state = self.steps.begin(step_id, "pull")
         try:
             while True:
                 try:
-                    value = state.rendezvous.local.recv(key, timeout=POLL_S)
+                    # a timed-out recv withdraws without taking the value
+                    value = state.rendezvous.local.recv(
+                        key, timeout=max(0.0, min(POLL_S, end - time.monotonic())))
                     break
                 except DeadlineExceededError:
                     if not context.is_active():
                         raise CancelledError(f"the receiver of '{key}' went away") from None
+                    if time.monotonic() >= end:
+                        return {"pending": True}, []
         finally:
             self.steps.end(step_id, state, "pull")
         return {}, [value]
@@ -353,6 +413,21 @@ class WorkerService:
         error = wire.error_from_header(header) or CancelledError("aborted by the client")
         self.steps.abort(int(header["step"]), error)
         return {}, []
+
+
+def _check_unauthenticated(address: str, insecure: bool) -> None:
+    """A server with no token runs any registered graph for anyone who can reach it
+    (a Save op writes files): only on loopback, unless the caller insists."""
+    from .cluster import parse_address
+    host, _ = parse_address(address)
+    loopback = host in ("localhost", "[::1]") or host.startswith("127.")
+    if not loopback and not insecure:
+        raise InvalidArgumentError(
+            f"refusing to serve {address} without a cluster token: anyone reaching it could "
+            f"run graphs (and write files) as this user. Set TW_CONFIG's 'token' or TW_TOKEN "
+            f"(tensorweave launch does), or pass insecure=True / --insecure")
+    log.warning("serving %s without a cluster token: any local process may call it",
+                address)
 
 
 def _executable(graph: Graph, target: str, resources: ResourceManager) -> Any:
@@ -371,14 +446,17 @@ class Server:
 
     ``Server(cluster, job_name="ps", task_index=0)``; `target` is ``grpc://host:port``,
     what ``Session(server.target)`` connects to. `token` defaults to ``TW_CONFIG``'s
-    (or ``TW_TOKEN``): calls without it are refused. `resources` holds the task's
-    variables and queues (default: a manager of its own)."""
+    (or ``TW_TOKEN``): calls without it are refused. A server without a token accepts
+    any caller, so it may only listen on a loopback address unless `insecure` says
+    otherwise. `resources` holds the task's variables and queues (default: a manager of
+    its own)."""
 
     def __init__(self, cluster: ClusterSpec | dict, job_name: str | None = None,
                  task_index: int | None = None, protocol: str = "grpc", config: Any = None,
                  start: bool = True, *, token: str | None = None,
                  tls: rpc.TlsConfig | None = None, target: str = "cpu",
-                 max_workers: int = 64, resources: ResourceManager | None = None) -> None:
+                 max_workers: int = 64, resources: ResourceManager | None = None,
+                 insecure: bool = False) -> None:
         from .cluster import as_cluster_spec
         if protocol != "grpc":
             raise InvalidArgumentError(f"only the 'grpc' protocol is supported, got {protocol!r}")
@@ -396,6 +474,8 @@ class Server:
         self.address = self.cluster.task_address(job_name, task_index)
         if token is None:
             token = default_token()
+        if not token:
+            _check_unauthenticated(self.address, insecure)
         self.service = WorkerService(self.cluster, job_name, task_index, token=token, tls=tls,
                                      target=target, resources=resources)
         self._grpc = grpc.server(futures.ThreadPoolExecutor(

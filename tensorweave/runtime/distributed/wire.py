@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
@@ -32,7 +33,11 @@ CHUNK_BYTES = 2 << 20
 """Largest chunk of tensor bytes in one gRPC message (2 MiB)."""
 
 MAX_HEADER_BYTES = 16 << 20
-"""Largest header accepted (graphs travel in headers as IR text)."""
+"""Largest header accepted (graphs travel as tensors, not in headers)."""
+
+MAX_BODY_BYTES = int(os.environ.get("TW_MAX_MESSAGE_BYTES", 16 << 30))
+"""Largest total of tensor bytes one body may declare (``TW_MAX_MESSAGE_BYTES``, default
+16 GiB): a header cannot make a task allocate more than this."""
 
 
 def tensor_meta(value: Any) -> dict[str, Any]:
@@ -90,6 +95,7 @@ def unpack(message: bytes) -> tuple[dict[str, Any], list[Any]]:
     metas = header.get("tensors", [])
     if not isinstance(metas, list):
         raise DataLossError("malformed header: 'tensors' is not a list")
+    _check_sizes(metas, available=len(message) - 4 - n)
     reader = _ChunkReader(iter((memoryview(message)[4 + n:],)))
     tensors = [_read_tensor(meta, reader) for meta in metas]
     extra = len(message) - 4 - n - sum(0 if t is DEAD else t.nbytes for t in tensors)
@@ -116,6 +122,7 @@ def decode(messages: Iterable[bytes]) -> tuple[dict[str, Any], list[Any]]:
     metas = header.get("tensors", [])
     if not isinstance(metas, list):
         raise DataLossError("malformed header: 'tensors' is not a list")
+    _check_sizes(metas, available=None)
     reader = _ChunkReader(it)
     tensors = [_read_tensor(meta, reader) for meta in metas]
     if reader.left():
@@ -134,6 +141,24 @@ def decode_header(message: bytes) -> dict[str, Any]:
     if not isinstance(header, dict):
         raise DataLossError("malformed message: the header is not a JSON object")
     return header
+
+
+def _check_sizes(metas: list[Any], available: int | None) -> None:
+    """Refuse a body whose declared tensor bytes exceed what it holds (a packed body) or
+    `MAX_BODY_BYTES`, before anything is allocated for them."""
+    total = 0
+    for meta in metas:
+        if isinstance(meta, dict) and not meta.get("dead"):
+            try:
+                total += max(0, int(meta.get("nbytes", 0)))
+            except (TypeError, ValueError):
+                raise DataLossError(f"malformed tensor description {meta!r}") from None
+    if available is not None and total > available:
+        raise DataLossError(f"malformed message: its header declares {total} tensor bytes, "
+                            f"it holds {available}")
+    if total > MAX_BODY_BYTES:
+        raise DataLossError(f"message declares {total} tensor bytes, over the limit of "
+                            f"{MAX_BODY_BYTES} (TW_MAX_MESSAGE_BYTES)")
 
 
 class _ChunkReader:
