@@ -160,6 +160,9 @@ def _cases() -> dict[str, tuple[Callable, list[np.ndarray]]]:
         out[f"sparse_xent_{dt.name}"] = (
             lambda lo, la: tw.nn.sparse_softmax_cross_entropy_with_logits(labels=la, logits=lo),
             [logits, np.array([0, 4, 2], np.int64)])
+    out["softmax_axis1_f32"] = (lambda x: tw.nn.softmax(x, axis=1), [_values(F32, (2, 5, 3), 10)])
+    out["log_softmax_axis0_f64"] = (lambda x: tw.nn.log_softmax(x, axis=0),
+                                    [_values(F64, (4, 3), 10)])
     out["transpose_2d_f32"] = (tw.transpose, [_values(F32, (3, 4), 12)])
     out["transpose_3d_i32"] = (lambda x: tw.transpose(x, [2, 0, 1]), [_values(I32, (2, 3, 4), 12)])
     out["gather_axis0_f32"] = (lambda p, i: tw.gather(p, i),

@@ -3,11 +3,13 @@
 A block finds the row's maximum and the sum of ``exp(x - max)`` with two shared-memory
 tree reductions (`reductions.block_tree`; the sum in float64), then writes its outputs
 from ``log_p = x - max - log(sum)``: the same stable formulas as the reference kernels,
-one read of the row per pass. Only the last axis (the classes, what the cross entropies
-use and Softmax's default) is supported.
+one read of the row per pass. The cross entropies reduce the last axis (the classes);
+Softmax and LogSoftmax take any axis (its elements then lie a fixed stride apart).
 """
 
 from __future__ import annotations
+
+import numpy as np
 
 from ...compiler.dtypes import float64
 from ...compiler.ir import Node
@@ -26,16 +28,23 @@ def softmax_kernel(node: Node, name: str) -> Kernel:
     dt = logits.dtype
     if dt.kind != "float" or not has_gpu_type(dt):
         raise Unsupported(f"{node.op} of {dt.name}")
-    if node.op in ("Softmax", "LogSoftmax") and \
-            node.attrs.get("axis", -1) % max(1, logits.rank) != logits.rank - 1:
-        raise Unsupported(f"{node.op} over an axis other than the last")
     shape = [int(s) for s in logits.shape]
-    classes = shape[-1] if shape else 0
-    rows = 1
-    for s in shape[:-1]:
-        rows *= s
+    if not shape:
+        raise Unsupported(f"{node.op} of a scalar")
+    axis = len(shape) - 1
+    if node.op in ("Softmax", "LogSoftmax"):
+        axis = int(node.attrs.get("axis", -1)) % len(shape)
+    classes = shape[axis]
+    inner = int(np.prod(shape[axis + 1:], dtype=np.int64))  # the classes' stride
+    rows = int(np.prod(shape[:axis], dtype=np.int64)) * inner
     if rows * classes == 0:
         raise Unsupported("empty logits")
+
+    def at(j: str) -> str:
+        """Where class `j` of the current row is."""
+        return f"base + {j}" if inner == 1 else f"base + {j} * {inner}"
+
+    xj = at("j")
     t = numba_type(dt)
     block = pow2_block(classes)
     mx = Accumulator("Max", dt, dt)
@@ -60,30 +69,33 @@ def softmax_kernel(node: Node, name: str) -> Kernel:
         w("tid = cuda.threadIdx.x")
         w(f"for row in range(cuda.blockIdx.x, {rows}, cuda.gridDim.x):")
         with w.indent():
-            w(f"base = row * {classes}")
+            if inner == 1:
+                w(f"base = row * {classes}")
+            else:  # rows are (outer, inner) pairs; classes lie `inner` apart
+                w(f"base = (row // {inner}) * {classes * inner} + row % {inner}")
             w(f"m = {mx.init()}")
             w(f"for j in range(tid, {classes}, {block}):")
-            w(f"    m = {mx.combine('m', 'x[base + j]')}")
+            w(f"    m = {mx.combine('m', f'x[{xj}]')}")
             block_tree(w, [(mx, "m", "shm")], block)
             w("top = shm[0]")
             w("s = float64(0)")
             w(f"for j in range(tid, {classes}, {block}):")
-            w(f"    s += float64({t}(math.exp(x[base + j] - top)))")
+            w(f"    s += float64({t}(math.exp(x[{xj}] - top)))")
             block_tree(w, [(total, "s", "shs")], block)
             w(f"lse = {t}(math.log(shs[0]))")
             if node.op == "Softmax":
                 w(f"sm = {t}(shs[0])")
                 w(f"for j in range(tid, {classes}, {block}):")
-                w(f"    out[base + j] = {t}({t}(math.exp(x[base + j] - top)) / sm)")
+                w(f"    out[{xj}] = {t}({t}(math.exp(x[{xj}] - top)) / sm)")
             elif node.op == "LogSoftmax":
                 w(f"for j in range(tid, {classes}, {block}):")
-                w(f"    out[base + j] = {t}(x[base + j] - top - lse)")
+                w(f"    out[{xj}] = {t}(x[{xj}] - top - lse)")
             elif dense:
                 w("part = float64(0)")
                 w(f"for j in range(tid, {classes}, {block}):")
-                w(f"    lp = {t}(x[base + j] - top - lse)")
-                w("    part += float64(y[base + j]) * float64(lp)")
-                w(f"    backprop[base + j] = {t}({t}(math.exp(lp)) - y[base + j])")
+                w(f"    lp = {t}(x[{xj}] - top - lse)")
+                w(f"    part += float64(y[{xj}]) * float64(lp)")
+                w(f"    backprop[{xj}] = {t}({t}(math.exp(lp)) - y[{xj}])")
                 block_tree(w, [(total, "part", "shl")], block)
                 w("if tid == 0:")
                 w(f"    loss[row] = {t}(-shl[0])")
@@ -93,11 +105,11 @@ def softmax_kernel(node: Node, name: str) -> Kernel:
                 w("if bad and tid == 0:")
                 w(f"    status[0] = {STATUS_BAD_LABEL}")
                 w(f"for j in range(tid, {classes}, {block}):")
-                w(f"    lp = {t}(x[base + j] - top - lse)")
+                w(f"    lp = {t}(x[{xj}] - top - lse)")
                 w(f"    one = {t}(1) if j == label else {t}(0)")
-                w(f"    backprop[base + j] = {t}({t}(math.exp(lp)) - one)")
+                w(f"    backprop[{xj}] = {t}({t}(math.exp(lp)) - one)")
                 w("if tid == 0 and not bad:")
-                w(f"    loss[row] = {t}(-{t}(x[base + label] - top - lse))")
+                w(f"    loss[row] = {t}(-{t}(x[{at('label')}] - top - lse))")
             w("cuda.syncthreads()")  # the shared arrays are reused by the next row
     shared = block * (dt.np.itemsize + 8 + (8 if dense else 0))
     return Kernel(name, module(w), types, (max(1, min(rows, 65535)),), (block,), sparse, shared)
