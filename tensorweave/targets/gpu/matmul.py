@@ -40,8 +40,6 @@ def matmul_kernel(node: Node, name: str) -> Kernel:
     dt = out.dtype
     if not has_gpu_type(dt) or dt.kind == "bool":
         raise Unsupported(f"MatMul of {dt.name}")
-    if a_t.rank < 2 or b_t.rank < 2:
-        raise Unsupported("MatMul of vectors")
     batch_out = [int(s) for s in out.shape[:-2]]
     ta, tb = bool(node.attrs.get("transpose_a")), bool(node.attrs.get("transpose_b"))
     m, n = int(out.shape[-2]), int(out.shape[-1])
