@@ -39,7 +39,17 @@ double = float64
 
 # the tw.config, tw.debugging, tw.math, tw.nn, tw.random, tw.optimizers, tw.queue and
 # tw.train namespaces
-from . import config, debugging, math, nn, optimizers, queue, random, train  # noqa: E402, F401
+from . import (  # noqa: E402, F401
+    config,
+    debugging,
+    math,
+    nn,
+    optimizers,
+    profiler,
+    queue,
+    random,
+    train,
+)
 
 __version__ = "0.1.0"
 
@@ -60,7 +70,7 @@ __all__ = ["errors", "DType", "as_dtype", "bfloat16", "bool", "bool_", "float16"
            "ConcreteFunction", "Function", "TensorSpec", "compile", "EagerTensor", "Tensor",
            "Variable", "group", "no_op", "grad", "gradients", "stop_gradient", "value_and_grad",
            "case", "cond", "foldl", "scan", "while_loop",
-           "nn", "optimizers", "random", "train", "config", "debugging", "math", "queue",
+           "nn", "optimizers", "profiler", "random", "train", "config", "debugging", "math", "queue",
            "compat", "distribute", *_ops_all]  # noqa: F405 (compat, distribute: __getattr__)
 
 

@@ -172,7 +172,8 @@ class DistributedExecutable:
     def __call__(self, *args: Any, timeout: float | None = None) -> list[Any]:
         return self.run(args, timeout=self.timeout if timeout is None else timeout)
 
-    def run(self, args: Any, timeout: float | None = None) -> list[Any]:
+    def run(self, args: Any, timeout: float | None = None,
+            trace: list | None = None) -> list[Any]:
         """One step on every task; returns the graph's results. A task that lost this
         graph (it was restarted, or dropped the graph after a long idle time) gets it
         registered again, and the step runs once more."""
@@ -181,16 +182,20 @@ class DistributedExecutable:
         if timeout is not None and timeout <= 0:
             raise InvalidArgumentError(f"timeout must be positive, got {timeout}")
         try:
-            return self._step(arrays, timeout)
+            return self._step(arrays, timeout, trace)
         except NotFoundError as e:
             if "has no graph" not in e.message:
                 raise
             self.handles = [self._register(k) for k in range(len(self.partitions))]
-            return self._step(arrays, timeout)
+            return self._step(arrays, timeout, trace)
 
-    def _step(self, arrays: list[Any], timeout: float | None) -> list[Any]:
+    def _step(self, arrays: list[Any], timeout: float | None, trace: list | None) -> list[Any]:
+        """With a `trace` list, every task's node timings (wall-clock records) are added
+        to it."""
         step_id = secrets.randbits(62)
         header = {"step": step_id, "timeout": timeout}
+        if trace is not None:
+            header["trace"] = True
         deadline = None if timeout is None else timeout + 5.0  # the tasks time out first
         calls = [(self.cluster.client(p.device), dict(header, handle=handle),
                   [arrays[i] for i in p.arg_indices])
@@ -200,15 +205,19 @@ class DistributedExecutable:
         try:
             if len(calls) == 1:
                 client, head, tensors = calls[0]
-                outputs = [client.call("RunGraph", head, tensors, timeout=deadline)[1]]
+                answers = [client.call("RunGraph", head, tensors, timeout=deadline)]
             else:
-                outputs = self._gather(step_id, calls, deadline)
+                answers = self._gather(step_id, calls, deadline)
         finally:
             with self._inflight_lock:
                 self._inflight.discard(step_id)
+        if trace is not None:
+            for head, _ in answers:
+                trace.extend(head.get("trace", ()))
+        outputs = [tensors for _, tensors in answers]
         return [outputs[k][j] if k >= 0 else arrays[j] for k, j in self._result_sources]
 
-    def _gather(self, step_id: int, calls: list, deadline: float | None) -> list[list[Any]]:
+    def _gather(self, step_id: int, calls: list, deadline: float | None) -> list[Any]:
         """Run every task's part of the step at once; the first failure aborts the rest.
         Blocking calls on pool threads: a gRPC future would start a thread per call."""
         pending = {self._pool.submit(client.call, "RunGraph", head, tensors, deadline): k
@@ -229,7 +238,7 @@ class DistributedExecutable:
                         self._abort(step_id, f.exception(), [c[0] for c in calls])
                     errors.append(f.exception())
                 else:
-                    outputs[k] = f.result()[1]
+                    outputs[k] = f.result()
         if errors:
             raise _root_cause(errors)
         return outputs  # type: ignore[return-value]

@@ -22,6 +22,7 @@ from ..compiler.dtypes import DType, as_dtype
 from ..compiler.ir import Graph
 from ..compiler.types import TensorType, as_shape, format_shape
 from ..errors import DTypeError, InvalidArgumentError, TracingError
+from ..runtime import profiler as _profiler
 from . import nest
 from .building import convert_to_tensor, python_array
 from .call_site import user_location
@@ -143,7 +144,12 @@ class ConcreteFunction:
     def call_flat(self, arrays: Sequence[np.ndarray]) -> list[np.ndarray]:
         """Run on arrays in argument order; returns results in graph order."""
         exe = self._executable or self.executable
-        if self.timeout is None:
+        recorder = _profiler.active()
+        if recorder is not None and hasattr(exe, "run"):  # inside tw.profiler.trace
+            trace: list = []
+            results = exe.run(list(arrays), timeout=self.timeout, trace=trace)
+            recorder.add(trace)
+        elif self.timeout is None:
             results = exe(*arrays)
         else:
             results = exe(*arrays, timeout=self.timeout)

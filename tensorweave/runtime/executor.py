@@ -313,8 +313,9 @@ class NodeTrace:
     op: str
     device: str
     thread: int
-    start: float
+    start: float  # time.perf_counter() of this process
     end: float
+    transfer: str = ""  # a Send's or Recv's rendezvous key: pairs them in a timeline
 
 
 class PartitionExecutor:
@@ -775,8 +776,10 @@ class PartitionRun:
     # -------------------------------------------------------------------- tracing
     def _record(self, i: int, start: float) -> None:
         node = self.executor.nodes[i]
+        key = str(node.attrs.get("key", "")) if node.op in ("Send", "Recv") else ""
         self.step.trace.append(NodeTrace(node.name, node.op, self.executor.device,
-                                         threading.get_ident(), start, time.perf_counter()))
+                                         threading.get_ident(), start, time.perf_counter(),
+                                         key))
 
 
 def _iteration_done(frame: Frame, n: int) -> bool:

@@ -58,6 +58,7 @@ from .partitioners import (  # noqa: F401
 from .session import (  # noqa: F401
     ConfigProto,
     InteractiveSession,
+    RunMetadata,
     RunOptions,
     Session,
     get_default_session,

@@ -125,8 +125,15 @@ class Session:
                     if getattr(self._config, "log_device_placement", False):
                         _log_placement(step)
         timeout_ms = getattr(options, "timeout_in_ms", 0) or 0
-        results = iter(step(*feed_arrays, timeout=timeout_ms / 1000) if timeout_ms > 0
-                       else step(*feed_arrays))
+        timeout = timeout_ms / 1000 if timeout_ms > 0 else None
+        if (getattr(options, "trace_level", 0) or 0) > 0 and run_metadata is not None:
+            # a timeline of this step (run_metadata.step_stats; see tw.profiler.Timeline)
+            trace: list = []
+            results = iter(step.run(feed_arrays, timeout=timeout, trace=trace))
+            run_metadata.step_stats = trace
+        else:
+            results = iter(step(*feed_arrays, timeout=timeout) if timeout is not None
+                           else step(*feed_arrays))
         out = [next(results) if k == "value" else None for k, _ in kinds]
         return nest.unflatten(tree, [own_result(r, feed_arrays) for r in out])
 
@@ -188,10 +195,23 @@ class Session:
 
 
 class RunOptions:
-    """Options for one `Session.run`: ``timeout_in_ms`` bounds the step (0: no bound)."""
+    """Options for one `Session.run`: ``timeout_in_ms`` bounds the step (0: no bound);
+    ``trace_level=RunOptions.FULL_TRACE`` with a `RunMetadata` records a timeline."""
 
-    def __init__(self, timeout_in_ms: int = 0, **_: Any) -> None:
+    NO_TRACE, SOFTWARE_TRACE, HARDWARE_TRACE, FULL_TRACE = 0, 1, 2, 3
+
+    def __init__(self, timeout_in_ms: int = 0, trace_level: int = 0, **_: Any) -> None:
         self.timeout_in_ms = timeout_in_ms
+        self.trace_level = trace_level
+
+
+class RunMetadata:
+    """What a traced `Session.run` reports: `step_stats`, every node's device, thread,
+    start and end (on every task of a cluster); ``tw.profiler.Timeline(step_stats)``
+    turns it into a Chrome trace."""
+
+    def __init__(self) -> None:
+        self.step_stats: list = []
 
 
 def _log_placement(step: Any) -> None:

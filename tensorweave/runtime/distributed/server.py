@@ -380,12 +380,17 @@ class WorkerService:
                     f"the client of step {step_id} went away"))
 
         context.add_callback(caller_gone)
+        trace: list | None = [] if header.get("trace") else None
         try:
             results = exe.run(tensors, timeout=timeout, step_id=step_id,
-                              rendezvous=state.rendezvous, cancellation=state.cancellation)
+                              rendezvous=state.rendezvous, cancellation=state.cancellation,
+                              trace=trace)
         finally:
             done.set()
             self.steps.end(step_id, state, "run")
+        if trace is not None:  # node timings on the wall clock, for the master's timeline
+            from ..profiler import to_records
+            return {"trace": to_records(trace)}, results
         return {}, results
 
     def recv_tensor(self, header: dict, tensors: list, context: Any) -> tuple[dict, list]:
