@@ -10,6 +10,7 @@
     tensorweave aot model.py:predict -o build/         # libpredict.so + predict.h
     tensorweave server --cluster '{"ps": ["127.0.0.1:2222"]}' --job ps --task 0
     tensorweave launch --ps 1 --workers 2 train.py -- --steps 100
+    tensorweave profile model.py:train_step --steps 20  # per-op times, trace.json
 
 Errors are one line on stderr and a non-zero exit status.
 """
@@ -213,7 +214,9 @@ def build_parser() -> argparse.ArgumentParser:
                           "such as x86-64-v3 for machines other than this one")
     aot.set_defaults(run=_aot)
     from .distribute.cli import add_commands  # server, launch
+    from .profile_command import add_command as add_profile
     add_commands(sub)
+    add_profile(sub)
     return parser
 
 

@@ -103,3 +103,17 @@ def test_console_script_help():
     out = subprocess.run([sys.executable, "-m", "tensorweave.cli", "dump", "--help"],
                          capture_output=True, text=True, check=True).stdout
     assert "--stage" in out and "--list-stages" in out and "--signature" in out
+
+
+
+def test_profile_prints_the_ops_table_and_writes_a_trace(tmp_path, capsys):
+    import json
+    from pathlib import Path
+    example = Path(__file__).resolve().parent.parent / "examples" / "softmax_regression.py"
+    status = main(["profile", f"{example}:train_step", "--steps", "3", "--batch", "8",
+                   "--logdir", str(tmp_path / "prof")])
+    out = capsys.readouterr().out
+    assert status == 0, out
+    assert "3 steps of" in out and "MatMul" in out and "total ms" in out
+    trace = json.loads((tmp_path / "prof" / "trace.json").read_text())
+    assert any(e["ph"] == "X" and e["name"] == "MatMul" for e in trace["traceEvents"])
