@@ -264,6 +264,8 @@ class _Planner:
         outs = [self._tmp(v) for v in node.outputs]
         for init in lowered.init:
             self.actions.append(Launch(node, init, list(outs)))
+        for v in node.inputs:  # read by the main kernel, after the init kernels
+            self._use(v)
         status = None
         if lowered.kernel.can_fail:
             status, self.n_status = self.n_status, self.n_status + 1
@@ -279,4 +281,5 @@ def plan_step(graph: Graph) -> StepPlan:
     return _Planner(graph).run()
 
 
-__all__ = ["Action", "Copy", "HostCall", "Ineligible", "Launch", "Slot", "StepPlan", "Storage", "plan_step"]
+__all__ = ["Action", "Copy", "HostCall", "Ineligible", "Launch", "Slot", "StepPlan", "Storage",
+           "plan_step"]
