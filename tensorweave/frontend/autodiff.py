@@ -11,6 +11,7 @@ from ..errors import CompileError, TracingError
 from . import nest
 from .building import apply_op1, convert_to_tensor
 from .context import current_builder, name_scope
+from .indexed_slices import aggregate
 from .tensor import Tensor
 from .variables import Variable
 
@@ -40,6 +41,15 @@ def gradients(ys: Any, xs: Any, grad_ys: Any = None, name: str = "gradients",
     """Symbolic gradients of ``sum(ys)`` with respect to each of `xs` (TensorFlow's
     ``tf.gradients``). `xs` may hold tensors and variables. Returns a list with one tensor
     per x; unconnected xs give None, or zeros with ``unconnected_gradients="zero"``."""
+    return sparse_gradients(ys, xs, grad_ys, name, stop_gradients, unconnected_gradients,
+                            keep_sparse=False)
+
+
+def sparse_gradients(ys: Any, xs: Any, grad_ys: Any = None, name: str = "gradients",
+                     stop_gradients: Any = None, unconnected_gradients: str = "none", *,
+                     keep_sparse: bool = True) -> list[Any]:
+    """`gradients`, where the gradient of a variable that only Gathers read is a
+    `tw.IndexedSlices` (what optimizers take, to update only the rows looked up)."""
     if current_builder() is None:
         raise TracingError("tw.gradients builds gradient ops and works inside @tw.compile "
                            "or a tw.compat.v1 Graph; use tw.grad(fn) to differentiate a "
@@ -58,15 +68,14 @@ def gradients(ys: Any, xs: Any, grad_ys: Any = None, name: str = "gradients",
     flat = [v for vs in x_vals for v in vs]
     stops = [convert_to_tensor(s).value for s in (stop_gradients or [])]
     with name_scope(name):
-        flat_grads = add_gradients(y_vals, flat, gy, stops)
+        flat_grads = add_gradients(y_vals, flat, gy, stops, keep_sparse=keep_sparse)
         out, i = [], 0
         for x, vs in zip(xs_list, x_vals):
             parts = [g for g in flat_grads[i:i + len(vs)] if g is not None]
             i += len(vs)
-            if len(parts) > 1:
-                out.append(apply_op1("AddN", parts))
-            elif parts:
-                out.append(parts[0])
+            if parts:
+                # several reads of one variable: their gradients add up
+                out.append(aggregate(parts))
             elif unconnected_gradients == "zero":
                 out.append(apply_op1("ZerosLike", [x]))
             else:

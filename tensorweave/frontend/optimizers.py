@@ -17,10 +17,12 @@ import numpy as np
 
 from ..errors import CompileError, TracingError
 from . import ops as _ops  # noqa: F401  (registers the op functions used below)
-from .autodiff import gradients
+from .autodiff import sparse_gradients
 from .building import constant, convert_to_tensor
 from .context import colocate_with, current_builder, name_scope
 from .grouping import group
+from .indexed_slices import IndexedSlices, to_dense
+from .ops.scatter import scatter_sub
 from .variables import Variable
 
 
@@ -74,11 +76,13 @@ class Optimizer:
     # -- public API ----------------------------------------------------------------------
     def compute_gradients(self, loss: Any, var_list: Sequence[Variable] | None = None
                           ) -> list[tuple[Any, Variable]]:
-        """``[(gradient, variable), ...]`` for `loss` (a tensor, or a callable returning one)."""
+        """``[(gradient, variable), ...]`` for `loss` (a tensor, or a callable returning one).
+        The gradient of a variable that only Gathers read (an embedding) is a
+        `tw.IndexedSlices` of the rows looked up."""
         if callable(loss):
             loss = loss()
         variables = self._default_var_list(var_list)
-        grads = gradients([loss], variables)
+        grads = sparse_gradients([loss], variables)
         return list(zip(grads, variables))
 
     def apply_gradients(self, grads_and_vars: Any, name: str | None = None) -> Any:
@@ -95,12 +99,17 @@ class Optimizer:
             for g, var in pairs:
                 if not isinstance(var, Variable):
                     raise TypeError(f"apply_gradients expects variables, got {var!r}")
-                g = convert_to_tensor(g)
+                if not isinstance(g, IndexedSlices):
+                    g = convert_to_tensor(g)
                 slots = self._ensure_slots(var)
                 # The update runs where the variable lives (a parameter server): only
-                # the gradient crosses the network, as in TensorFlow.
+                # the gradient crosses the network (only the rows of a sparse one), as
+                # in TensorFlow.
                 with colocate_with(var):
-                    updates.extend(self._apply(var, g, slots) or [])
+                    if isinstance(g, IndexedSlices):
+                        updates.extend(self._apply_sparse(var, g, slots) or [])
+                    else:
+                        updates.extend(self._apply(var, g, slots) or [])
             updates.extend(self._finish(pairs) or [])
         return group(*updates)
 
@@ -137,6 +146,12 @@ class Optimizer:
     def _apply(self, var: Variable, grad: Any, slots: dict[str, Variable]) -> list:
         raise NotImplementedError
 
+    def _apply_sparse(self, var: Variable, grad: IndexedSlices,
+                      slots: dict[str, Variable]) -> list:
+        """The update for a sparse gradient; by default the dense update of its dense
+        tensor (built next to the variable, so only the slices travel)."""
+        return self._apply(var, to_dense(grad), slots)
+
     def _finish(self, pairs: list) -> list:
         return []
 
@@ -149,6 +164,10 @@ class SGD(Optimizer):
 
     def _apply(self, var, grad, slots):
         return [var.assign_sub(self._lr(var) * grad, read_value=False)]
+
+    def _apply_sparse(self, var, grad, slots):
+        # only the rows of the slices change (TensorFlow's ResourceScatterSub)
+        return [scatter_sub(var, grad.indices, self._lr(var) * grad.values)]
 
 
 class Momentum(Optimizer):

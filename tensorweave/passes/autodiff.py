@@ -19,6 +19,7 @@ from ..compiler.types import TensorType
 from ..errors import CompileError, TensorWeaveError
 from ..frontend.building import apply_op1
 from ..frontend.context import GraphBuilder, current_builder
+from ..frontend.indexed_slices import IndexedSlices, aggregate, dense
 from ..frontend.tensor import Tensor
 
 
@@ -66,22 +67,23 @@ def _between(graph: Graph, ys: Sequence[Value], xs: Sequence[Value],
     return [n for n in order if id(n) in to_y]
 
 
-def _sum(grads: list[Tensor]) -> Tensor:
-    if len(grads) == 1:
-        return grads[0]
-    return apply_op1("AddN", grads)
+def _sum(grads: list[Any]) -> Any:
+    """The sum of the gradients of one value; IndexedSlices stay sparse if all are."""
+    return aggregate(grads)
 
 
 def add_gradients(ys: Sequence[Value], xs: Sequence[Value],
                   grad_ys: Sequence[Value | None] | None = None,
                   stop_gradients: Sequence[Value] = (), *,
-                  graph: Graph | None = None) -> list[Tensor | None]:
+                  graph: Graph | None = None, keep_sparse: bool = False) -> list[Any]:
     """Add nodes computing d(sum of ys)/d(x) for each x to the graph being built.
 
     `graph` holds `ys` and `xs` (default: the graph being built). Differentiating a
     control-flow region builds its gradient into a new region whose builder captures
     the region's values it reads. Returns one tensor per x, or None where no float path
-    connects it to the ys.
+    connects it to the ys. With `keep_sparse`, the gradient of a variable's read that
+    only Gathers use is a `tw.IndexedSlices` (an optimizer applies it row by row);
+    otherwise every gradient is dense.
     """
     builder = current_builder()
     if builder is None:
@@ -114,7 +116,8 @@ def add_gradients(ys: Sequence[Value], xs: Sequence[Value],
         summed: list[Tensor | None] = []
         for v, gs in zip(node.outputs, out_grads):
             if gs:
-                summed.append(_sum(gs))
+                # gradient functions take dense tensors
+                summed.append(dense(_sum(gs)))
             elif _is_float(v):
                 summed.append(apply_op1("ZerosLike", [Tensor(v, builder)]))
             else:
@@ -135,10 +138,21 @@ def add_gradients(ys: Sequence[Value], xs: Sequence[Value],
             _check_grad(node, v, g)
             grads.setdefault(v, []).append(g)
 
-    return [_sum(grads[x]) if grads.get(x) else None for x in xs]
+    out = [_sum(grads[x]) if grads.get(x) else None for x in xs]
+    return out if keep_sparse else [None if g is None else dense(g) for g in out]
 
 
-def _check_grad(node: Node, v: Value, g: Tensor) -> None:
+def _check_grad(node: Node, v: Value, g: Any) -> None:
+    if isinstance(g, IndexedSlices):
+        if not isinstance(g.values, Tensor) or g.dtype is not v.type.dtype or \
+                len(g.dense_shape) != len(v.type.shape) or \
+                any(a is not None and b is not None and a != b
+                    for a, b in zip(g.dense_shape, v.type.shape)):
+            raise CompileError(f"sparse gradient for input '{v.name}' has values "
+                               f"{getattr(g.values, 'type', g.values)} and dense shape "
+                               f"{list(g.dense_shape)}, the input is {v.type}",
+                               **node.error_context())
+        return
     if not isinstance(g, Tensor):
         raise CompileError(f"gradient for input '{v.name}' is {g!r}, not a tensor",
                            **node.error_context())

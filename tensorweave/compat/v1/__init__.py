@@ -22,6 +22,7 @@ from ...frontend import context as _context
 from ...frontend import grouping as _grouping
 from ...frontend import queues as _queues
 from ...frontend.building import constant as _constant
+from ...frontend.ops import scatter as _scatter
 from . import train  # noqa: F401
 from .graph import (  # noqa: F401  (the public names of this module)
     Graph,
@@ -86,6 +87,8 @@ for _name in _tw.__all__:
         globals()[_name] = _obj
 
 constant = in_default_graph(_constant)
+scatter_add = in_default_graph(_scatter.scatter_add)
+scatter_sub = in_default_graph(_scatter.scatter_sub)
 convert_to_tensor = in_default_graph(_tw.convert_to_tensor)
 gradients = in_default_graph(_autodiff.gradients)
 stop_gradient = in_default_graph(_autodiff.stop_gradient)

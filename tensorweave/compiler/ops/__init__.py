@@ -15,6 +15,7 @@ from . import (  # noqa: F401
     partition,
     queue,
     random,
+    scatter,
     state,
     transfer,
 )

@@ -13,6 +13,7 @@ from typing import Any
 from ...compiler.registry import not_differentiable, register_gradient
 from ...errors import CompileError
 from ..building import apply_op, apply_op1
+from ..indexed_slices import IndexedSlices
 from ..ops import array as a
 from ..ops import math as m
 from .common import unbroadcast
@@ -22,6 +23,12 @@ not_differentiable("OneHot", "Fill", "ZerosLike", "OnesLike", "Range", "Shape", 
 
 def _known(shape: Any) -> bool:
     return all(d is not None for d in shape)
+
+
+def _reads_variable(t: Any) -> bool:
+    """Whether `t` is the value of a ReadVariable (the gradient flows to a variable)."""
+    node = getattr(t, "op", None)
+    return node is not None and getattr(node, "op", None) == "ReadVariable"
 
 
 def _reshape_to(g: Any, x: Any) -> Any:
@@ -176,6 +183,10 @@ def _broadcast_to(op, g):
 def _gather(op, g):
     params, indices = op.inputs
     axis = op.attrs["axis"] % params.ndim
+    if axis == 0 and _reads_variable(params) and _known(params.shape):
+        # rows of a variable: a sparse gradient, so an optimizer updates only these rows
+        values = a.reshape(g, [-1] + list(params.shape[1:]))
+        return [IndexedSlices(values, a.reshape(indices, [-1]), params.shape), None]
     n = params.shape[axis]
     if n is None:
         raise CompileError(f"the gradient of Gather needs the size of params ({params.type}) "

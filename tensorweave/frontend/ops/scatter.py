@@ -1,0 +1,36 @@
+"""Sparse in-place updates of a variable's rows (TensorFlow 1's ``tf.scatter_add`` and
+``tf.scatter_sub``), through the ResourceScatterAdd/Sub ops."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..building import apply_op, convert_to_tensor
+from ..context import current_builder
+
+
+def _scatter(op: str, ref: Any, indices: Any, updates: Any, name: str | None) -> Any:
+    if not hasattr(ref, "_resource_arg"):
+        raise TypeError(f"{op} updates a variable in place, got {ref!r}")
+    apply_op(op, [ref._resource_arg(), convert_to_tensor(indices),
+                  ref._converted(updates)], name=name)
+    b = current_builder()
+    # the update op in a graph (to run or group), as TensorFlow 1 returns it
+    return None if b is None else b.graph.nodes[-1]
+
+
+def scatter_add(ref: Any, indices: Any, updates: Any, use_locking: bool = False,
+                name: str | None = None) -> Any:
+    """``ref[indices[i...], ...] += updates[i..., ...]`` in place (repeated indices add
+    up); only those rows of the variable `ref` change. Returns the update op in a graph."""
+    return _scatter("ResourceScatterAdd", ref, indices, updates, name)
+
+
+def scatter_sub(ref: Any, indices: Any, updates: Any, use_locking: bool = False,
+                name: str | None = None) -> Any:
+    """``ref[indices[i...], ...] -= updates[i..., ...]`` in place (repeated indices add
+    up). Returns the update op in a graph."""
+    return _scatter("ResourceScatterSub", ref, indices, updates, name)
+
+
+__all__ = ["scatter_add", "scatter_sub"]
