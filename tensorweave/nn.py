@@ -13,6 +13,7 @@ from .frontend.ops.activations import (
     softsign,
     swish,
 )
+from .frontend.ops.dropout import dropout
 from .frontend.ops.embedding import embedding_lookup
 from .frontend.ops.math import relu, sigmoid, tanh
 from .frontend.ops.nn import (
@@ -44,7 +45,7 @@ __all__ = ["nce_loss", "sampled_softmax_loss",
            "conv2d_backprop_filter", "conv2d_backprop_input", "conv2d_transpose", "l2_loss",
            "log_softmax", "max_pool", "max_pool2d", "max_pool_grad", "softmax",
            "softmax_cross_entropy_with_logits", "softmax_cross_entropy_with_logits_v2",
-           "sparse_softmax_cross_entropy_with_logits", "embedding_lookup"]
+           "sparse_softmax_cross_entropy_with_logits", "embedding_lookup", "dropout"]
 
 
 def __dir__() -> list[str]:

@@ -200,9 +200,14 @@ def test_global_step_is_incremented():
         assert sess.run(step_var) == 3
 
 
-def test_placeholder_needs_a_rank():
-    with pytest.raises(tw.errors.TracingError, match="known rank"):
-        tf.placeholder(tf.float32)
+def test_placeholder_without_a_shape_is_a_scalar():
+    keep_prob = tf.placeholder(tf.float32)
+    assert keep_prob.shape == ()
+    y = keep_prob * 2.0
+    with tf.Session() as sess:
+        assert sess.run(y, {keep_prob: 0.5}) == 1.0
+        with pytest.raises(tw.errors.InvalidArgumentError, match="shape"):
+            sess.run(y, {keep_prob: np.ones(3, np.float32)})
 
 
 def test_fetching_a_fed_tensor_does_not_alias_the_fed_array():
@@ -212,3 +217,14 @@ def test_fetching_a_fed_tensor_does_not_alias_the_fed_array():
         out = sess.run(x, {x: fed})
     out[0] = 9.0
     assert fed[0] == 1.0
+
+
+def test_operation_run_and_tensor_eval_use_the_default_session():
+    v = tf.Variable(1.0)
+    step = tf.assign_add(v, 2.0, read_value=False) if hasattr(tf, "assign_add") else \
+        v.assign_add(2.0, read_value=False)
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        step.run()
+        step.run(feed_dict={})
+        assert v.eval() == 5.0

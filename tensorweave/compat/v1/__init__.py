@@ -22,8 +22,9 @@ from ...frontend import context as _context
 from ...frontend import grouping as _grouping
 from ...frontend import queues as _queues
 from ...frontend.building import constant as _constant
+from ...frontend.ops.dropout import dropout_v1 as _dropout_v1
 from ...frontend.ops import scatter as _scatter
-from . import train  # noqa: F401
+from . import operation_run, train  # noqa: F401
 from .graph import (  # noqa: F401  (the public names of this module)
     Graph,
     Variable,
@@ -281,21 +282,7 @@ def _nn_extras() -> dict[str, Any]:
         return _nn_src.softmax_cross_entropy_with_logits(
             labels=labels, logits=logits, axis=dim if axis is None else axis, name=name)
 
-    @in_default_graph
-    def dropout(x: Any, keep_prob: Any = None, noise_shape: Any = None, seed: Any = None,
-                name: str | None = None, rate: Any = None) -> Any:
-        """TensorFlow 1 dropout: keep each element with probability `keep_prob` and scale
-        kept ones by ``1 / keep_prob``."""
-        if keep_prob is None:
-            keep_prob = 1 - rate
-        x = _tw.convert_to_tensor(x)
-        keep = _tw.convert_to_tensor(keep_prob, dtype=x.dtype)
-        shape = noise_shape if noise_shape is not None else x.shape
-        if any(d is None for d in shape):
-            raise errors.ShapeError("dropout needs a fully known noise_shape when x has "
-                                    "unknown dims; pass noise_shape")
-        u = _random_src.uniform(shape, dtype=x.dtype, seed=seed)
-        return x * _tw.floor(keep + u) / keep
+    dropout = in_default_graph(_dropout_v1)
 
     extras.update(softmax=softmax, log_softmax=log_softmax, dropout=dropout,
                   softmax_cross_entropy_with_logits=softmax_cross_entropy_with_logits)
@@ -317,7 +304,8 @@ _public_only(queue)
 
 # names bound here that are how this module is built, not TensorFlow 1's API
 _IMPLEMENTATION = frozenset({"annotations", "graph", "session", "in_default_graph", "compat",
-                             "initializers", "partitioners", "var_scope"})
+                             "initializers", "partitioners", "var_scope",
+                             "operation_run"})
 
 
 def _is_api(name: str, obj: Any) -> bool:

@@ -13,7 +13,7 @@ from typing import Any
 from ...compiler import ir
 from ...compiler.dtypes import DType, as_dtype
 from ...compiler.types import TensorType
-from ...errors import FailedPreconditionError, TracingError, UnknownNameError
+from ...errors import FailedPreconditionError, UnknownNameError
 from ...frontend.building import apply_op, apply_op1, convert_to_tensor
 from ...frontend.call_site import api_name, user_location
 from ...frontend.context import GraphBuilder, building, control_dependencies, current_builder
@@ -149,10 +149,14 @@ def in_default_graph(fn: Callable) -> Callable:
 @in_default_graph
 def placeholder(dtype: DType | str, shape: Any = None, name: str | None = None) -> Tensor:
     """A tensor whose value must be fed to `Session.run`. Dims given as None accept any
-    size. A placeholder needs a known rank: give ``shape=[]`` for a scalar."""
+    size.
+
+    tensorweave's graphs need every rank when they are built, so a placeholder created
+    without a `shape` is a scalar (TensorFlow's common use: ``keep_prob``, a learning
+    rate); feeding it an array of another rank is an error that says so. Give a shape,
+    e.g. ``[None, 784]``, for anything else."""
     if shape is None:
-        raise TracingError("placeholders need a known rank: give shape=[] for a scalar or a "
-                           "list with None for dims of any size, e.g. [None, 784]")
+        shape = ()
     dtype = as_dtype(dtype)
     return apply_op1("Placeholder", [], {"dtype": dtype, "shape": tuple(shape)},
                      name=name or "Placeholder")

@@ -58,9 +58,10 @@ import math
 import numpy as np
 
 from ...errors import DTypeError, InvalidArgumentError, ShapeError
-from ..dtypes import float32
+from ..dtypes import as_dtype, float32
 from ..registry import attr, def_op
 from ..types import TensorType
+from .common import expect_tensor
 
 PHILOX_M = (0xD2511F53, 0xCD9E8D57)
 PHILOX_W = (0x9E3779B9, 0xBB67AE85)
@@ -257,4 +258,45 @@ def _uniform_int_infer(*, shape, dtype, minval, maxval, seed, seed2):
 def _uniform_int_kernel(ctx, *, shape, dtype, minval, maxval, seed, seed2):
     flat = uniform_int_values(math.prod(shape), dtype.np, minval, maxval, seed, seed2,
                               ctx.next_call_index())
+    return flat.reshape(shape)
+
+
+# -------------------------------------------------------- shapes known only at run time
+
+RandomUniformLike = def_op(
+    "RandomUniformLike", ["like"],
+    {"noise_shape": attr("ints", None), "dtype": attr("dtype", None), **_SEED_ATTRS},
+    stateful=True, side_effects=False,
+    doc="Uniform floats in [0, 1) of `like`'s run-time shape, or of `noise_shape` where a "
+        "-1 in it takes `like`'s dim (dropout with an unknown batch size). The numbers "
+        "are RandomUniform's for the resulting shape and the same seeds.")
+
+
+def noise_dims(like_shape: tuple, noise_shape: tuple[int, ...] | None) -> tuple:
+    """RandomUniformLike's output shape: `noise_shape` with -1 replaced by `like`'s dim."""
+    if noise_shape is None:
+        return tuple(like_shape)
+    if len(noise_shape) != len(like_shape):
+        raise ShapeError(f"noise_shape {list(noise_shape)} has rank {len(noise_shape)}, the "
+                         f"input has rank {len(like_shape)}")
+    return tuple(d if n == -1 else n for n, d in zip(noise_shape, like_shape))
+
+
+@RandomUniformLike.infer
+def _uniform_like_infer(like, *, noise_shape, dtype, seed, seed2):
+    like = expect_tensor(like, "like")
+    dtype = like.dtype if dtype is None else dtype
+    if not dtype.is_floating:
+        raise DTypeError(f"dtype must be a floating-point type, got {dtype.name}")
+    if noise_shape is not None and any(n < -1 for n in noise_shape):
+        raise ShapeError(f"noise_shape must hold sizes >= 0 or -1, got {list(noise_shape)}")
+    return TensorType(dtype, noise_dims(like.shape, noise_shape))
+
+
+@RandomUniformLike.kernel("reference", context=True)
+def _uniform_like_kernel(ctx, like, *, noise_shape, dtype, seed, seed2):
+    dtype = as_dtype(like.dtype) if dtype is None else dtype
+    shape = noise_dims(like.shape, noise_shape)
+    flat = uniform_values(math.prod(shape), dtype.np, dtype.name, seed, seed2,
+                          ctx.next_call_index())
     return flat.reshape(shape)

@@ -9,7 +9,8 @@ from ..building import apply_op1
 from ..ops import array as a
 from ..ops import math as m
 
-not_differentiable("RandomUniform", "RandomNormal", "TruncatedNormal", "RandomUniformInt")
+not_differentiable("RandomUniform", "RandomNormal", "TruncatedNormal", "RandomUniformInt",
+                   "RandomUniformLike")
 
 
 @register_gradient("Softmax")

@@ -40,7 +40,8 @@ _lock = threading.Lock()
 _global_seed: int | None = None
 _eager_op_count = 0
 _graph_op_counts: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-_RANDOM_OPS = ("RandomUniform", "RandomNormal", "TruncatedNormal", "RandomUniformInt")
+_RANDOM_OPS = ("RandomUniform", "RandomNormal", "TruncatedNormal", "RandomUniformInt",
+               "RandomUniformLike")
 
 TensorLike = Any
 
