@@ -100,7 +100,11 @@ with tf.device(tf.train.replica_device_setter(worker_device=worker_device,
     correct = tf.equal(tf.argmax(logits, 1), tf.argmax(y_, 1))
     accuracy = tf.reduce_mean(tf.cast(correct, tf.float32))
 
-sess = tf.Session(server.target)
+# Each worker sees only the PS tasks and itself (as mnist_replica.py does): a session
+# neither waits for nor depends on the other workers.
+sess_config = tf.ConfigProto(allow_soft_placement=True, log_device_placement=False,
+                             device_filters=["/job:ps", f"/job:worker/task:{FLAGS.task_index}"])
+sess = tf.Session(server.target, config=sess_config)
 if is_chief:
     sess.run(init_op)
     print("worker 0: variables initialized", flush=True)
