@@ -36,6 +36,8 @@ from .frontend.ops.nn import (
     softmax_cross_entropy_with_logits_v2,
     sparse_softmax_cross_entropy_with_logits,
 )
+from .frontend.ops.normalization import batch_normalization, l2_normalize, moments
+from .frontend.ops.ranking import in_top_k, top_k
 from .frontend.ops.sampled import nce_loss, sampled_softmax_loss
 
 __all__ = ["nce_loss", "sampled_softmax_loss",
@@ -45,7 +47,8 @@ __all__ = ["nce_loss", "sampled_softmax_loss",
            "conv2d_backprop_filter", "conv2d_backprop_input", "conv2d_transpose", "l2_loss",
            "log_softmax", "max_pool", "max_pool2d", "max_pool_grad", "softmax",
            "softmax_cross_entropy_with_logits", "softmax_cross_entropy_with_logits_v2",
-           "sparse_softmax_cross_entropy_with_logits", "embedding_lookup", "dropout"]
+           "sparse_softmax_cross_entropy_with_logits", "embedding_lookup", "dropout",
+           "moments", "batch_normalization", "l2_normalize", "top_k", "in_top_k"]
 
 
 def __dir__() -> list[str]:

@@ -22,8 +22,8 @@ from ...frontend import context as _context
 from ...frontend import grouping as _grouping
 from ...frontend import queues as _queues
 from ...frontend.building import constant as _constant
-from ...frontend.ops.dropout import dropout_v1 as _dropout_v1
 from ...frontend.ops import scatter as _scatter
+from ...frontend.ops.dropout import dropout_v1 as _dropout_v1
 from . import operation_run, train  # noqa: F401
 from .graph import (  # noqa: F401  (the public names of this module)
     Graph,
@@ -284,7 +284,12 @@ def _nn_extras() -> dict[str, Any]:
 
     dropout = in_default_graph(_dropout_v1)
 
-    extras.update(softmax=softmax, log_softmax=log_softmax, dropout=dropout,
+    @in_default_graph
+    def in_top_k(predictions: Any, targets: Any, k: int, name: str | None = None) -> Any:
+        """``tf.nn.in_top_k`` with TensorFlow 1's argument order (predictions first)."""
+        return _nn_src.in_top_k(targets, predictions, k, name=name)
+
+    extras.update(softmax=softmax, log_softmax=log_softmax, dropout=dropout, in_top_k=in_top_k,
                   softmax_cross_entropy_with_logits=softmax_cross_entropy_with_logits)
     return extras
 

@@ -31,7 +31,8 @@ from collections.abc import Sequence
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
-from ...errors import InvalidArgumentError, ShapeError
+from ...errors import DTypeError, InvalidArgumentError, ShapeError
+from ..dtypes import int32
 from ..registry import attr, def_op
 from ..types import TensorType, format_shape
 from .common import check_dtype, expect_tensor, normalize_axis, same_dtype
@@ -718,3 +719,43 @@ def _l2_loss_infer(t):
 def _l2_loss_kernel(t):
     tc = _upcast(t)
     return np.asarray(np.sum(tc * tc) / 2, dtype=t.dtype)
+
+
+# ------------------------------------------------------------------------------- top k
+
+TopK = def_op("TopK", ["input"], {"k": attr("int"), "sorted": attr("bool", True)},
+              doc="The `k` largest entries along the last axis and their indices (int32), "
+                  "largest first; equal values in index order (``tf.math.top_k``).")
+
+
+@TopK.infer
+def _top_k_infer(x, *, k, sorted):  # noqa: A002 - TensorFlow's attribute name
+    x = expect_tensor(x, "input")
+    if x.rank < 1:
+        raise ShapeError(f"top_k needs an input of rank >= 1, got {x}")
+    if k < 0:
+        raise ShapeError(f"k must be >= 0, got {k}")
+    n = x.shape[-1]
+    if n is not None and k > n:
+        raise ShapeError(f"k = {k} exceeds the last dim of the input {x}")
+    if not (x.dtype.is_floating or x.dtype.is_integer):
+        raise DTypeError(f"top_k needs a numeric input, got {x.dtype.name}")
+    out = x.shape[:-1] + (k,)
+    return [TensorType(x.dtype, out), TensorType(int32, out)]
+
+
+def top_k_indices(x: np.ndarray, k: int) -> np.ndarray:
+    """Indices of the `k` largest entries of each last-axis row, ties by lower index."""
+    n = x.shape[-1]
+    # a stable ascending sort of the reversed row, read backwards, is descending with
+    # ties in index order, for integers too (no negation to overflow)
+    order = np.argsort(x[..., ::-1], axis=-1, kind="stable")[..., ::-1]
+    return (n - 1 - order[..., :k]).astype(np.int32)
+
+
+@TopK.kernel("reference")
+def _top_k_kernel(x, *, k, sorted):  # noqa: A002
+    if k > x.shape[-1]:
+        raise InvalidArgumentError(f"k = {k} exceeds the last dim {x.shape[-1]} of the input")
+    idx = top_k_indices(x, k)
+    return np.take_along_axis(x, idx.astype(np.intp), axis=-1), idx

@@ -171,3 +171,15 @@ def _bias_add_grad(op, g):
 @register_gradient("L2Loss")
 def _l2_loss(op, g):
     return [op.inputs[0] * g]
+
+
+@register_gradient("TopK")
+def _top_k(op, g_values, g_indices):
+    # scatter each selected entry's gradient back to its position in the row
+    x = op.inputs[0]
+    n = x.shape[-1]
+    if n is None:
+        raise CompileError("the gradient of top_k needs the input's last dim known when "
+                           "the graph is built")
+    hot = a.one_hot(op.outputs[1], n, dtype=x.dtype)  # [..., k, n]
+    return [m.reduce_sum(hot * a.expand_dims(g_values, -1), axis=-2)]
