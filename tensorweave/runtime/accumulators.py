@@ -112,6 +112,77 @@ class ConditionalAccumulator:
                 f"{format_shape(self.shape)}, {self._count} at step {self._global_step}>")
 
 
+class SparseConditionalAccumulator(ConditionalAccumulator):
+    """Accumulates sparse gradients (rows `indices` of a tensor of shape `shape` hold
+    `values`): the same stale-gradient and step rules; `take_indexed_slices` returns the
+    rows touched by any gradient, each the sum of its slices divided by the number of
+    gradients taken (MEAN) — only those rows move and get updated."""
+
+    def __init__(self, name: str, dtype: DType | str, shape: tuple,
+                 reduction_type: str = "MEAN") -> None:
+        super().__init__(name, dtype, shape, reduction_type)
+        self._parts: list[tuple[np.ndarray, np.ndarray]] = []
+
+    def apply_indexed_slices(self, local_step: int, indices: np.ndarray,
+                             values: np.ndarray) -> bool:
+        """Add a sparse gradient computed at `local_step` (False: stale, dropped)."""
+        indices = np.asarray(indices).astype(np.int64).reshape(-1)
+        values = np.asarray(values)
+        if values.dtype != self.dtype.np:
+            raise InvalidArgumentError(f"accumulator '{self.name}' holds {self.dtype.name}, "
+                                       f"got values of dtype {values.dtype}")
+        rows = tuple(self.shape[1:])
+        if values.shape[:1] != indices.shape or (
+                len(values.shape) - 1 != len(rows) or
+                any(d is not None and d != v for d, v in zip(rows, values.shape[1:]))):
+            want = format_shape((indices.shape[0], *rows))
+            raise InvalidArgumentError(f"accumulator '{self.name}': {indices.shape[0]} indices "
+                                       f"need values of shape {want}, got "
+                                       f"{format_shape(values.shape)}")
+        n = self.shape[0]
+        if indices.size and (indices.min() < 0 or (n is not None and indices.max() >= n)):
+            raise InvalidArgumentError(f"accumulator '{self.name}': an index is out of "
+                                       f"range [0, {n})")
+        with self._cond:
+            if int(local_step) < self._global_step:
+                self.dropped += 1
+                return False
+            self._parts.append((indices, np.array(values, copy=True)))
+            self._count += 1
+            self._cond.notify_all()
+            return True
+
+    def take_indexed_slices(self, num_required: int,
+                            waiter: Waiter | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Wait for `num_required` gradients; (unique sorted indices, their averaged rows).
+        Resets and advances the global step."""
+        if num_required < 1:
+            raise InvalidArgumentError(f"take_grad needs num_required >= 1, got {num_required}")
+        waiter = waiter or Waiter()
+        what = f"take_grad({num_required}) from accumulator '{self.name}'"
+        with waiter.wake_on_cancel(self._wake) as poll, self._cond:
+            while self._count < num_required:
+                waiter.check(what)
+                self._cond.wait(waiter.timeout(poll))
+            parts, count = self._parts, self._count
+            self._parts, self._count = [], 0
+            self._global_step += 1
+        indices = np.concatenate([i for i, _ in parts])
+        values = np.concatenate([v for _, v in parts])
+        unique, where = np.unique(indices, return_inverse=True)
+        summed = np.zeros((len(unique), *values.shape[1:]), values.dtype)
+        np.add.at(summed, where, values)
+        if self.reduction_type == "MEAN":
+            summed /= np.asarray(count, summed.dtype)
+        return unique, summed
+
+    def apply_grad(self, local_step: int, grad: np.ndarray) -> bool:
+        raise InvalidArgumentError(f"accumulator '{self.name}' is sparse: apply IndexedSlices")
+
+    def take_grad(self, num_required: int, waiter: Waiter | None = None) -> np.ndarray:
+        raise InvalidArgumentError(f"accumulator '{self.name}' is sparse: take IndexedSlices")
+
+
 def check_same_accumulator(acc: object, dtype: DType | str, shape: tuple) -> ConditionalAccumulator:
     """`acc` if it is an accumulator of `dtype` and `shape` (a shared name reused for
     something else is an error)."""
@@ -124,4 +195,4 @@ def check_same_accumulator(acc: object, dtype: DType | str, shape: tuple) -> Con
     return acc
 
 
-__all__ = ["ConditionalAccumulator", "check_same_accumulator"]
+__all__ = ["ConditionalAccumulator", "SparseConditionalAccumulator", "check_same_accumulator"]

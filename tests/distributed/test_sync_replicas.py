@@ -100,3 +100,64 @@ def test_sync_training_with_a_backup_worker_never_waits_for_the_straggler():
         acc = tasks["ps:0"].resources.lookup("w/grad_accum")
         assert acc.global_step >= global_step
         assert acc.dropped >= 1  # the straggler's gradients arrived stale and were dropped
+
+
+def test_a_sparse_accumulator_averages_the_rows_it_was_given():
+    from tensorweave.runtime.accumulators import SparseConditionalAccumulator
+    acc = SparseConditionalAccumulator("emb", "f32", (10, 2))
+    assert acc.apply_indexed_slices(0, np.array([3, 1]), np.ones((2, 2), np.float32))
+    assert acc.apply_indexed_slices(0, np.array([3]), np.full((1, 2), 3.0, np.float32))
+    indices, values = acc.take_indexed_slices(2)
+    np.testing.assert_array_equal(indices, [1, 3])
+    np.testing.assert_array_equal(values, [[0.5, 0.5], [2.0, 2.0]])  # sums / 2 gradients
+    assert not acc.apply_indexed_slices(0, np.array([0]), np.ones((1, 2), np.float32))
+    with pytest.raises(InvalidArgumentError, match="out of range"):
+        acc.apply_indexed_slices(1, np.array([10]), np.ones((1, 2), np.float32))
+
+
+def test_sync_replicas_keep_embedding_gradients_sparse():
+    """Two replicas, an embedding table on the PS: the accumulator is sparse and the
+    update is the mean of both workers' row gradients, on the touched rows only."""
+    n = 2
+    with servers(ps=1, worker=n) as (spec, tasks):
+        sessions, models = [], []
+        for task in range(n):
+            g = tf.Graph()
+            with g.as_default(), tf.device(tf.train.replica_device_setter(
+                    cluster=spec, worker_device=f"/job:worker/task:{task}")):
+                step = tf.Variable(0, name="global_step", trainable=False)
+                table = tf.Variable(np.zeros((1000, 4), np.float32), name="table")
+                ids = tf.constant([task, 10 + task, 10 + task])  # worker t: rows t, 10+t
+                loss = tf.reduce_sum(tf.nn.embedding_lookup(table, ids))
+                opt = tf.train.SyncReplicasOptimizer(tf.train.GradientDescentOptimizer(1.0),
+                                                     replicas_to_aggregate=n,
+                                                     total_num_replicas=n)
+                train = opt.minimize(loss, global_step=step)
+                init = tf.global_variables_initializer()
+                hook = opt.make_session_run_hook(is_chief=task == 0)
+                probe = table.read_value()
+            sess = tf.Session(tasks[f"worker:{task}"].target, graph=g)
+            if task == 0:
+                sess.run(init)
+            hook.after_create_session(sess)
+            sessions.append(sess)
+            models.append((train, probe, step))
+        threads = [threading.Thread(target=sessions[t].run, args=(models[t][0],))
+                   for t in range(n)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(30)
+        deadline = time.monotonic() + 10
+        while sessions[0].run(models[0][2]) < 1 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        table = sessions[0].run(models[0][1])
+        acc = tasks["ps:0"].resources.lookup("table/grad_accum")
+        for s in sessions:
+            s.close()
+    assert type(acc).__name__ == "SparseConditionalAccumulator"
+    # each worker's gradient: 1 for row t, 2 for row 10+t; the update: minus their mean
+    expected = np.zeros((1000, 4), np.float32)
+    expected[[0, 1]] = -0.5
+    expected[[10, 11]] = -1.0
+    np.testing.assert_allclose(table, expected)

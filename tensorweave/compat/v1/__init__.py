@@ -65,7 +65,7 @@ from .session import (  # noqa: F401
     Session,
     get_default_session,
 )
-from .sync_replicas import ConditionalAccumulator  # noqa: F401
+from .sync_replicas import ConditionalAccumulator, SparseConditionalAccumulator  # noqa: F401
 from .var_scope import (  # noqa: F401
     AUTO_REUSE,
     PartitionedVariable,

@@ -34,6 +34,7 @@ from ...frontend.building import apply_op, apply_op1, convert_to_tensor
 from ...frontend.context import colocate_with, control_dependencies
 from ...frontend.context import device as device_scope
 from ...frontend.grouping import group, no_op
+from ...frontend.indexed_slices import IndexedSlices
 from ...frontend.queue_runner import QueueRunner
 from .graph import LOCAL_VARIABLES, Variable, get_default_graph
 
@@ -45,6 +46,8 @@ class ConditionalAccumulator:
     state in the runtime of the task it is placed on (TensorFlow's
     ``tf.ConditionalAccumulator``)."""
 
+    _sparse = False
+
     def __init__(self, dtype: Any, shape: Any = None, shared_name: str | None = None,
                  name: str = "conditional_accumulator", reduction_type: str = "MEAN") -> None:
         graph = get_default_graph()
@@ -55,7 +58,7 @@ class ConditionalAccumulator:
             self.name = shared_name or graph.unique_variable_name(name)
             self._handle = apply_op("AccumulatorHandle", [], {
                 "shared_name": self.name, "dtype": self.dtype, "shape": self.shape,
-                "reduction_type": reduction_type}, name=name)[0]
+                "reduction_type": reduction_type, "sparse": self._sparse}, name=name)[0]
 
     @property
     def accumulator_ref(self) -> Any:
@@ -88,6 +91,37 @@ class ConditionalAccumulator:
         with self.graph.as_default():
             return apply_op1("AccumulatorNumAccumulated", [self._handle],
                              name=name or "AccumulatorNumAccumulated")
+
+
+class SparseConditionalAccumulator(ConditionalAccumulator):
+    """Accumulates sparse gradients (`tw.IndexedSlices`): only the touched rows travel to
+    it and come out of it (TensorFlow's ``tf.SparseConditionalAccumulator``)."""
+
+    _sparse = True
+
+    def apply_indexed_slices_grad(self, grad: Any, local_step: Any = 0,
+                                  name: str | None = None) -> Any:
+        """An op adding the IndexedSlices `grad`, computed at `local_step`."""
+        with self.graph.as_default():
+            apply_op("SparseAccumulatorApplyGradient",
+                     [self._handle, convert_to_tensor(local_step),
+                      convert_to_tensor(grad.indices), convert_to_tensor(grad.values)],
+                     name=name or "SparseAccumulatorApplyGradient")
+            return self.graph.ir.nodes[-1]
+
+    apply_grad = apply_indexed_slices_grad
+
+    def take_indexed_slices_grad(self, num_required: Any, name: str | None = None) -> Any:
+        """An IndexedSlices: the rows `num_required` fresh gradients touched, averaged."""
+        with self.graph.as_default():
+            indices, values = apply_op(
+                "SparseAccumulatorTakeGradient",
+                [self._handle, convert_to_tensor(num_required, dtype_hint="int32")],
+                {"dtype": self.dtype, "shape": self.shape},
+                name=name or "SparseAccumulatorTakeGradient")
+        return IndexedSlices(values, indices, self.shape)
+
+    take_grad = take_indexed_slices_grad
 
 
 class SyncReplicasOptimizer:
@@ -156,9 +190,12 @@ class SyncReplicasOptimizer:
             train_ops, aggregated = [], []
             for grad, var in pairs:
                 with colocate_with(var), device_scope(var.op.device):
-                    acc = ConditionalAccumulator(
-                        grad.dtype, var.shape, shared_name=f"{var.shared_name}/grad_accum",
-                        name=f"{self._name}/grad_accum")
+                    # sparse gradients (an embedding's) stay sparse on the way to the PS
+                    kind = (SparseConditionalAccumulator if isinstance(grad, IndexedSlices)
+                            else ConditionalAccumulator)
+                    acc = kind(grad.dtype, var.shape,
+                               shared_name=f"{var.shared_name}/grad_accum",
+                               name=f"{self._name}/grad_accum")
                     train_ops.append(acc.apply_grad(grad, local_step=local_step))
                     aggregated.append(acc.take_grad(self._replicas_to_aggregate))
                 self._accumulators.append(acc)
@@ -257,4 +294,4 @@ def _fill(n: int, value: Any) -> Any:
     return fill([n], value)
 
 
-__all__ = ["ConditionalAccumulator", "SyncReplicasOptimizer"]
+__all__ = ["ConditionalAccumulator", "SparseConditionalAccumulator", "SyncReplicasOptimizer"]
