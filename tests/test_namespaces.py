@@ -17,6 +17,7 @@ MODULES = ["tensorweave", "tensorweave.nn", "tensorweave.math", "tensorweave.tra
            "tensorweave.compat", "tensorweave.compat.v1", "tensorweave.compat.v1.train",
            "tensorweave.compat.v1.nn", "tensorweave.compat.v1.random",
            "tensorweave.compat.v1.queue", "tensorweave.compat.v1.math",
+           "tensorweave.compat.v1.layers",
            "tensorweave.datasets", "tensorweave.datasets.mnist"]
 
 # names that leaked before (issue 14) or that no public namespace should show
