@@ -1,7 +1,7 @@
 """Sparse gradients: tw.IndexedSlices from the gradient of a Gather of a variable, the
-ResourceScatterAdd/Sub ops, SGD applying them row by row (only touched rows change),
-other optimizers and mixed uses falling back to dense, and dense conversion with a
-warning over the size threshold."""
+ResourceScatter*/ResourceGather/DeduplicateSlices ops, SGD, Momentum and Adagrad
+applying them row by row (only touched rows change), Adam and mixed uses dense, and
+dense conversion with a warning over the size threshold."""
 
 import warnings
 
@@ -11,8 +11,14 @@ import pytest
 import tensorweave as tw
 import tensorweave.compat.v1 as tf
 from tensorweave.frontend import indexed_slices
-from tensorweave.frontend.ops.scatter import scatter_add, scatter_sub
-from tensorweave.frontend.optimizers import SGD, Adagrad, Momentum
+from tensorweave.frontend.ops.scatter import (
+    deduplicate,
+    gather_rows,
+    scatter_add,
+    scatter_sub,
+    scatter_update,
+)
+from tensorweave.frontend.optimizers import SGD, Adagrad, Adam, Momentum
 
 
 def _table(rows=6, dim=3, seed=0, dtype=np.float32):
@@ -131,12 +137,16 @@ def test_sgd_applies_sparse_gradients_row_by_row(mixed):
         assert after[untouched].tobytes() == table[untouched].tobytes()
 
 
-@pytest.mark.parametrize("make", [lambda: Momentum(0.1, 0.9), lambda: Adagrad(0.1)])
-def test_other_optimizers_apply_sparse_gradients_densely(make):
+@pytest.mark.parametrize("name, make, sparse_op", [
+    ("momentum", lambda: Momentum(0.1, 0.9), "ResourceScatterUpdate"),
+    ("nesterov", lambda: Momentum(0.1, 0.9, nesterov=True), "ResourceScatterUpdate"),
+    ("adagrad", lambda: Adagrad(0.1), "ResourceScatterUpdate"),
+    ("adam", lambda: Adam(0.1), None)])   # TensorFlow's sparse Adam updates every row too
+def test_other_optimizers_match_their_dense_rule(name, make, sparse_op):
     table = _table(dtype=np.float64)
 
     def train(sparse):
-        v = tw.Variable(table.copy(), name=f"emb_{sparse}")
+        v = tw.Variable(table.copy(), name=f"emb_{name}_{sparse}")
         opt = make()
 
         @tw.compile
@@ -147,10 +157,47 @@ def test_other_optimizers_apply_sparse_gradients_densely(make):
             opt.minimize(loss, [v])
 
         step(IDS)
-        step(IDS)
-        return v.numpy()
+        step(IDS)  # the same rows each step: the sparse rules equal the dense ones
+        ops = {n.op for n in step.get_concrete_function(IDS).graph.nodes}
+        return v.numpy(), ops
 
-    np.testing.assert_allclose(train(True), train(False), rtol=1e-12)
+    got, ops = train(True)
+    want, _ = train(False)
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-15)
+    assert (sparse_op in ops) if sparse_op else "ResourceScatterUpdate" not in ops
+
+
+def test_sparse_momentum_moves_only_touched_rows_as_tensorflow_does():
+    table = _table(dtype=np.float64)
+    v = tw.Variable(table.copy(), name="emb_tf_momentum")
+    opt = Momentum(0.1, 0.9)
+
+    @tw.compile
+    def step(ids):
+        opt.minimize(lambda: tw.reduce_sum(tw.gather(v, ids)), [v])
+
+    want, acc = table.copy(), np.zeros_like(table)
+    for ids in (np.array([1, 4, 1]), np.array([0])):
+        step(ids.astype(np.int32))
+        grad = np.zeros_like(table)
+        np.add.at(grad, ids, 1.0)
+        touched = np.unique(ids)
+        acc[touched] = acc[touched] * 0.9 + grad[touched]   # the others keep their momentum
+        want[touched] -= 0.1 * acc[touched]
+    np.testing.assert_allclose(v.numpy(), want, rtol=1e-12)
+    np.testing.assert_allclose(opt.get_slot(v, "momentum").numpy(), acc, rtol=1e-12)
+
+
+def test_resource_gather_and_deduplicate():
+    v = tw.Variable(_table(), name="emb_rows")
+    np.testing.assert_array_equal(gather_rows(v, [[5, 0]]).numpy(), _table()[[[5, 0]]])
+    values, rows = deduplicate(np.arange(8.0).reshape(4, 2), np.array([5, 2, 5, 0]))
+    np.testing.assert_array_equal(values.numpy(), [[4, 6], [2, 3], [6, 7]])
+    np.testing.assert_array_equal(rows.numpy(), [5, 2, 0])
+    scatter_update(v, [1, 1], np.array([[1.0] * 3, [2.0] * 3], np.float32))
+    np.testing.assert_array_equal(v.numpy()[1], [2, 2, 2])
+    with pytest.raises(tw.errors.InvalidArgumentError, match="not in"):
+        gather_rows(v, [6])
 
 
 def test_dense_conversion_warns_over_the_threshold(monkeypatch):
@@ -176,7 +223,8 @@ def test_tf_scatter_ops_build_into_the_default_graph():
     with g.as_default():
         add = tf.scatter_add(v, [2, 2], np.ones((2, 2), np.float32))
         sub = tf.scatter_sub(v, [0], np.ones((1, 2), np.float32))
+        put = tf.scatter_update(v, [1], np.full((1, 2), 7.0, np.float32))
     with tf.Session(graph=g) as sess:
         sess.run(init)
-        sess.run([add, sub])
-        np.testing.assert_array_equal(sess.run(v), [[-1, -1], [0, 0], [2, 2]])
+        sess.run([add, sub, put])
+        np.testing.assert_array_equal(sess.run(v), [[-1, -1], [7, 7], [2, 2]])

@@ -22,7 +22,7 @@ from .building import constant, convert_to_tensor
 from .context import colocate_with, current_builder, name_scope
 from .grouping import group
 from .indexed_slices import IndexedSlices, to_dense
-from .ops.scatter import scatter_sub
+from .ops.scatter import deduplicate, gather_rows, scatter_sub, scatter_update
 from .variables import Variable
 
 
@@ -193,6 +193,16 @@ class Momentum(Optimizer):
             ops.append(var.assign_sub(lr * new_acc, read_value=False))
         return ops
 
+    def _apply_sparse(self, var, grad, slots):
+        # TensorFlow's ResourceSparseApplyMomentum: only the touched rows of the variable
+        # and of the accumulator change (repeated indices summed first)
+        values, rows = deduplicate(grad.values, grad.indices)
+        acc = slots["momentum"]
+        lr = self._lr(var)
+        new_acc = gather_rows(acc, rows) * self.momentum + values
+        step = values * lr + new_acc * self.momentum * lr if self.nesterov else lr * new_acc
+        return [scatter_update(acc, rows, new_acc), scatter_sub(var, rows, step)]
+
 
 class Adagrad(Optimizer):
     """``accum += grad**2; var -= lr * grad / (sqrt(accum) + epsilon)``."""
@@ -210,6 +220,17 @@ class Adagrad(Optimizer):
         denom = m.sqrt(new_acc) + self.epsilon if self.epsilon else m.sqrt(new_acc)
         return [acc.assign(new_acc, read_value=False),
                 var.assign_sub(self._lr(var) * grad / denom, read_value=False)]
+
+    def _apply_sparse(self, var, grad, slots):
+        # TensorFlow's ResourceSparseApplyAdagrad: the dense rule on the touched rows
+        # (repeated indices summed first); the others would not change anyway
+        m = _math()
+        values, rows = deduplicate(grad.values, grad.indices)
+        acc = slots["accumulator"]
+        new_acc = gather_rows(acc, rows) + m.square(values)
+        denom = m.sqrt(new_acc) + self.epsilon if self.epsilon else m.sqrt(new_acc)
+        return [scatter_update(acc, rows, new_acc),
+                scatter_sub(var, rows, self._lr(var) * values / denom)]
 
 
 class Adadelta(Optimizer):

@@ -1,9 +1,13 @@
-"""Sparse updates of variables: ResourceScatterAdd and ResourceScatterSub (TensorFlow's
-names). They change only the rows `indices` names, in place, so applying a sparse
-gradient (``tw.IndexedSlices``) to an embedding touches and moves only those rows.
+"""Sparse reads and updates of variables: ResourceScatterAdd, ResourceScatterSub,
+ResourceScatterUpdate and ResourceGather (TensorFlow's names), and DeduplicateSlices.
+They touch only the rows `indices` names, in place, so applying a sparse gradient
+(``tw.IndexedSlices``) to an embedding and its optimizer slots reads and writes only
+those rows.
 
-Repeated indices add up, as they do in the dense gradient. The ops have a resource input,
-so the cpu target runs graphs that use them on the dataflow executor.
+Repeated indices add up in the scatter-add/sub ops, as they do in the dense gradient;
+DeduplicateSlices sums them first where an update rule is not linear (Adagrad,
+Momentum). The ops have a resource input (or data-dependent shapes), so the cpu target
+runs graphs that use them on the dataflow executor.
 """
 
 from __future__ import annotations
@@ -45,20 +49,33 @@ def _accumulator(dtype: np.dtype) -> np.dtype:
     return np.dtype(np.float32) if d.kind in "fV" and d.itemsize < 4 else d
 
 
+def _checked_rows(var: VariableState, indices: np.ndarray, what: str) -> np.ndarray:
+    """The flattened `indices`, each a row of the (initialized) variable; call under its
+    lock."""
+    if var.value is None:
+        raise FailedPreconditionError(f"attempting to {what} uninitialized variable "
+                                      f"'{var.name}'")
+    n = var.value.shape[0]
+    flat = indices.reshape(-1)
+    bad = (flat < 0) | (flat >= n)
+    if bad.any():
+        k = int(np.argwhere(bad)[0][0])
+        raise InvalidArgumentError(f"indices[{k}] = {flat[k]} is not in [0, {n}) (rows of "
+                                   f"variable '{var.name}', shape "
+                                   f"{format_shape(var.value.shape)})")
+    return flat
+
+
 def _scatter(var: VariableState, indices: np.ndarray, updates: np.ndarray, sign: int) -> None:
     with var.lock:
-        if var.value is None:
-            raise FailedPreconditionError(f"attempting to update uninitialized variable "
-                                          f"'{var.name}'")
+        flat = _checked_rows(var, indices, "update")
         value = var.value
-        n = value.shape[0]
-        flat = indices.reshape(-1)
-        bad = (flat < 0) | (flat >= n)
-        if bad.any():
-            k = int(np.argwhere(bad)[0][0])
-            raise InvalidArgumentError(f"indices[{k}] = {flat[k]} is not in [0, {n}) (rows of "
-                                       f"variable '{var.name}', shape "
-                                       f"{format_shape(value.shape)})")
+        if sign == 0:
+            # an assignment: where an index repeats, the last update wins
+            rows, last_from_end = np.unique(flat[::-1], return_index=True)
+            slices = updates.reshape((flat.size,) + value.shape[1:])
+            value[rows] = slices[flat.size - 1 - last_from_end]
+            return
         rows, where = np.unique(flat, return_inverse=True)
         wide = _accumulator(value.dtype)
         # sum the updates of each row first, then change every touched row once
@@ -87,4 +104,75 @@ ResourceScatterAdd = _declare(
 ResourceScatterSub = _declare(
     "ResourceScatterSub", -1,
     "variable[indices[i...], ...] -= updates[i..., ...] in place; repeated indices add up.")
-not_differentiable("ResourceScatterAdd", "ResourceScatterSub")
+ResourceScatterUpdate = _declare(
+    "ResourceScatterUpdate", 0,
+    "variable[indices[i...], ...] = updates[i..., ...] in place; where an index repeats, "
+    "the last update wins.")
+
+
+# ----------------------------------------------------------------- ResourceGather
+
+ResourceGather = def_op(
+    "ResourceGather", ["resource", "indices"], stateful=True, side_effects=False,
+    doc="Rows `indices` of a variable (shape indices.shape + variable.shape[1:]), copied "
+        "under the variable's lock without copying the whole variable.")
+
+
+@ResourceGather.infer
+def _resource_gather_infer(resource, indices):
+    r = expect_resource(resource)
+    vt = r.value_type
+    if vt is None:
+        raise DTypeError("the first operand must be a variable handle")
+    i = expect_tensor(indices, "indices")
+    check_dtype(i, (int32, int64), "indices")
+    if vt.rank < 1:
+        raise ShapeError(f"cannot gather rows of a scalar variable ({vt})")
+    return vt.with_shape(tuple(i.shape) + tuple(vt.shape[1:]))
+
+
+@ResourceGather.kernel("reference", context=True)
+def _resource_gather_kernel(ctx, var, indices):
+    indices = np.asarray(indices)
+    with var.lock:
+        flat = _checked_rows(var, indices, "read")
+        rows = var.value[flat]
+    return rows.reshape(indices.shape + rows.shape[1:])
+
+
+# -------------------------------------------------------------- DeduplicateSlices
+
+DeduplicateSlices = def_op(
+    "DeduplicateSlices", ["values", "indices"],
+    doc="The slices of a sparse tensor with repeated indices summed: (summed values, "
+        "unique indices), in order of first occurrence (TensorFlow's "
+        "_deduplicate_indexed_slices). values has shape [n] + rest, indices [n].")
+
+
+@DeduplicateSlices.infer
+def _dedupe_infer(values, indices):
+    v = expect_tensor(values, "values")
+    i = expect_tensor(indices, "indices")
+    check_dtype(i, (int32, int64), "indices")
+    if i.rank != 1 or v.rank < 1 or (None not in (i.shape[0], v.shape[0])
+                                     and i.shape[0] != v.shape[0]):
+        raise ShapeError(f"indices ({i}) must be a vector with one entry per slice of "
+                         f"values ({v})")
+    rows = 0 if i.shape[0] == 0 else None
+    return [v.with_shape((rows,) + tuple(v.shape[1:])), i.with_shape((rows,))]
+
+
+@DeduplicateSlices.kernel("reference")
+def _dedupe_kernel(values, indices):
+    uniq, first, where = np.unique(indices, return_index=True, return_inverse=True)
+    order = np.argsort(first, kind="stable")       # first-occurrence order
+    rank = np.empty_like(order)
+    rank[order] = np.arange(order.size)
+    wide = _accumulator(values.dtype)
+    summed = np.zeros((uniq.size,) + values.shape[1:], dtype=wide)
+    np.add.at(summed, rank[where.reshape(-1)], values.astype(wide))
+    return summed.astype(values.dtype), np.ascontiguousarray(uniq[order])
+
+
+not_differentiable("ResourceScatterAdd", "ResourceScatterSub", "ResourceScatterUpdate",
+                   "ResourceGather", "DeduplicateSlices")

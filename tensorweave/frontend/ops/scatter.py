@@ -1,11 +1,13 @@
-"""Sparse in-place updates of a variable's rows (TensorFlow 1's ``tf.scatter_add`` and
-``tf.scatter_sub``), through the ResourceScatterAdd/Sub ops."""
+"""Sparse reads and in-place updates of a variable's rows (TensorFlow 1's
+``tf.scatter_add``, ``tf.scatter_sub``, ``tf.scatter_update``), through the
+ResourceScatter*/ResourceGather ops; and the summing of repeated slices that sparse
+optimizer updates start with."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from ..building import apply_op, convert_to_tensor
+from ..building import apply_op, apply_op1, convert_to_tensor
 from ..context import current_builder
 
 
@@ -33,4 +35,26 @@ def scatter_sub(ref: Any, indices: Any, updates: Any, use_locking: bool = False,
     return _scatter("ResourceScatterSub", ref, indices, updates, name)
 
 
-__all__ = ["scatter_add", "scatter_sub"]
+def scatter_update(ref: Any, indices: Any, updates: Any, use_locking: bool = True,
+                   name: str | None = None) -> Any:
+    """``ref[indices[i...], ...] = updates[i..., ...]`` in place (where an index repeats,
+    the last update wins). Returns the update op in a graph."""
+    return _scatter("ResourceScatterUpdate", ref, indices, updates, name)
+
+
+def gather_rows(ref: Any, indices: Any, name: str | None = None) -> Any:
+    """Rows `indices` of the variable `ref`, read without copying the whole variable
+    (no gradient flows through it: for optimizer state)."""
+    return apply_op1("ResourceGather", [ref._resource_arg(), convert_to_tensor(indices)],
+                     name=name)
+
+
+def deduplicate(values: Any, indices: Any) -> tuple[Any, Any]:
+    """`values` with the slices of repeated `indices` summed, and the unique indices (in
+    order of first occurrence)."""
+    summed, unique = apply_op("DeduplicateSlices", [convert_to_tensor(values),
+                                                    convert_to_tensor(indices)])
+    return summed, unique
+
+
+__all__ = ["scatter_add", "scatter_sub", "scatter_update", "gather_rows", "deduplicate"]
