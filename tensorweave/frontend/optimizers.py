@@ -271,20 +271,32 @@ class RMSProp(Optimizer):
         if centered:
             self._slot_inits["mg"] = 0.0
 
-    def _apply(self, var, grad, slots):
+    def _rule(self, var, grad, read):
+        """The new slot values {slot: value} from the gradient and `read(slot)`."""
         m = _math()
         rho = self.rho
-        new_ms = slots["rms"].read_value() * rho + m.square(grad) * (1 - rho)
-        ops = [slots["rms"].assign(new_ms, read_value=False)]
-        denom_sq = new_ms
+        new = {"rms": read("rms") * rho + m.square(grad) * (1 - rho)}
+        denom_sq = new["rms"]
         if self.centered:
-            new_mg = slots["mg"].read_value() * rho + grad * (1 - rho)
-            ops.append(slots["mg"].assign(new_mg, read_value=False))
-            denom_sq = new_ms - m.square(new_mg)
-        new_mom = (slots["momentum"].read_value() * self.momentum
-                   + self._lr(var) * grad / m.sqrt(denom_sq + self.epsilon))
-        ops.append(slots["momentum"].assign(new_mom, read_value=False))
-        ops.append(var.assign_sub(new_mom, read_value=False))
+            new["mg"] = read("mg") * rho + grad * (1 - rho)
+            denom_sq = new["rms"] - m.square(new["mg"])
+        new["momentum"] = (read("momentum") * self.momentum
+                           + self._lr(var) * grad / m.sqrt(denom_sq + self.epsilon))
+        return new
+
+    def _apply(self, var, grad, slots):
+        new = self._rule(var, grad, lambda k: slots[k].read_value())
+        ops = [slots[k].assign(v, read_value=False) for k, v in new.items()]
+        ops.append(var.assign_sub(new["momentum"], read_value=False))
+        return ops
+
+    def _apply_sparse(self, var, grad, slots):
+        # TensorFlow's ResourceSparseApply(Centered)RMSProp: only the touched rows of the
+        # slots and the variable change (repeated indices summed first)
+        values, rows = deduplicate(grad.values, grad.indices)
+        new = self._rule(var, values, lambda k: gather_rows(slots[k], rows))
+        ops = [scatter_update(slots[k], rows, v) for k, v in new.items()]
+        ops.append(scatter_sub(var, rows, new["momentum"]))
         return ops
 
 
@@ -329,21 +341,35 @@ class Ftrl(Optimizer):
         self.l1 = l1_regularization_strength
         self.l2 = l2_regularization_strength
 
-    def _apply(self, var, grad, slots):
+    def _rule(self, var, grad, old_acc, old_lin, w):
+        """(new accumulator, new linear, new weights) from the old values."""
         m = _math()
         lr = self._lr(var)
-        acc, lin = slots["accumulator"], slots["linear"]
-        old_acc = acc.read_value()
         new_acc = old_acc + m.square(grad)
-        w = var.read_value()
         p = -self.lr_power
         sigma = (m.pow(new_acc, p) - m.pow(old_acc, p)) / lr
-        new_lin = lin.read_value() + grad - sigma * w
+        new_lin = old_lin + grad - sigma * w
         quadratic = m.pow(new_acc, p) / lr + 2 * self.l2
         shrunk = (m.sign(new_lin) * self.l1 - new_lin) / quadratic
         new_w = m.where(m.abs(new_lin) > self.l1, shrunk, m.multiply(shrunk, 0.0))
+        return new_acc, new_lin, new_w
+
+    def _apply(self, var, grad, slots):
+        acc, lin = slots["accumulator"], slots["linear"]
+        new_acc, new_lin, new_w = self._rule(var, grad, acc.read_value(), lin.read_value(),
+                                             var.read_value())
         return [acc.assign(new_acc, read_value=False), lin.assign(new_lin, read_value=False),
                 var.assign(new_w, read_value=False)]
+
+    def _apply_sparse(self, var, grad, slots):
+        # TensorFlow's ResourceSparseApplyFtrl: only the touched rows change (repeated
+        # indices summed first)
+        values, rows = deduplicate(grad.values, grad.indices)
+        acc, lin = slots["accumulator"], slots["linear"]
+        new_acc, new_lin, new_w = self._rule(var, values, gather_rows(acc, rows),
+                                             gather_rows(lin, rows), gather_rows(var, rows))
+        return [scatter_update(acc, rows, new_acc), scatter_update(lin, rows, new_lin),
+                scatter_update(var, rows, new_w)]
 
 
 OPTIMIZERS: dict[str, Callable[..., Optimizer]] = {
