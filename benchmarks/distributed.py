@@ -11,8 +11,10 @@ tensor transfer throughput.
    variables from the PS tasks, do a trivial computation and send updates back; there
    is no real compute, so the step rate measures the runtime: steps per second summed
    over the workers, against the number of workers (1, 2, 4, 8) and PS tasks (1, 2, 4),
-   for a scalar model (one scalar per PS task) and a dense one (4 MB split across
-   the PS tasks). Next to each rate, the model of one step: gRPC calls and bytes.
+   for a scalar model (one scalar per PS task), a dense one (4 MB split across the PS
+   tasks) and a sparse one (a 1M x 64 embedding sharded over the PS tasks, 32 rows
+   looked up and updated per step). Next to each rate, the model of one step: gRPC
+   calls and bytes.
 3. Backup workers (the paper's figure 8, scaled down): synchronous steps aggregating 2
    gradients out of 2, 3 or 4 workers whose compute is mostly fast with injected
    stragglers; the median and 90th percentile of the time between global steps.
@@ -38,6 +40,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 TOKEN = "bench"
+SPARSE_ROWS = 1_000_000  # the sparse model's embedding: 1M x 64 float32 (256 MB)
 
 
 # ------------------------------------------------------------------ child processes
@@ -147,6 +150,14 @@ def build_null_model(tf, spec, task: int, model: str):
     num_ps = spec.num_tasks("ps")
     with tf.device(tf.train.replica_device_setter(
             cluster=spec, worker_device=f"/job:worker/task:{task}")):
+        if model == "sparse":  # an embedding sharded over the PS tasks, 32 rows a step
+            shards = [tf.Variable(np.zeros((SPARSE_ROWS // num_ps, 64), np.float32),
+                                  name=f"emb{i}") for i in range(num_ps)]
+            ids = tf.constant(np.random.default_rng(task).integers(0, SPARSE_ROWS, 32))
+            loss = tf.reduce_sum(tf.nn.embedding_lookup(shards, ids))
+            step = tf.train.GradientDescentOptimizer(0.01).minimize(loss)  # sparse updates
+            init = tf.global_variables_initializer()
+            return step, init, [tf.is_variable_initialized(v) for v in shards]
         if model == "scalar":
             variables = [tf.Variable(np.zeros((), np.float32), name=f"s{i}")
                          for i in range(num_ps)]
@@ -278,7 +289,8 @@ def bench_null_steps(num_ps: int, num_workers: int, model: str, seconds: float) 
             late |= result["late"]
     finally:
         _stop(workers + ps)
-    nbytes = 4 * (num_ps if model == "scalar" else (1 << 20) // num_ps * num_ps)
+    nbytes = {"scalar": 4 * num_ps, "dense": 4 * ((1 << 20) // num_ps * num_ps),
+              "sparse": 32 * 64 * 4}[model]
     return {"rate": sum(counts) / seconds, "per_worker": [c / seconds for c in counts],
             "late": late, "rpcs": 3 * num_ps, "bytes": 2 * nbytes}
 
@@ -314,8 +326,10 @@ def main() -> None:
     print("| --- | --- | --- | --- | --- | --- | --- |")
     grid = [("scalar", p, w) for p in (1, 2, 4) for w in (1, 2, 4, 8)]
     grid += [("dense", 1, w) for w in (1, 2, 4)] + [("dense", 4, w) for w in (1, 4)]
+    grid += [("sparse", 1, w) for w in (1, 2, 4)] + [("sparse", 2, w) for w in (1, 2)]
     if args.quick:
-        grid = [("scalar", 1, 1), ("scalar", 1, 2), ("scalar", 2, 4), ("dense", 1, 1)]
+        grid = [("scalar", 1, 1), ("scalar", 1, 2), ("scalar", 2, 4), ("dense", 1, 1),
+                ("sparse", 2, 2)]
     for model, p, w in grid:
         r = bench_null_steps(p, w, model, args.seconds)
         per = ", ".join(f"{x:.0f}" for x in r["per_worker"])

@@ -1,7 +1,8 @@
 """Graph-to-graph passes; each module registers the pipeline stage it belongs to.
 
 Stage ``optimized`` (right after ``traced``): `shape_inference.infer_shapes`,
-`constant_folding.fold_constants`, `cse.cse`, `dce.dce`.
+`constant_folding.fold_constants`, `cse.cse`, `resource_gather.gather_from_variables`,
+`dce.dce`.
 Stage ``placed`` (after ``optimized``): `placement.place_with_config` (every node gets a
 device). Stage ``partitioned`` (after ``placed``): `partition.partition` (Send/Recv at
 every cross-device edge).
@@ -13,9 +14,19 @@ elementwise ops and reductions become Fusion nodes).
 """
 
 from ..compiler.pipeline import register_stage
-from . import constant_folding, cse, dce, lower_control_flow, partition, placement, shape_inference
+from . import (
+    constant_folding,
+    cse,
+    dce,
+    lower_control_flow,
+    partition,
+    placement,
+    resource_gather,
+    shape_inference,
+)
 
-OPTIMIZED = [shape_inference.infer_shapes, constant_folding.fold_constants, cse.cse, dce.dce]
+OPTIMIZED = [shape_inference.infer_shapes, constant_folding.fold_constants, cse.cse,
+             resource_gather.gather_from_variables, dce.dce]
 PLACED = [placement.place_with_config]
 PARTITIONED = [partition.partition]
 LOWERED = [lower_control_flow.lower_control_flow]
