@@ -78,9 +78,9 @@ class ConditionalAccumulator:
             self._cond.notify_all()
             return True
 
-    def take_grad(self, num_required: int, waiter: Waiter | None = None) -> np.ndarray:
-        """Wait for `num_required` gradients; their mean (or sum). Resets the sum and
-        advances the global step by one."""
+    def _take(self, num_required: int, waiter: Waiter | None) -> tuple[object, int]:
+        """Wait for `num_required` gradients; (what was accumulated, how many). Resets
+        the accumulation and advances the global step by one."""
         if num_required < 1:
             raise InvalidArgumentError(f"take_grad needs num_required >= 1, got {num_required}")
         waiter = waiter or Waiter()
@@ -89,9 +89,19 @@ class ConditionalAccumulator:
             while self._count < num_required:
                 waiter.check(what)
                 self._cond.wait(waiter.timeout(poll))
-            total, count = self._sum, self._count
-            self._sum, self._count = None, 0
+            taken, count = self._reset(), self._count
+            self._count = 0
             self._global_step += 1
+        return taken, count
+
+    def _reset(self) -> object:
+        total, self._sum = self._sum, None
+        return total
+
+    def take_grad(self, num_required: int, waiter: Waiter | None = None) -> np.ndarray:
+        """Wait for `num_required` gradients; their mean (or sum). Resets the sum and
+        advances the global step by one."""
+        total, count = self._take(num_required, waiter)
         out = total / np.asarray(count, total.dtype) if self.reduction_type == "MEAN" else total
         return out.astype(self.dtype.np, copy=False)
 
@@ -156,17 +166,7 @@ class SparseConditionalAccumulator(ConditionalAccumulator):
                             waiter: Waiter | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Wait for `num_required` gradients; (unique sorted indices, their averaged rows).
         Resets and advances the global step."""
-        if num_required < 1:
-            raise InvalidArgumentError(f"take_grad needs num_required >= 1, got {num_required}")
-        waiter = waiter or Waiter()
-        what = f"take_grad({num_required}) from accumulator '{self.name}'"
-        with waiter.wake_on_cancel(self._wake) as poll, self._cond:
-            while self._count < num_required:
-                waiter.check(what)
-                self._cond.wait(waiter.timeout(poll))
-            parts, count = self._parts, self._count
-            self._parts, self._count = [], 0
-            self._global_step += 1
+        parts, count = self._take(num_required, waiter)
         indices = np.concatenate([i for i, _ in parts])
         values = np.concatenate([v for _, v in parts])
         unique, where = np.unique(indices, return_inverse=True)
@@ -175,6 +175,10 @@ class SparseConditionalAccumulator(ConditionalAccumulator):
         if self.reduction_type == "MEAN":
             summed /= np.asarray(count, summed.dtype)
         return unique, summed
+
+    def _reset(self) -> object:
+        parts, self._parts = self._parts, []
+        return parts
 
     def apply_grad(self, local_step: int, grad: np.ndarray) -> bool:
         raise InvalidArgumentError(f"accumulator '{self.name}' is sparse: apply IndexedSlices")
