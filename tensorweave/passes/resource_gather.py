@@ -38,6 +38,8 @@ def gather_from_variables(graph: Graph) -> None:
                              device=node.device or read.device, loc=node.loc,
                              control_inputs=[*read.control_inputs, *node.control_inputs])
         graph.nodes.pop()  # add_node appended it: it takes the Gather's place instead
+        # ... and its name (placement reports, fetches by name and tests look for it)
+        node.name, new.name = new.name, node.name
         out.append(new)
         replaced[node] = new
         mapping[node.outputs[0]] = new.outputs[0]

@@ -161,3 +161,47 @@ def test_sync_replicas_keep_embedding_gradients_sparse():
     expected[[0, 1]] = -0.5
     expected[[10, 11]] = -1.0
     np.testing.assert_allclose(table, expected)
+
+
+
+def test_survivors_go_on_when_a_worker_dies_even_with_no_backup():
+    """n = m = 3 and one worker dies: as in TensorFlow, a surviving worker may contribute
+    several gradients to one step (each token it takes lets it apply one), so the two
+    survivors keep the global step moving instead of hanging."""
+    n = 3
+    with servers(ps=1, worker=n) as (spec, tasks):
+        sessions, models = [], []
+        for task in range(n):
+            g, model = build_worker_graph(spec, task, n, n, 1.0)
+            sess = tf.Session(tasks[f"worker:{task}"].target, graph=g)
+            if task == 0:
+                sess.run(model["init"])
+            while not all(sess.run(model["ready"])):
+                time.sleep(0.01)
+            model["hook"].after_create_session(sess)
+            sessions.append(sess)
+            models.append(model)
+        tasks["worker:2"].stop(grace=0.1)
+        errors = []
+
+        def train(task):
+            try:
+                while sessions[task].run(models[task]["global_step"]) < 5:
+                    sessions[task].run(models[task]["train"])
+            except Exception as e:  # noqa: BLE001
+                errors.append(e)
+
+        threads = [threading.Thread(target=train, args=(t,), daemon=True) for t in (0, 1)]
+        for t in threads:
+            t.start()
+        deadline = time.monotonic() + 30
+        while sessions[0].run(models[0]["global_step"]) < 5 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert sessions[0].run(models[0]["global_step"]) >= 5, "the survivors stalled"
+        # as the example's chief does at the end: release a worker waiting for a token
+        sessions[0].run(models[0]["opt"].get_init_tokens_op(n))
+        for t in threads:
+            t.join(30)
+        assert not any(t.is_alive() for t in threads) and not errors, errors
+        for s in sessions[:2]:
+            s.close()
