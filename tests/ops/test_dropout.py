@@ -45,7 +45,8 @@ def test_values_follow_the_counter_based_recipe_on_every_target(rows, cols, rate
         got[target] = tw.compile(lambda x: tw.nn.dropout(x, rate=rate, seed=seed),
                                  target=target)(x)
         assert_same(got[target], want)
-    assert got["reference"].tobytes() == got["cpu"].tobytes()
+    for target in TARGETS[1:]:  # every target draws the reference's numbers, bitwise
+        assert got["reference"].tobytes() == got[target].tobytes()
     tw.random.set_seed(None)  # eager ops count their calls since the last set_seed
     assert_same(tw.nn.dropout(tw.constant(x), rate=rate, seed=seed).numpy(), want)
 
