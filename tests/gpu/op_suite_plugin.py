@@ -6,7 +6,9 @@ the oracle), used by test_simulator.py in a process with numba's CUDA simulator:
 Every op test that checks its op traced on each target (`tests.helpers.TARGETS`) then
 checks the gpu target's kernels, and its host calls for what has no kernel (float16,
 convolutions ...). The simulator runs one Python thread per GPU thread, so hypothesis
-draws few examples here; the cpu target is covered by the ordinary run.
+draws few examples here; the cpu target is covered by the ordinary run. So an op test
+should compare targets through `TARGETS` (e.g. each against "reference"), never index
+one by name.
 """
 
 from __future__ import annotations
