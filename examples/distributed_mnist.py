@@ -41,7 +41,7 @@ parser.add_argument("--batch_size", type=int, default=100)
 parser.add_argument("--hidden_units", type=int, default=0,
                     help="units of a hidden ReLU layer (default 0: softmax regression)")
 parser.add_argument("--learning_rate", type=float, default=None,
-                    help="Adam's learning rate (default 0.05; 0.005 with a hidden layer)")
+                    help="Adam's learning rate (default 0.01; 0.005 with a hidden layer)")
 parser.add_argument("--sync_replicas", action="store_true",
                     help="aggregate gradients synchronously (SyncReplicasOptimizer)")
 parser.add_argument("--replicas_to_aggregate", type=int, default=None,
@@ -50,7 +50,7 @@ parser.add_argument("--straggle", type=float, default=0.0,
                     help="seconds the last worker sleeps before each step (a straggler)")
 FLAGS = parser.parse_args()
 if FLAGS.learning_rate is None:
-    FLAGS.learning_rate = 0.005 if FLAGS.hidden_units else 0.05
+    FLAGS.learning_rate = 0.005 if FLAGS.hidden_units else 0.01
 
 if FLAGS.ps_hosts is None:  # started by `tensorweave launch` (or any TW_CONFIG launcher)
     config = json.loads(os.environ["TW_CONFIG"])

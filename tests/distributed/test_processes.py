@@ -26,7 +26,7 @@ def test_launch_trains_the_replicated_example_on_one_ps_and_two_workers():
     result = subprocess.run(
         [sys.executable, "-m", "tensorweave.cli", "launch", "--ps", "1", "--workers", "2",
          "--timeout", "240", str(ROOT / "examples" / "distributed_mnist.py"), "--",
-         "--steps", "300"], capture_output=True, text=True, timeout=300, cwd=ROOT)
+         "--steps", "400"], capture_output=True, text=True, timeout=300, cwd=ROOT)
     out = result.stdout + result.stderr
     assert result.returncode == 0, out
     done = re.findall(r"\[worker:(\d)\] worker \d: done, (\d+) local steps .* global step "
@@ -35,7 +35,9 @@ def test_launch_trains_the_replicated_example_on_one_ps_and_two_workers():
     local = [int(n) for _, n, _, _ in done]
     final = max(int(g) for _, _, g, _ in done)
     assert min(local) > 10  # both workers trained ...
-    assert final >= 300 and final <= sum(local) <= final + 2  # ... the same PS variables
+    assert final >= 400 and final <= sum(local) <= final + 2  # ... the same PS variables
+    # single-process softmax regression on these digits: ~0.92-0.97 (asynchronous
+    # updates add noise: 0.92-0.975 over 10 runs here)
     assert min(float(a) for *_, a in done) >= 0.9
     assert "[ps:0]" not in out or "Traceback" not in out
 
