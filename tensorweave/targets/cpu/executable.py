@@ -31,6 +31,7 @@ from ...errors import (
 from ...runtime.kernel_context import CallCounters, StepContext
 from ...runtime.resources import ResourceManager, default_resource_manager
 from ...runtime.threads import limit_blas_threads
+from ..step_cache import StepCache
 from . import jit
 from .lowering import status_error
 from .step import (
@@ -259,8 +260,8 @@ class CpuExecutable:
         self.timeout = timeout
         self.counters = CallCounters()
         self._dataflow: Any = None
-        self._steps: dict[tuple, NativeStep | None] = {}
-        self._lock = threading.Lock()
+        self._cache = StepCache(MAX_SHAPES)
+        self._steps = self._cache.steps  # shape tuple -> step (None: not native)
         self.native_reason: str | None = None  # why the last plan fell back, if it did
         self._multi_device = len({n.assigned_device for n in graph.nodes} - {None}) > 1
 
@@ -287,15 +288,7 @@ class CpuExecutable:
     def native_step(self, arrays: Sequence[np.ndarray]) -> NativeStep | None:
         """The native step for these argument shapes (compiled on first use), or None."""
         key = tuple(np.shape(a) for a in arrays)
-        step = self._steps.get(key, _UNSET)
-        if step is _UNSET:
-            with self._lock:
-                step = self._steps.get(key, _UNSET)
-                if step is _UNSET:
-                    if len(self._steps) >= MAX_SHAPES:
-                        self._steps.clear()
-                    step = self._steps[key] = self._build(arrays)
-        return step
+        return self._cache.get(key, lambda: self._build(arrays))
 
     def _build(self, arrays: Sequence[np.ndarray]) -> NativeStep | None:
         if self._multi_device:

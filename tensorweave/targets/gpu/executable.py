@@ -7,7 +7,6 @@ and `native_reason` says why.
 from __future__ import annotations
 
 import logging
-import threading
 from typing import Any
 
 import numpy as np
@@ -17,12 +16,12 @@ from ...compiler.types import TensorType
 from ...errors import TensorWeaveError
 from ...runtime.kernel_context import CallCounters
 from ...runtime.resources import ResourceManager, default_resource_manager
+from ..step_cache import StepCache
 from .device import require
 from .runner import GpuStep, Mismatch
 from .step import Ineligible, StepPlan, plan_step
 
 _log = logging.getLogger(__name__)
-_UNSET: Any = object()
 MAX_SHAPES = 16  # argument-shape tuples remembered per executable
 
 
@@ -53,8 +52,8 @@ class GpuExecutable:
         self.graph = graph
         self.resources = resources or default_resource_manager()
         self.counters = CallCounters()
-        self._steps: dict[tuple, GpuStep | None] = {}
-        self._lock = threading.Lock()
+        self._cache = StepCache(MAX_SHAPES)
+        self._steps = self._cache.steps  # shape tuple -> step (None: not native)
         self._dataflow: Any = None
         self.native_reason: str | None = None
 
@@ -77,15 +76,7 @@ class GpuExecutable:
     def step(self, arrays: list[np.ndarray]) -> GpuStep | None:
         """The bound step for these arguments' shapes (built on first use), or None."""
         key = tuple(a.shape for a in arrays)
-        step = self._steps.get(key, _UNSET)
-        if step is _UNSET:
-            with self._lock:
-                step = self._steps.get(key, _UNSET)
-                if step is _UNSET:
-                    if len(self._steps) >= MAX_SHAPES:
-                        self._steps.clear()
-                    step = self._steps[key] = self._build(arrays)
-        return step
+        return self._cache.get(key, lambda: self._build(arrays))
 
     def _build(self, arrays: list[np.ndarray]) -> GpuStep | None:
         if len(arrays) != len(self.graph.args):
