@@ -152,9 +152,6 @@ class DistributedExecutable:
         self._result_sources = result_sources(graph, self.partitions)
         self._inflight: set[int] = set()  # step ids running now (close() aborts them)
         self._inflight_lock = threading.Lock()
-        # Several client threads may run steps at once: room for a few steps' calls.
-        self._pool = futures.ThreadPoolExecutor(max_workers=max(8, 4 * len(self.partitions)),
-                                                thread_name_prefix="tw-master")
 
     def _register(self, k: int) -> str:
         """Register partition `k` on its task; returns the handle. The IR text travels
@@ -220,7 +217,7 @@ class DistributedExecutable:
     def _gather(self, step_id: int, calls: list, deadline: float | None) -> list[Any]:
         """Run every task's part of the step at once; the first failure aborts the rest.
         Blocking calls on pool threads: a gRPC future would start a thread per call."""
-        pending = {self._pool.submit(client.call, "RunGraph", head, tensors, deadline): k
+        pending = {_call_pool().submit(client.call, "RunGraph", head, tensors, deadline): k
                    for k, (client, head, tensors) in enumerate(calls)}
         outputs: list[list[Any] | None] = [None] * len(calls)
         errors: list[BaseException] = []
@@ -267,10 +264,27 @@ class DistributedExecutable:
                                                    timeout=ABORT_TIMEOUT_S)
             except TensorWeaveError:
                 pass
-        self._pool.shutdown(wait=False)
 
     def __repr__(self) -> str:
         return f"<DistributedExecutable {self.graph.name} on {', '.join(self.tasks)}>"
+
+
+CALL_THREADS = 64
+"""Threads that wait on the tasks' RunGraph calls, for every step of every executable of
+this process (a call only waits on I/O; concurrent steps queue past this many calls)."""
+
+_pool: futures.ThreadPoolExecutor | None = None
+_pool_lock = threading.Lock()
+
+
+def _call_pool() -> futures.ThreadPoolExecutor:
+    """The process-wide pool of `CALL_THREADS` threads (made on first use)."""
+    global _pool
+    with _pool_lock:
+        if _pool is None:
+            _pool = futures.ThreadPoolExecutor(max_workers=CALL_THREADS,
+                                               thread_name_prefix="tw-master")
+        return _pool
 
 
 def _quietly(client: rpc.WorkerClient, method: str, header: dict[str, Any]) -> None:
