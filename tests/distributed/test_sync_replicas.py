@@ -52,21 +52,28 @@ def build_worker_graph(spec, task, m, n, grad_value):
                    opt=opt, hook=hook)
 
 
+def start_replicas(spec, tasks, m, n, grads):
+    """A session per worker on its graph: the chief initializes, the others wait, every
+    one runs its session-run hook (the chief starts aggregating)."""
+    sessions, models = [], []
+    for task in range(n):
+        g, model = build_worker_graph(spec, task, m, n, grads[task])
+        sess = tf.Session(tasks[f"worker:{task}"].target, graph=g)
+        if task == 0:
+            sess.run(model["init"])
+        while not all(sess.run(model["ready"])):
+            time.sleep(0.01)
+        model["hook"].after_create_session(sess)
+        sessions.append(sess)
+        models.append(model)
+    return sessions, models
+
+
 def test_sync_training_with_a_backup_worker_never_waits_for_the_straggler():
     n, m, seconds = 3, 2, 3.0
     grads = {0: 1.0, 1: 2.0, 2: STRAGGLER_GRAD}
     with servers(ps=1, worker=n) as (spec, tasks):
-        sessions, models = [], []
-        for task in range(n):
-            g, model = build_worker_graph(spec, task, m, n, grads[task])
-            sess = tf.Session(tasks[f"worker:{task}"].target, graph=g)
-            if task == 0:
-                sess.run(model["init"])
-            while not all(sess.run(model["ready"])):
-                time.sleep(0.01)
-            model["hook"].after_create_session(sess)
-            sessions.append(sess)
-            models.append(model)
+        sessions, models = start_replicas(spec, tasks, m, n, grads)
         stop = time.monotonic() + seconds
         steps = [0] * n
         errors = []
@@ -170,17 +177,7 @@ def test_survivors_go_on_when_a_worker_dies_even_with_no_backup():
     survivors keep the global step moving instead of hanging."""
     n = 3
     with servers(ps=1, worker=n) as (spec, tasks):
-        sessions, models = [], []
-        for task in range(n):
-            g, model = build_worker_graph(spec, task, n, n, 1.0)
-            sess = tf.Session(tasks[f"worker:{task}"].target, graph=g)
-            if task == 0:
-                sess.run(model["init"])
-            while not all(sess.run(model["ready"])):
-                time.sleep(0.01)
-            model["hook"].after_create_session(sess)
-            sessions.append(sess)
-            models.append(model)
+        sessions, models = start_replicas(spec, tasks, n, n, {t: 1.0 for t in range(n)})
         tasks["worker:2"].stop(grace=0.1)
         errors = []
 
