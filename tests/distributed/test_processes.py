@@ -42,7 +42,26 @@ def test_launch_trains_the_replicated_example_on_one_ps_and_two_workers():
     assert "[ps:0]" not in out or "Traceback" not in out
 
 
-def _blocking_step(cluster, victim_job):
+def _start_blocked_step(cluster):
+    """A step, on a thread, that blocks on both tasks (see `_blocking_step`); returns
+    the thread, 1 s after it started, and the dict where it leaves its error and end."""
+    sess, out = _blocking_step(cluster)
+    outcome = {}
+
+    def step():
+        try:
+            sess.run(out)
+        except BaseException as e:  # noqa: BLE001
+            outcome["error"] = e
+        outcome["at"] = time.monotonic()
+
+    t = threading.Thread(target=step, daemon=True)
+    t.start()
+    time.sleep(1.0)  # the step is running, blocked on both tasks
+    return t, outcome
+
+
+def _blocking_step(cluster):
     """A session and a fetch whose step blocks on both tasks: the PS waits in a dequeue,
     the worker in a Recv of the dequeued value (then computes with it)."""
     g = tf.Graph()
@@ -52,29 +71,14 @@ def _blocking_step(cluster, victim_job):
             item = q.dequeue()
         with tf.device("/job:worker/task:0"):
             out = item * 2.0
-        with tf.device("/job:ps/task:0"):
-            alive = tf.constant(1.0) + 1.0
     target = f"grpc://{cluster.spec.task_address('worker', 0)}"
-    sess = tf.Session(target, graph=g)
-    return sess, out, alive
+    return tf.Session(target, graph=g), out
 
 
 @pytest.mark.parametrize("victim", ["worker:0", "ps:0"])
 def test_a_task_killed_mid_step_is_unavailable_within_seconds_and_others_serve_on(victim):
     with processes(ps=1, worker=1) as cluster:
-        sess, out, alive = _blocking_step(cluster, victim)
-        outcome = {}
-
-        def step():
-            try:
-                sess.run(out)
-            except BaseException as e:  # noqa: BLE001
-                outcome["error"] = e
-            outcome["at"] = time.monotonic()
-
-        t = threading.Thread(target=step, daemon=True)
-        t.start()
-        time.sleep(1.0)  # the step is running, blocked on both tasks
+        t, outcome = _start_blocked_step(cluster)
         assert t.is_alive()
         killed = time.monotonic()
         cluster.kill(victim)
@@ -100,18 +104,7 @@ def test_a_task_killed_mid_step_is_unavailable_within_seconds_and_others_serve_o
 
 def test_a_frozen_task_is_unavailable_by_keepalive_not_a_hang():
     with processes(ps=1, worker=1) as cluster:
-        sess, out, _ = _blocking_step(cluster, "ps:0")
-        outcome = {}
-
-        def step():
-            try:
-                sess.run(out)
-            except BaseException as e:  # noqa: BLE001
-                outcome["error"] = e
-
-        t = threading.Thread(target=step, daemon=True)
-        t.start()
-        time.sleep(1.0)
+        t, outcome = _start_blocked_step(cluster)
         os.kill(cluster.procs["ps:0"].pid, signal.SIGSTOP)
         try:
             t.join(30)
