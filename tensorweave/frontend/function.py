@@ -75,7 +75,66 @@ class TensorSpec:
 
 
 def _is_array_arg(x: Any) -> bool:
-    return isinstance(x, (np.ndarray, np.generic, EagerTensor, TensorSpec))
+    return isinstance(x, (np.ndarray, np.generic, EagerTensor, TensorSpec)) or _is_foreign(x)
+
+
+# Python values that are never arrays of another library, whatever they define
+_NOT_FOREIGN = (np.ndarray, np.generic, TensorOps, TensorSpec, Variable, str, bytes, int,
+                float, complex, list, tuple, dict, type)
+
+
+def _is_foreign(x: Any) -> bool:
+    """Whether `x` is an array of another library (a PyTorch or JAX array, any DLPack
+    producer, an object with NumPy's array interface): a graph argument, not a static
+    value."""
+    if isinstance(x, _NOT_FOREIGN) or x is None:
+        return False
+    return (hasattr(x, "__dlpack__") or hasattr(x, "__array_interface__")
+            or hasattr(x, "__array_struct__") or hasattr(x, "__array__"))
+
+
+def as_numpy(x: Any, what: str = "argument", op: str | None = None) -> np.ndarray:
+    """An array argument as a NumPy array, sharing memory where it can: an `EagerTensor`'s
+    buffer, a DLPack producer through ``np.from_dlpack`` (PyTorch CPU tensors, JAX CPU
+    arrays), else NumPy's array interface. Raises `DTypeError` (a TypeError) naming `op`,
+    `what` and the caller's line when the object cannot be read on the host (a GPU tensor,
+    a PyTorch tensor that requires grad)."""
+    if type(x) is np.ndarray:
+        return x
+    if isinstance(x, EagerTensor):
+        return np.asarray(x)
+    if hasattr(x, "__dlpack__") and hasattr(x, "__dlpack_device__"):
+        try:
+            return np.from_dlpack(x)
+        except (BufferError, TypeError, ValueError, RuntimeError) as e:
+            dlpack_error = e  # e.g. a tensor that requires grad: the array interface may do
+    else:
+        dlpack_error = None
+    try:
+        return np.asarray(x)
+    except Exception as e:  # noqa: BLE001 - any library's refusal, reported with the argument
+        reason = dlpack_error if dlpack_error is not None else e
+        raise DTypeError(f"{what}: expected an array readable on the host (CPU), got a "
+                         f"{type(x).__module__}.{type(x).__name__} that is not "
+                         f"({type(reason).__name__}: {reason}); pass a CPU array (PyTorch: "
+                         f"t.detach().cpu())", op=op, location=_location()) from None
+
+
+def _viewed_arrays(args: tuple) -> tuple | None:
+    """`args` as NumPy arrays when every one is an array (NumPy, eager tensor or another
+    library's, viewed without a copy), else None."""
+    out = []
+    for a in args:
+        if type(a) is np.ndarray:
+            out.append(a)
+        elif isinstance(a, EagerTensor) or _is_foreign(a):
+            try:
+                out.append(as_numpy(a))
+            except DTypeError:
+                return None  # the full path reports it with the argument's name
+        else:
+            return None
+    return tuple(out)
 
 
 def _spec_of(x: Any) -> TensorSpec:
@@ -217,6 +276,9 @@ class Function:
         structure = (tuple(bound.args), dict(bound.kwargs))
         leaves, tree = nest.flatten(structure)
         names = _leaf_names(self._signature, bound)
+        for i, leaf in enumerate(leaves):
+            if _is_foreign(leaf):  # another library's array: viewed as NumPy, not copied
+                leaves[i] = as_numpy(leaf, f"argument '{names[i]}'", f"{self.name}()")
         return leaves, tree, names
 
     def _coerce_to_signature(self, bound: inspect.BoundArguments) -> None:
@@ -361,11 +423,15 @@ class Function:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if not kwargs:
-            try:
-                key = tuple([(a.shape, a.dtype) for a in args if type(a) is np.ndarray])
-            except AttributeError:
-                key = None
-            hit = self._fast.get(key) if key is not None and len(key) == len(args) else None
+            key = tuple([(a.shape, a.dtype) for a in args if type(a) is np.ndarray])
+            if len(key) != len(args):
+                # eager tensors, PyTorch/JAX/DLPack arrays: NumPy views of them take the
+                # same fast path (and keep it for later calls)
+                viewed = _viewed_arrays(args)
+                if viewed is not None:
+                    args = viewed
+                    key = tuple([(a.shape, a.dtype) for a in args])
+            hit = self._fast.get(key) if len(key) == len(args) else None
             if hit is not None and current_builder() is None:
                 cf, cache_key = hit
                 self._cache.touch(cache_key)

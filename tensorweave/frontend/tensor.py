@@ -247,8 +247,47 @@ class EagerTensor(TensorOps):
         """The value as a (writeable) NumPy array."""
         return self._array.copy()
 
-    def __array__(self, dtype=None, copy=None):
-        return self._array.astype(dtype) if dtype is not None else self._array
+    def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
+        """NumPy's conversion (NumPy 2 semantics): ``np.asarray(t)`` is a read-only view of
+        the tensor's buffer, ``np.array(t)`` a fresh writeable copy; ``copy=False`` with a
+        `dtype` that needs a conversion raises ValueError, as NumPy's own arrays do."""
+        arr = self._array
+        if dtype is not None and np.dtype(dtype) != arr.dtype:
+            if copy is False:
+                raise ValueError(f"converting a {self.dtype.name} tensor to {np.dtype(dtype)} "
+                                 f"needs a copy, and copy=False was given")
+            return arr.astype(dtype)
+        return arr.copy() if copy else arr
+
+    def __dlpack__(self, *, stream: Any = None, max_version: tuple[int, int] | None = None,
+                   dl_device: Any = None, copy: bool | None = None) -> Any:
+        """A DLPack capsule of the tensor's buffer (CPU), shared without a copy and marked
+        read-only, for consumers of DLPack 1.0 and later (``np.from_dlpack``,
+        ``torch.from_dlpack``). Older consumers cannot be told that the buffer is
+        read-only, so they get a copy unless ``copy=False`` (then BufferError)."""
+        # NumPy's exporter keeps the exported array alive until the consumer frees the
+        # capsule; a view (not the buffer's owner) is exported so that nothing the consumer
+        # does to its flags reaches this tensor.
+        view = self._array.view()
+        kwargs: dict[str, Any] = {"stream": stream}
+        if max_version is not None:
+            kwargs["max_version"] = max_version
+        if dl_device is not None:
+            kwargs["dl_device"] = dl_device
+        if copy is not None:
+            kwargs["copy"] = copy
+        try:
+            return view.__dlpack__(**kwargs)
+        except BufferError:
+            # (read-only buffers need DLPack >= 1.0's flag; or a copy the consumer may own)
+            if copy is False or view.flags.writeable:
+                raise
+            kwargs["copy"] = None
+            return self._array.copy().__dlpack__(**kwargs)
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        """(device type, device id) for DLPack: (1, 0), the CPU."""
+        return self._array.__dlpack_device__()
 
     def __bool__(self) -> bool:
         return bool(self._array)
