@@ -5,6 +5,8 @@
     tensorweave dump model.py:f --signature 'x:f32[?,784]' 'w:f32[784,10]'
     tensorweave dump graph.mlir --stage optimized      # read IR text, run passes, print
     tensorweave dump --list-stages
+    tensorweave dump model.py:f --format tensorboard --logdir logs   # graph for TensorBoard
+    tensorweave dump model.py:f --format dot -o f.dot  # Graphviz DOT
     tensorweave dump model.py:f --target gpu --stage kernels   # generated CUDA kernels
     tensorweave dump model.py:f --target gpu --stage kernels --ptx-dir ptx/  # + NAME.ptx
     tensorweave aot model.py:predict -o build/         # libpredict.so + predict.h
@@ -36,12 +38,44 @@ class CliError(Exception):
     """A user error reported as one line."""
 
 
+# what --signature accepts (TensorFlow's and NumPy's long names work too)
+SIGNATURE_DTYPES = ("f16", "bf16", "f32", "f64", "i8", "i16", "i32", "i64", "u8", "bool")
+
+
+def split_signature(items: Sequence[str]) -> list[str]:
+    """``--signature`` entries, given one per argument or several in one string separated
+    by commas outside brackets: ``'x:f32[1,784],w:f32[784,10]'``."""
+    entries = []
+    for item in items:
+        depth, start = 0, 0
+        for i, ch in enumerate(item):
+            if ch == "[":
+                depth += 1
+            elif ch == "]":
+                depth -= 1
+                if depth < 0:
+                    raise CliError(f"bad --signature entry {item!r}: ']' without '['")
+            elif ch == "," and depth == 0:
+                entries.append(item[start:i])
+                start = i + 1
+        if depth:
+            raise CliError(f"bad --signature entry {item!r}: '[' without ']'")
+        entries.append(item[start:])
+    for e in entries:
+        if not e.strip():
+            raise CliError(f"empty --signature entry in {' '.join(map(repr, items))}: separate "
+                           f"entries with one comma, e.g. 'x:f32[1,784],w:f32[784,10]'")
+    return entries
+
+
 def parse_signature(items: Sequence[str]) -> list[tuple[str | None, Any]]:
-    """``'x:f32[?,784]'`` to ``("x", TensorSpec([None, 784], float32))``."""
+    """``'x:f32[?,784]'`` to ``("x", TensorSpec([None, 784], float32))``; several entries
+    may share one string, separated by commas (``'x:f32[1,784],w:f32[784,10]'``)."""
+    from .compiler.dtypes import as_dtype
     from .frontend.function import TensorSpec
 
     specs = []
-    for item in items:
+    for item in split_signature(items):
         m = _SPEC_RE.match(item.strip())
         if not m:
             raise CliError(f"bad --signature entry {item!r}: expected NAME:DTYPE[DIMS], "
@@ -56,9 +90,16 @@ def parse_signature(items: Sequence[str]) -> list[tuple[str | None, Any]]:
             else:
                 raise CliError(f"bad dimension {d!r} in {item!r}: use an integer or ?")
         try:
-            specs.append((m["name"], TensorSpec(shape, m["dtype"])))
-        except TensorWeaveError as e:
-            raise CliError(f"bad --signature entry {item!r}: {e}") from None
+            dtype = as_dtype(m["dtype"])
+        except (TensorWeaveError, TypeError, ValueError, KeyError):
+            raise CliError(f"bad dtype {m['dtype']!r} in {item!r}: expected one of "
+                           f"{', '.join(SIGNATURE_DTYPES)}") from None
+        if m["name"] is not None and any(n == m["name"] for n, _ in specs):
+            raise CliError(f"--signature gives {m['name']!r} twice")
+        specs.append((m["name"], TensorSpec(shape, dtype)))
+    if len({n is None for n, _ in specs}) > 1:
+        raise CliError("--signature entries must all be named (x:f32[2]) or all unnamed "
+                       "(f32[2])")
     return specs
 
 
@@ -66,7 +107,39 @@ def load_function(target: str) -> Any:
     """Import ``FILE.py:NAME`` and return the object called NAME."""
     path, sep, name = target.rpartition(":")
     if not sep or not path or not name:
+        if target.endswith(".py") and not sep:
+            raise CliError(missing_function_message(target))
         raise CliError(f"expected FILE.py:FUNCTION, got {target!r}")
+    module = _import_file(path)
+    if not hasattr(module, name):
+        public = [n for n, v in vars(module).items() if callable(v) and not n.startswith("_")
+                  and getattr(v, "__module__", module.__name__) == module.__name__]
+        raise CliError(f"{path} has no function {name!r}"
+                       + (f" (it defines: {', '.join(sorted(public))})" if public else ""))
+    return getattr(module, name)
+
+
+def compiled_functions(path: str) -> list[str]:
+    """The names of the ``@tw.compile`` functions a Python file defines at top level."""
+    from .frontend.function import Function
+    module = _import_file(path)
+    return sorted(n for n, v in vars(module).items() if isinstance(v, Function))
+
+
+def missing_function_message(path: str) -> str:
+    """What to say for ``FILE.py`` given without ``:FUNCTION``: which functions it offers."""
+    if not os.path.exists(path):
+        return f"no such file: {path}"
+    names = compiled_functions(path)
+    if names:
+        return (f"{path}: name the function to compile as {path}:FUNCTION; its @tw.compile "
+                f"functions: {', '.join(names)}")
+    return (f"{path}: name the function to compile as {path}:FUNCTION ({path} defines no "
+            f"@tw.compile function at top level; any function of it can be named)")
+
+
+def _import_file(path: str) -> Any:
+    """Run the Python file `path` as a fresh module and return it."""
     if not os.path.exists(path):
         raise CliError(f"no such file: {path}")
     module_name = "_tw_cli_" + re.sub(r"\W", "_", os.path.splitext(os.path.basename(path))[0])
@@ -81,12 +154,7 @@ def load_function(target: str) -> Any:
         raise CliError(f"{path}:{e.lineno}: syntax error: {e.msg}") from None
     finally:
         sys.path.pop(0)
-    if not hasattr(module, name):
-        public = [n for n, v in vars(module).items() if callable(v) and not n.startswith("_")
-                  and getattr(v, "__module__", module_name) == module_name]
-        raise CliError(f"{path} has no function {name!r}"
-                       + (f" (it defines: {', '.join(sorted(public))})" if public else ""))
-    return getattr(module, name)
+    return module
 
 
 def concrete_function(fn: Any, signature: list[tuple[str | None, Any]]) -> Any:
@@ -133,16 +201,38 @@ def _dump(args: argparse.Namespace) -> str:
     stage = args.stage or stages[-1]
     if stage not in stages:
         raise CliError(f"unknown stage {stage!r}; stages are: {', '.join(stages)}")
+    if args.target.endswith(".py"):  # FILE.py without :FUNCTION
+        raise CliError(missing_function_message(args.target))
     if ":" not in args.target or args.target.endswith((".mlir", ".tw")):
         if not os.path.exists(args.target):
             raise CliError(f"no such file: {args.target}")
         with open(args.target) as f:
             graphs = parse_module(f.read(), source_name=args.target)
+        if args.format != "mlir":
+            return _export(args, [run_pipeline(g, stage) for g in graphs])
         return "\n".join(print_graph(run_pipeline(g, stage)) for g in graphs)
     cf = concrete_function(load_function(args.target), parse_signature(args.signature or []))
+    if args.format != "mlir":
+        g = cf.graph if stage == "traced" and not args.codegen else \
+            run_pipeline(cf.graph, stage, target=args.codegen)
+        return _export(args, [g])
     if args.codegen:
         return print_graph(run_pipeline(cf.graph, stage, target=args.codegen))
     return cf.ir(stage)
+
+
+def _export(args: argparse.Namespace, graphs: list[Any]) -> str:
+    """``--format dot`` (DOT text) or ``--format tensorboard`` (an event file in
+    ``--logdir`` holding each graph as a GraphDef)."""
+    from . import graph_export
+
+    if args.format == "dot":
+        return "\n".join(graph_export.to_dot(g) for g in graphs)
+    if not args.logdir:
+        raise CliError("--format tensorboard needs --logdir DIR")
+    paths = [graph_export.write_graph(args.logdir, g) for g in graphs]
+    return "".join(f"wrote {p}\n" for p in paths) + \
+        f"view it with: tensorboard --logdir {args.logdir}"
 
 
 def _dump_kernels(args: argparse.Namespace) -> str:
@@ -187,7 +277,8 @@ def build_parser() -> argparse.ArgumentParser:
                       help="print the pipeline's stage names, one per line")
     dump.add_argument("--signature", nargs="+", metavar="NAME:DTYPE[DIMS]",
                       help="argument types for a function without input_signature, "
-                           "e.g. 'x:f32[?,784]' ('?' is a dimension of any size)")
+                           "e.g. 'x:f32[?,784],w:f32[784,10]' ('?' is a dimension of any "
+                           "size; dtypes: " + ", ".join(SIGNATURE_DTYPES) + ")")
     dump.add_argument("--target", dest="codegen", choices=["reference", "cpu", "gpu"],
                       help="run only the stages of this target; with gpu, '--stage kernels' "
                            "prints the generated CUDA kernels")
@@ -195,6 +286,11 @@ def build_parser() -> argparse.ArgumentParser:
                       help="(--target gpu) write each kernel's PTX to DIR/NAME.ptx")
     dump.add_argument("--arch", default="sm_90",
                       help="(--ptx-dir) the GPU architecture of the PTX (default sm_90)")
+    dump.add_argument("--format", choices=["mlir", "tensorboard", "dot"], default="mlir",
+                      help="mlir: IR text (default); tensorboard: write the graph as a "
+                           "GraphDef event file to --logdir; dot: Graphviz DOT text")
+    dump.add_argument("--logdir", metavar="DIR",
+                      help="(--format tensorboard) the log directory to write to")
     dump.add_argument("-o", "--output", help="write to this file instead of stdout")
     dump.set_defaults(run=_dump)
     aot = sub.add_parser(
@@ -208,7 +304,8 @@ def build_parser() -> argparse.ArgumentParser:
     aot.add_argument("--name", help="C name of the library (default: the function's)")
     aot.add_argument("--signature", nargs="+", metavar="NAME:DTYPE[DIMS]",
                      help="argument types (fixed shapes) for a function without "
-                          "input_signature, e.g. 'x:f32[1,784]'")
+                          "input_signature, e.g. 'x:f32[1,784],w:f32[784,10]' (dtypes: "
+                          + ", ".join(SIGNATURE_DTYPES) + ")")
     aot.add_argument("--cpu", default="host",
                      help="CPU to generate code for: 'host' (default) or an LLVM CPU name "
                           "such as x86-64-v3 for machines other than this one")

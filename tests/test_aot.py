@@ -135,6 +135,40 @@ def test_unknown_dimensions_are_refused(tmp_path):
         build_library(f.get_concrete_function(), str(tmp_path))
 
 
+def test_cli_signature_for_a_function_without_an_input_signature(tmp_path):
+    """`tensorweave aot FILE.py:FN --signature 'x:f32[2,5],w:f64[5,3]'` (issue 14): the
+    library takes the shapes and dtypes given, and computes what the function does."""
+    (tmp_path / "free.py").write_text(textwrap.dedent("""
+        import tensorweave as tw
+
+        @tw.compile
+        def affine(x, w):
+            return tw.matmul(tw.cast(x, tw.float64), w) + 1.0
+    """))
+    out = tmp_path / "out"
+    proc = subprocess.run([sys.executable, "-m", "tensorweave.cli", "aot",
+                           f"{tmp_path / 'free.py'}:affine", "-o", str(out),
+                           "--signature", "x:f32[2,5],w:f64[5,3]"],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    header = (out / "affine.h").read_text()
+    assert "AFFINE_ARG0_SHAPE[] = {2, 5}" in header and "AFFINE_ARG1_SHAPE[] = {5, 3}" in header
+    assert 'AFFINE_ARG0_DTYPE "f32"' in header and 'AFFINE_ARG1_DTYPE "f64"' in header
+    rng = np.random.default_rng(3)
+    x, w = rng.standard_normal((2, 5)).astype(np.float32), rng.standard_normal((5, 3))
+    expected = [x.astype(np.float64) @ w + 1.0]
+    exe = _build_c(tmp_path, str(out / "affine.h"), "affine", [x, w], expected)
+    np.testing.assert_allclose(_run_c(tmp_path, exe, [x, w], expected)[0], expected[0],
+                               rtol=1e-12)
+    # an unknown dim is refused with the --signature to give
+    proc = subprocess.run([sys.executable, "-m", "tensorweave.cli", "aot",
+                           f"{tmp_path / 'free.py'}:affine", "-o", str(out),
+                           "--signature", "x:f32[?,5],w:f64[5,3]"],
+                          capture_output=True, text=True)
+    assert proc.returncode == 1
+    assert "needs fixed shapes" in proc.stderr and "--signature 'x:f32[N,5]'" in proc.stderr
+
+
 def test_bad_library_names_are_refused(tmp_path):
     f = tw.compile(lambda x: x + 1, input_signature=[tw.TensorSpec([2], tw.float32)])
     with pytest.raises(CompileError, match="C identifier"):

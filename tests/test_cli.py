@@ -117,3 +117,54 @@ def test_profile_prints_the_ops_table_and_writes_a_trace(tmp_path, capsys):
     assert "3 steps of" in out and "MatMul" in out and "total ms" in out
     trace = json.loads((tmp_path / "prof" / "trace.json").read_text())
     assert any(e["ph"] == "X" and e["name"] == "MatMul" for e in trace["traceEvents"])
+
+
+# ---------------------------------------------------------------- signatures, FILE.py alone
+# (issue 14: several entries in one --signature string; `dump FILE.py` names the functions)
+
+def test_signature_entries_in_one_string_or_several():
+    from tensorweave.cli import parse_signature
+    one = parse_signature(["x:f32[1,784],w:f32[784,10]"])
+    several = parse_signature(["x:f32[1,784]", "w:f32[784,10]"])
+    assert [(n, s.shape, s.dtype.name) for n, s in one] == \
+        [("x", (1, 784), "f32"), ("w", (784, 10), "f32")]
+    assert one == several
+    specs = parse_signature(["a:f16[],b:f64[?],c:i8[2],d:i32[3,?],e:i64[1],f:u8[4],g:bool[5]"])
+    assert [s.dtype.name for _, s in specs] == ["f16", "f64", "i8", "i32", "i64", "u8", "i1"]
+    assert [s.shape for _, s in specs] == [(), (None,), (2,), (3, None), (1,), (4,), (5,)]
+
+
+@pytest.mark.parametrize("entry,message", [
+    ("x:f33[1]", "bad dtype 'f33' in 'x:f33[1]': expected one of f16,"),
+    ("x:f32[1,784", "'[' without ']'"),
+    ("x:f32[1]],w:f32[2]", "']' without '['"),
+    ("x:f32[1],,w:f32[2]", "empty --signature entry"),
+    ("x:f32[1],", "empty --signature entry"),
+    ("x:f32[1],x:f32[2]", "--signature gives 'x' twice"),
+    ("x:f32[1],f32[2]", "must all be named"),
+    ("x:f32[1,two]", "bad dimension 'two'"),
+    ("x:f32", "bad --signature entry 'x:f32': expected NAME:DTYPE[DIMS]"),
+])
+def test_malformed_signatures_are_one_line_errors(capsys, entry, message):
+    code, _, err = run(capsys, "dump", f"{EXAMPLE}:predict", "--signature", entry)
+    assert code == 2, err
+    assert message in err and err.count("\n") == 1
+
+
+def test_dump_of_a_file_without_a_function_lists_its_compiled_functions(tmp_path, capsys):
+    src = tmp_path / "model.py"
+    src.write_text("import tensorweave as tw\n\n# a comment the IR parser used to trip on\n"
+                   "@tw.compile\ndef predict(x):\n    return x * 2\n\n"
+                   "@tw.compile\ndef train(x):\n    return x + 1\n\n"
+                   "def helper(x):\n    return x\n")
+    for command in (["dump", str(src)], ["dump", str(src), "--stage", "traced"],
+                    ["aot", str(src), "-o", str(tmp_path / "out")]):
+        code, _, err = run(capsys, *command)
+        assert code == 2, err
+        assert f"name the function to compile as {src}:FUNCTION" in err
+        assert "@tw.compile functions: predict, train" in err and "helper" not in err
+        assert err.count("\n") == 1
+    plain = tmp_path / "plain.py"
+    plain.write_text("def f(x):\n    return x\n")
+    code, _, err = run(capsys, "dump", str(plain))
+    assert code == 2 and "defines no @tw.compile function" in err

@@ -84,12 +84,19 @@ def c_identifier(name: str) -> str:
     return name
 
 
+def _fixed_dims(t: TensorType) -> str:
+    # the dims a user must fix: known ones as they are, N where one is unknown
+    return ",".join("N" if d is None else str(d) for d in (t.shape or ()))
+
+
 def _static_graph(cf: Any, resources: Any) -> Graph:
     from ...compiler.pipeline import run_pipeline
     for v, n in zip(cf.graph.args, cf.graph.arg_names):
         if not (isinstance(v.type, TensorType) and v.type.is_fully_defined):
             raise CompileError(f"argument '{n}' has type {v.type}: an ahead-of-time library "
-                               f"needs fixed shapes (give them in the input signature)")
+                               f"needs fixed shapes (give them in the input signature, "
+                               f"or with the command line's --signature "
+                               f"'{n}:{v.type.dtype.name}[{_fixed_dims(v.type)}]')")
     graph = run_pipeline(freeze_variables(cf.graph, resources), target="cpu")
     from ...passes.partition import split_by_device
     if len({n.assigned_device for n in graph.nodes} - {None}) > 1:
