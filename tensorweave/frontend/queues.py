@@ -24,6 +24,8 @@ import contextlib
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+import numpy as np
+
 from ..compiler.dtypes import DType, as_dtype
 from ..compiler.ir import Node, Value
 from ..compiler.ops.queue import encode_shapes
@@ -303,6 +305,17 @@ class QueueBase:
             _, node = self._apply("QueueClose", [],
                                   {"cancel_pending_enqueues": bool(cancel_pending_enqueues)},
                                   name or "close")
+            return node
+
+    def close_with_error(self, message: Any, name: str | None = None) -> Node | None:
+        """Close the queue for good with an error (a tensorweave extension): every
+        pending and later enqueue and dequeue, on any task, raises
+        `tw.errors.FailedPreconditionError(message)`. `message` is a str or the UTF-8
+        bytes of one as a u8 vector (a placeholder, to choose the text when it runs)."""
+        if isinstance(message, str):
+            message = np.frombuffer(message.encode("utf-8"), np.uint8)
+        with self._building():
+            _, node = self._apply("QueueFail", [message], {}, name or "close_with_error")
             return node
 
     def __repr__(self) -> str:

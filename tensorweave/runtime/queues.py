@@ -33,6 +33,7 @@ from ..compiler.types import format_shape
 from ..errors import (
     CancelledError,
     DeadlineExceededError,
+    FailedPreconditionError,
     InvalidArgumentError,
     OutOfRangeError,
 )
@@ -136,6 +137,7 @@ class QueueBase:
         self._lock = threading.Lock()
         self._changed = threading.Condition(self._lock)
         self._closed = False
+        self._failure: str | None = None  # set by fail(): every later access raises it
         self._cancel_generation = 0  # bumped by close(cancel_pending_enqueues=True)
         self._enqueuers: collections.deque = collections.deque()  # turn order (tickets)
         self._dequeuers: collections.deque = collections.deque()
@@ -198,6 +200,21 @@ class QueueBase:
                 self._cancel_generation += 1
             self._changed.notify_all()
 
+    def fail(self, message: str) -> None:
+        """Close the queue for good with an error: pending and later enqueues and
+        dequeues raise `FailedPreconditionError(message)`, even while elements remain.
+        Used to release every task blocked on a barrier queue when the protocol it
+        implements cannot go on (SyncReplicasOptimizer with too few live workers)."""
+        with self._lock:
+            self._closed = True
+            self._failure = message
+            self._cancel_generation += 1
+            self._changed.notify_all()
+
+    def _check_failure(self) -> None:
+        if self._failure is not None:
+            raise FailedPreconditionError(self._failure)
+
     def _wake(self) -> None:
         with self._lock:
             self._changed.notify_all()
@@ -253,6 +270,7 @@ class QueueBase:
     def _enqueue(self, elements: list[Element], waiter: Waiter) -> None:
         what = f"enqueue to queue '{self.name}'"
         with waiter.wake_on_cancel(self._wake) as poll, self._lock:
+            self._check_failure()
             if self._closed:
                 raise CancelledError(f"queue '{self.name}' is closed")
             generation = self._cancel_generation
@@ -271,6 +289,7 @@ class QueueBase:
                         if done == len(elements):
                             return
                     if self._cancel_generation != generation:
+                        self._check_failure()
                         raise CancelledError(f"queue '{self.name}' was closed with "
                                              f"cancel_pending_enqueues: {what} cancelled")
                     waiter.check(what)
@@ -308,6 +327,7 @@ class QueueBase:
             taken: list[Element] = []
             try:
                 while True:
+                    self._check_failure()
                     if self._dequeuers[0] is ticket:
                         for _ in range(min(n - len(taken), self._available())):
                             taken.append(self._take())

@@ -34,7 +34,7 @@ def test_an_accumulator_averages_fresh_gradients_and_drops_stale_ones():
         acc.take_grad(2, Waiter(deadline=time.monotonic() + 0.1))
 
 
-def build_worker_graph(spec, task, m, n, grad_value):
+def build_worker_graph(spec, task, m, n, grad_value, dead_after=10.0):
     """Worker `task`'s graph: loss = w * grad_value, so its gradient is grad_value."""
     g = tf.Graph()
     with g.as_default(), tf.device(tf.train.replica_device_setter(
@@ -43,7 +43,8 @@ def build_worker_graph(spec, task, m, n, grad_value):
         w = tf.Variable(np.float32(0.0), name="w")
         loss = w * tf.constant(np.float32(grad_value))
         opt = tf.train.SyncReplicasOptimizer(tf.train.GradientDescentOptimizer(1.0),
-                                             replicas_to_aggregate=m, total_num_replicas=n)
+                                             replicas_to_aggregate=m, total_num_replicas=n,
+                                             dead_worker_timeout_secs=dead_after)
         train_op = opt.minimize(loss, global_step=global_step)
         init = tf.global_variables_initializer()
         ready = [tf.is_variable_initialized(v) for v in (global_step, w)]
@@ -52,18 +53,18 @@ def build_worker_graph(spec, task, m, n, grad_value):
                    opt=opt, hook=hook)
 
 
-def start_replicas(spec, tasks, m, n, grads):
+def start_replicas(spec, tasks, m, n, grads, dead_after=10.0, coords=None):
     """A session per worker on its graph: the chief initializes, the others wait, every
     one runs its session-run hook (the chief starts aggregating)."""
     sessions, models = [], []
     for task in range(n):
-        g, model = build_worker_graph(spec, task, m, n, grads[task])
+        g, model = build_worker_graph(spec, task, m, n, grads[task], dead_after)
         sess = tf.Session(tasks[f"worker:{task}"].target, graph=g)
         if task == 0:
             sess.run(model["init"])
         while not all(sess.run(model["ready"])):
             time.sleep(0.01)
-        model["hook"].after_create_session(sess)
+        model["hook"].after_create_session(sess, coords[task] if coords else None)
         sessions.append(sess)
         models.append(model)
     return sessions, models
@@ -171,34 +172,107 @@ def test_sync_replicas_keep_embedding_gradients_sparse():
 
 
 
-def test_survivors_go_on_when_a_worker_dies_even_with_no_backup():
-    """n = m = 3 and one worker dies: as in TensorFlow, a surviving worker may contribute
-    several gradients to one step (each token it takes lets it apply one), so the two
-    survivors keep the global step moving instead of hanging."""
+def _train_until_error(sessions, models, replicas, seconds):
+    """Run each replica's train op in a loop on its own thread; {replica: error}."""
+    errors = {}
+
+    def train(task):
+        try:
+            stop = time.monotonic() + seconds
+            while time.monotonic() < stop:
+                sessions[task].run(models[task]["train"])
+        except Exception as e:  # noqa: BLE001
+            errors[task] = e
+
+    threads = [threading.Thread(target=train, args=(t,), daemon=True) for t in replicas]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(seconds + 5)
+    assert not any(t.is_alive() for t in threads), "a replica still waits for a token"
+    return errors
+
+
+def test_fewer_live_workers_than_replicas_to_aggregate_is_a_clear_error_everywhere():
+    """n = m = 3 and one worker dies: the two survivors cannot give 3 gradients from
+    different workers per step. TensorFlow would let them contribute several each
+    (silently aggregating fewer replicas than asked); here every survivor stops with
+    an error naming the dead task, within the watchdog's timeout."""
     n = 3
+    coords = [tf.train.Coordinator() for _ in range(n)]
     with servers(ps=1, worker=n) as (spec, tasks):
-        sessions, models = start_replicas(spec, tasks, n, n, {t: 1.0 for t in range(n)})
+        sessions, models = start_replicas(spec, tasks, n, n, {t: 1.0 for t in range(n)},
+                                          dead_after=1.0, coords=coords)
         tasks["worker:2"].stop(grace=0.1)
-        errors = []
-
-        def train(task):
-            try:
-                while sessions[task].run(models[task]["global_step"]) < 5:
-                    sessions[task].run(models[task]["train"])
-            except Exception as e:  # noqa: BLE001
-                errors.append(e)
-
-        threads = [threading.Thread(target=train, args=(t,), daemon=True) for t in (0, 1)]
-        for t in threads:
-            t.start()
-        deadline = time.monotonic() + 30
-        while sessions[0].run(models[0]["global_step"]) < 5 and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert sessions[0].run(models[0]["global_step"]) >= 5, "the survivors stalled"
-        # as the example's chief does at the end: release a worker waiting for a token
-        sessions[0].run(models[0]["opt"].get_init_tokens_op(n))
-        for t in threads:
-            t.join(30)
-        assert not any(t.is_alive() for t in threads) and not errors, errors
+        started = time.monotonic()
+        errors = _train_until_error(sessions, models, (0, 1), seconds=20)
+        took = time.monotonic() - started
         for s in sessions[:2]:
             s.close()
+    assert set(errors) == {0, 1}, errors
+    for e in errors.values():
+        assert isinstance(e, tf.errors.FailedPreconditionError), repr(e)
+        assert "only 2 of the 3 worker tasks answer" in str(e), str(e)
+        assert "/job:worker/replica:0/task:2 unreachable" in str(e), str(e)
+    assert took < 10, took
+    assert coords[0].should_stop()  # the chief's coordinator carries the error too
+
+
+def test_a_dead_chief_is_a_clear_error_on_the_workers():
+    """n = 3, m = 2 and the chief dies: two workers are enough gradients, but nobody
+    aggregates them: the workers stop with an error naming the chief, not a hang."""
+    n, m = 3, 2
+    with servers(ps=1, worker=n) as (spec, tasks):
+        sessions, models = start_replicas(spec, tasks, m, n, {t: 1.0 for t in range(n)},
+                                          dead_after=1.0)
+        sessions[0].close()
+        tasks["worker:0"].stop(grace=0.1)
+        errors = _train_until_error(sessions, models, (1, 2), seconds=20)
+        for s in sessions[1:]:
+            s.close()
+    assert set(errors) == {1, 2}, errors
+    for e in errors.values():
+        assert isinstance(e, tf.errors.FailedPreconditionError), repr(e)
+        assert "the chief /job:worker/replica:0/task:0" in str(e), str(e)
+
+
+class _FakeCluster:
+    def __init__(self, workers, me):
+        self.spec = tf.train.ClusterSpec({"ps": ["h:1"], "worker": [f"h:{10 + i}"
+                                                                    for i in range(workers)]})
+        self.task = f"/job:worker/replica:0/task:{me}"
+
+
+def test_the_watchdog_counts_a_task_dead_only_after_the_timeout_and_forgives_a_return():
+    from tensorweave.compat.v1.replica_watchdog import ReplicaWatchdog
+    up = {"/job:worker/replica:0/task:1": True, "/job:worker/replica:0/task:2": True}
+    dog = ReplicaWatchdog(_FakeCluster(3, me=0), replicas_to_aggregate=3, is_chief=True,
+                          on_failure=None, timeout_secs=5.0,
+                          probe=lambda cluster, task: up[task])
+    assert dog.workers == ["/job:worker/replica:0/task:0", "/job:worker/replica:0/task:1",
+                           "/job:worker/replica:0/task:2"]
+    assert dog.check(now=0.0) is None
+    up["/job:worker/replica:0/task:2"] = False
+    assert dog.check(now=1.0) is None
+    assert dog.check(now=5.9) is None          # down 4.9 s: not yet dead
+    up["/job:worker/replica:0/task:2"] = True  # back: the clock starts again
+    assert dog.check(now=6.5) is None
+    up["/job:worker/replica:0/task:2"] = False
+    assert dog.check(now=7.0) is None
+    message = dog.check(now=12.0)
+    assert "only 2 of the 3 worker tasks answer" in message
+    assert "/job:worker/replica:0/task:2 unreachable for 5 s" in message
+
+
+def test_the_watchdog_of_a_worker_reports_a_dead_chief_but_tolerates_a_dead_backup():
+    from tensorweave.compat.v1.replica_watchdog import ReplicaWatchdog
+    up = {"/job:worker/replica:0/task:0": True, "/job:worker/replica:0/task:2": False}
+    dog = ReplicaWatchdog(_FakeCluster(3, me=1), replicas_to_aggregate=2, is_chief=False,
+                          on_failure=None, timeout_secs=1.0,
+                          probe=lambda cluster, task: up[task])
+    assert dog.check(now=0.0) is None
+    assert dog.check(now=2.0) is None  # task 2 dead, but 2 of 3 are enough
+    up["/job:worker/replica:0/task:2"] = True
+    up["/job:worker/replica:0/task:0"] = False
+    assert dog.check(now=3.0) is None
+    assert "the chief /job:worker/replica:0/task:0" in dog.check(now=4.5)

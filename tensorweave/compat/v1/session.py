@@ -91,11 +91,13 @@ class Session:
     def close(self) -> None:
         """Release the session's variables and compiled steps (in a cluster, the graphs
         registered on the tasks; the tasks keep their variables)."""
-        self._closed = True
-        for step in self._steps.values():
+        with self._lock:  # another thread may be compiling a step of this session
+            self._closed = True
+            steps = list(self._steps.values())
+            self._steps.clear()
+        for step in steps:
             if self._cluster is not None and hasattr(step, "close"):
                 step.close()
-        self._steps.clear()
         close_all_queues(self._resources)  # wake threads blocked on the session's queues
 
     @property
@@ -119,6 +121,8 @@ class Session:
         step = self._steps.get(key)
         if step is None:
             with self._lock:
+                if self._closed:
+                    raise InvalidArgumentError("attempted to use a closed Session")
                 step = self._steps.get(key)
                 if step is None:
                     step = self._steps[key] = self._compile(values, targets, feed_values)

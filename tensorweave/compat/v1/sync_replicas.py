@@ -10,6 +10,12 @@ step into the token queue; a worker's train op ends by dequeuing a token into it
 ``local_step``, so queues act as the barrier. With fewer to aggregate than replicas, the
 slowest gradients of a step arrive after it is taken and are dropped: backup workers.
 
+With fewer than `replicas_to_aggregate` workers alive (or, for a worker, with the chief
+gone) training stops with a `FailedPreconditionError` naming the unreachable tasks,
+on every replica, instead of aggregating fewer replicas than asked or hanging: see
+`replica_watchdog`. The watchdog runs in every replica's session-run hook, and in the
+chief's queue runner for the classic API.
+
 Classic use (``tf.train.Supervisor`` style)::
 
     opt = tf.train.SyncReplicasOptimizer(tf.train.AdamOptimizer(0.01),
@@ -24,19 +30,21 @@ Classic use (``tf.train.Supervisor`` style)::
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import numpy as np
 
 from ...compiler.dtypes import as_dtype
-from ...errors import InvalidArgumentError
+from ...errors import FailedPreconditionError, InvalidArgumentError
 from ...frontend.building import apply_op, apply_op1, convert_to_tensor
 from ...frontend.context import colocate_with, control_dependencies
 from ...frontend.context import device as device_scope
 from ...frontend.grouping import group, no_op
 from ...frontend.indexed_slices import IndexedSlices
-from ...frontend.queue_runner import QueueRunner
-from .graph import LOCAL_VARIABLES, Variable, get_default_graph
+from ...frontend.queue_runner import Coordinator, QueueRunner
+from .graph import LOCAL_VARIABLES, Variable, get_default_graph, placeholder
+from .replica_watchdog import ReplicaWatchdog
 
 TOKEN_QUEUE_CAPACITY = 1 << 30  # TensorFlow's token queue is unbounded
 
@@ -130,7 +138,8 @@ class SyncReplicasOptimizer:
 
     def __init__(self, opt: Any, replicas_to_aggregate: int, total_num_replicas: int | None = None,
                  variable_averages: Any = None, variables_to_average: Any = None,
-                 use_locking: bool = False, name: str = "sync_replicas") -> None:
+                 use_locking: bool = False, name: str = "sync_replicas", *,
+                 dead_worker_timeout_secs: float = 10.0) -> None:
         if variable_averages is not None:
             raise InvalidArgumentError("variable_averages is not supported")
         if total_num_replicas is None:
@@ -143,6 +152,7 @@ class SyncReplicasOptimizer:
         self._total_num_replicas = int(total_num_replicas)
         self._tokens_per_step = max(self._total_num_replicas, self._replicas_to_aggregate)
         self._name = name
+        self._dead_worker_timeout = float(dead_worker_timeout_secs)
         self._gradients_applied = False
         self._global_step: Any = None
         self._sync_token_queue: Any = None
@@ -211,7 +221,12 @@ class SyncReplicasOptimizer:
             with control_dependencies([update_op]), colocate_with(global_step):
                 tokens = _fill(self._tokens_per_step, global_step.read_value())
                 sync_op = token_queue.enqueue_many([tokens])
-            self._chief_queue_runner = QueueRunner(token_queue, [sync_op])
+            # how a replica that sees too few live workers releases all of them
+            self._failure_message = placeholder("uint8", [None],
+                                                name=f"{self._name}/failure_message")
+            with colocate_with(global_step):
+                self._fail_op = token_queue.close_with_error(self._failure_message)
+            self._chief_queue_runner = _ChiefQueueRunner(self, token_queue, [sync_op])
             with colocate_with(global_step):
                 self.chief_init_op = group(*[a.set_global_step(global_step.read_value())
                                              for a in self._accumulators])
@@ -259,6 +274,50 @@ class SyncReplicasOptimizer:
         return list(self._accumulators)
 
 
+    def _watchdog(self, session: Any, is_chief: bool,
+                  coord: Coordinator | None) -> ReplicaWatchdog | None:
+        """A watchdog of the workers of `session`'s cluster (None for a local session)."""
+        cluster = getattr(session, "_cluster", None)
+        if cluster is None:
+            return None
+
+        def fail(message: str) -> None:
+            try:  # release every replica blocked on a token, on whatever task it runs
+                session.run(self._fail_op, feed_dict={
+                    self._failure_message: np.frombuffer(message.encode("utf-8"), np.uint8)})
+            except Exception:  # noqa: BLE001 - the PS may be what is gone; the error stands
+                pass
+            if coord is not None:
+                coord.request_stop(FailedPreconditionError(message))
+
+        return ReplicaWatchdog(cluster, replicas_to_aggregate=self._replicas_to_aggregate,
+                               is_chief=is_chief, on_failure=fail,
+                               timeout_secs=self._dead_worker_timeout, name=self._name,
+                               active=lambda: not getattr(session, "_closed", False))
+
+
+class _ChiefQueueRunner(QueueRunner):
+    """The chief's queue runner: aggregates, applies and hands out tokens, and watches
+    the workers (`replica_watchdog`) while its threads run."""
+
+    def __init__(self, opt: SyncReplicasOptimizer, *args: Any) -> None:
+        super().__init__(*args)
+        self._opt = opt
+
+    def create_threads(self, sess: Any = None, coord: Coordinator | None = None,
+                       daemon: bool = False, start: bool = False) -> list:
+        threads = super().create_threads(sess, coord=coord, daemon=daemon, start=start)
+        watchdog = self._opt._watchdog(sess, True, coord) if threads else None
+        if watchdog is not None:
+            thread = watchdog.start() if start else None
+            if coord is not None:
+                threading.Thread(target=lambda: (coord.wait_for_stop(), watchdog.stop()),
+                                 daemon=True).start()
+            if thread is not None:
+                threads.append(thread)
+        return threads
+
+
 class _SyncReplicasHook:
     """``after_create_session``: the chief initializes the accumulators, puts the first
     tokens in and starts its queue runner; every worker sets its local step."""
@@ -268,6 +327,7 @@ class _SyncReplicasHook:
         self._is_chief = is_chief
         self._num_tokens = num_tokens
         self._init_tokens = None
+        self._watchdog: ReplicaWatchdog | None = None
 
     def begin(self) -> None:
         if self._is_chief:
@@ -281,7 +341,20 @@ class _SyncReplicasHook:
             session.run(self._init_tokens)
             self._opt.get_chief_queue_runner().create_threads(session, coord=coord,
                                                               daemon=True, start=True)
+        else:
+            # the chief's queue runner watches on the chief; every other worker watches
+            # too, so that a dead chief is an error instead of a wait for tokens forever
+            # (a recreated session gets a new watchdog: the old one watched the old one)
+            self.end(session)
+            self._watchdog = self._opt._watchdog(session, False, coord)
+            if self._watchdog is not None:
+                self._watchdog.start()
         session.run(self._opt.local_step_init_op)
+
+    def end(self, session: Any) -> None:
+        if self._watchdog is not None:
+            self._watchdog.stop()
+            self._watchdog = None
 
 
 def _token_queue(dtype: Any, name: str) -> Any:

@@ -24,7 +24,7 @@ import numpy as np
 
 from ...errors import DTypeError, ShapeError
 from ...runtime.queues import Waiter, check_same_queue, make_queue
-from ..dtypes import DType, as_dtype, bool_, int32
+from ..dtypes import DType, as_dtype, bool_, int32, uint8
 from ..registry import attr, def_op, not_differentiable
 from ..types import RESOURCE, TensorType
 from .common import expect_resource, expect_tensor
@@ -249,6 +249,12 @@ QueueClose = def_op("QueueClose", ["handle"], {"cancel_pending_enqueues": attr("
                         "`cancel_pending_enqueues`.")
 
 
+QueueFail = def_op("QueueFail", ["handle", "message"], {}, stateful=True,
+                   doc="Close the queue with an error: every pending and later enqueue and "
+                       "dequeue raises FailedPreconditionError with `message` (UTF-8 bytes "
+                       "as a u8 vector), elements left or not.")
+
+
 @QueueSize.infer
 def _size_infer(handle):
     _expect_queue(handle)
@@ -265,6 +271,21 @@ def _is_closed_infer(handle):
 def _close_infer(handle, *, cancel_pending_enqueues):
     _expect_queue(handle)
     return []
+
+
+@QueueFail.infer
+def _fail_infer(handle, message):
+    _expect_queue(handle)
+    if expect_tensor(message, "message").dtype is not uint8 or message.rank != 1:
+        raise DTypeError(f"message must be the UTF-8 bytes of the error as a u8 vector, "
+                         f"got {message}")
+    return []
+
+
+@QueueFail.kernel("reference", context=True)
+def _fail_kernel(ctx, queue, message):
+    queue.fail(np.asarray(message, np.uint8).tobytes().decode("utf-8", "replace"))
+    return ()
 
 
 @QueueSize.kernel("reference", context=True)
@@ -285,6 +306,6 @@ def _close_kernel(ctx, queue, *, cancel_pending_enqueues):
 
 not_differentiable("QueueHandle", "QueueEnqueue", "QueueEnqueueMany", "QueueDequeue",
                    "QueueDequeueMany", "QueueDequeueUpTo", "QueueSize", "QueueIsClosed",
-                   "QueueClose")
+                   "QueueClose", "QueueFail")
 
 __all__ = ["encode_shapes", "decode_shapes", "queue_from_attrs"]
