@@ -5,6 +5,12 @@
 lists every op of the traced function after placement: its requested device, the
 device it got and why (requested, colocated with another op, soft-placement fallback or
 the cost model).
+
+    print(tw.debugging.compile_log())
+
+lists every trace and compile of the process with its reason (first call, new shape of
+an argument, new value of a static argument, new shapes for the cpu target's native
+step) and how long tracing, the pipeline and code generation took.
 """
 
 from __future__ import annotations
@@ -13,6 +19,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from .compiler.ir import Graph
+from .frontend.compile_log import clear_compile_log, compile_log
 from .passes.placement import placement_reasons
 
 _HEADER = ("node", "op", "requested", "assigned", "reason")
@@ -50,7 +57,8 @@ def format_table(rows: Sequence[Sequence[str]]) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["format_table", "placed_graph", "placement_report"]
+__all__ = ["clear_compile_log", "compile_log", "format_table", "placed_graph",
+           "placement_report"]
 
 
 def __dir__() -> list[str]:

@@ -13,6 +13,7 @@ import functools
 import inspect
 import os
 import threading
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -23,7 +24,7 @@ from ..compiler.ir import Graph
 from ..compiler.types import TensorType, as_shape, format_shape
 from ..errors import DTypeError, InvalidArgumentError, TracingError
 from ..runtime import profiler as _profiler
-from . import nest
+from . import compile_log, nest
 from .building import convert_to_tensor, python_array
 from .call_site import user_location
 from .context import GraphBuilder, building, current_builder
@@ -176,6 +177,14 @@ class ConcreteFunction:
         self._lock = threading.Lock()
         # a single tensor returned as is: results[0], without rebuilding a structure
         self._single_result = output_tree == ("leaf",) and output_leaves == [(True, 0)]
+        # for the compile log (`compile_log`): who traced this, why, how long it took;
+        # the first call records the compile (pipeline and code generation)
+        self.compile_owner: tuple[str, str, str, int] = (graph.name, "", target, 0)
+        self.trace_reason = ""
+        self.trace_seconds = 0.0
+        self.pipeline_seconds = 0.0
+        self.announce_compiles = False
+        self._first_call = True
 
     @property
     def executable(self) -> Any:
@@ -187,10 +196,14 @@ class ConcreteFunction:
                     from ..passes.lower_control_flow import lowering
                     from ..runtime.distributed.connection import cluster_compiler
                     on_cluster = cluster_compiler()  # tw.config.experimental_connect_to_cluster
+                    start = time.perf_counter()
                     with lowering(self.lower_control_flow):
-                        self._executable = (compile_graph(self.graph, self.target)
-                                            if on_cluster is None
-                                            else on_cluster(self.graph, self.target))
+                        exe = (compile_graph(self.graph, self.target) if on_cluster is None
+                               else on_cluster(self.graph, self.target))
+                    self.pipeline_seconds = time.perf_counter() - start
+                    if hasattr(type(exe), "compile_owner"):  # the cpu target's per-shape steps
+                        exe.compile_owner = self.compile_owner
+                    self._executable = exe
         return self._executable
 
     def ir(self, stage: str = "traced") -> str:
@@ -202,6 +215,8 @@ class ConcreteFunction:
 
     def call_flat(self, arrays: Sequence[np.ndarray]) -> list[np.ndarray]:
         """Run on arrays in argument order; returns results in graph order."""
+        if self._first_call:
+            return self._call_first(arrays)
         exe = self._executable or self.executable
         recorder = _profiler.active()
         if recorder is not None and hasattr(exe, "run"):  # inside tw.profiler.trace
@@ -215,6 +230,23 @@ class ConcreteFunction:
         if getattr(exe, "owns_results", False):  # fresh buffers, checked by the target
             return results
         return [own_result(r, arrays) for r in results]
+
+    def _call_first(self, arrays: Sequence[np.ndarray]) -> list[np.ndarray]:
+        """The first call: compiles, and records in the compile log how long the pipeline
+        and the target's code generation took (and the trace before them)."""
+        self._first_call = False  # (two racing first calls may both record: harmless)
+        with compile_log.collecting() as generated:
+            try:
+                return self.call_flat(arrays)
+            finally:
+                phases = {"trace": self.trace_seconds, "pipeline": self.pipeline_seconds}
+                if "codegen" in generated:
+                    phases["codegen"] = generated["codegen"]
+                name, signature, target, owner = self.compile_owner
+                compile_log.add(compile_log.CompileRecord(
+                    "compile", name, signature, target, self.trace_reason, phases,
+                    generated.get("cache", ""), time.time(), owner),
+                    announce=self.announce_compiles)
 
     def structured(self, results: list[np.ndarray]) -> Any:
         if self._single_result:
@@ -241,7 +273,7 @@ class Function:
     def __init__(self, fn: Callable, input_signature: Sequence[Any] | None, target: str | None,
                  name: str | None, timeout: float | None = None,
                  lower_control_flow: bool | None = None, reduce_retracing: bool = False,
-                 max_traces: int | None = None) -> None:
+                 max_traces: int | None = None, jit_compile_stats: bool = False) -> None:
         self.python_function = fn
         self.input_signature = None if input_signature is None else list(input_signature)
         self.target = target or DEFAULT_TARGET
@@ -256,6 +288,8 @@ class Function:
         self._fast: dict[tuple, tuple[ConcreteFunction, Any]] = {}
         self._lock = threading.RLock()
         self._retraces = RetraceTracker(self.name)
+        self._last_described: dict[str, tuple[str, str]] | None = None
+        self.jit_compile_stats = bool(jit_compile_stats)
         self.tracing_count = 0
         functools.update_wrapper(self, fn)
 
@@ -394,13 +428,35 @@ class Function:
                     key, cf = self._generalized(key, specs, arrays)
                 if cf is None:
                     trace_specs = list(key[1][0])
+                    start = time.perf_counter()
                     cf = self._trace(leaves, tree, names, tensor_idx, trace_specs)
-                    self._retraces.record(describe_arguments(names, leaves, tensor_idx, specs))
+                    seconds = time.perf_counter() - start
+                    described = describe_arguments(names, leaves, tensor_idx, specs)
+                    self._record_trace(cf, seconds, described,
+                                       compile_log.format_signature(names, leaves, tensor_idx,
+                                                                    trace_specs),
+                                       relaxed=trace_specs != specs)
+                    self._retraces.record(described)
                     evicted = self._cache.put(key, cf)
                     if evicted:
                         self._fast = {k: v for k, v in self._fast.items()
                                       if not any(v[0] is e for e in evicted)}
         return cf, [a for a in arrays if not isinstance(a, TensorSpec)], key
+
+    def _record_trace(self, cf: ConcreteFunction, seconds: float,
+                      described: dict[str, tuple[str, str]], signature: str,
+                      relaxed: bool) -> None:
+        """Note a trace in the compile log, and what its compile records will say."""
+        reason = compile_log.trace_reason(self._last_described, described)
+        if relaxed:  # reduce_retracing traced with unknown dims
+            reason += "; traced with unknown dims for what varied (reduce_retracing)"
+        self._last_described = described
+        cf.compile_owner = (self.name, signature, self.target, id(self))
+        cf.trace_reason, cf.trace_seconds = reason, seconds
+        cf.announce_compiles = self.jit_compile_stats
+        compile_log.add(compile_log.CompileRecord("trace", self.name, signature, self.target,
+                                                  reason, {"trace": seconds}, "", time.time(),
+                                                  id(self)), announce=self.jit_compile_stats)
 
     def _generalized(self, key: Any, specs: list[TensorSpec], arrays: list[Any]) -> tuple[Any,
                                                                                     Any]:
@@ -461,6 +517,11 @@ class Function:
         """The traces kept (at most ``max_traces``, least recently used first)."""
         return self._cache.values()
 
+    def experimental_get_compile_stats(self) -> compile_log.CompileLog:
+        """This function's traces and compiles, with their reasons and times (a list of
+        `CompileRecord`s that prints as a table); see `tw.debugging.compile_log`."""
+        return compile_log.compile_log(self)
+
     def experimental_get_tracing_count(self) -> int:
         """How many times the function has been traced (TensorFlow's spelling)."""
         return self.tracing_count
@@ -486,7 +547,8 @@ def _leaf_names(signature: inspect.Signature, bound: inspect.BoundArguments) -> 
 def compile(fn: Callable | None = None, *, input_signature: Sequence[Any] | None = None,
             target: str | None = None, name: str | None = None,
             timeout: float | None = None, lower_control_flow: bool | None = None,
-            reduce_retracing: bool = False, max_traces: int | None = None) -> Any:
+            reduce_retracing: bool = False, max_traces: int | None = None,
+            jit_compile_stats: bool = False) -> Any:
     """Compile a Python function into a graph: ``@tw.compile`` or
     ``@tw.compile(input_signature=[tw.TensorSpec([None, 784], tw.float32)])``.
 
@@ -504,8 +566,13 @@ def compile(fn: Callable | None = None, *, input_signature: Sequence[Any] | None
     `reduce_retracing=True` traces once more with None for the dims that changed, so
     later shapes reuse that trace. At most `max_traces` traces are kept (least recently
     used go first; default 64, or the environment variable ``TW_MAX_TRACES``).
+
+    Every trace and compile is kept in `tw.debugging.compile_log()` with its reason and
+    the time of each phase (``fn.experimental_get_compile_stats()``: this function's); a
+    compile over 1 s logs one INFO line, and with `jit_compile_stats=True` every trace and
+    compile of this function does.
     """
     def wrap(f: Callable) -> Function:
         return Function(f, input_signature, target, name, timeout, lower_control_flow,
-                        reduce_retracing, max_traces)
+                        reduce_retracing, max_traces, jit_compile_stats)
     return wrap if fn is None else wrap(fn)

@@ -15,6 +15,7 @@ import ctypes
 import logging
 import sys
 import threading
+import time
 from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any
@@ -22,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from ...compiler.ir import Graph
-from ...compiler.types import TensorType
+from ...compiler.types import TensorType, format_shape
 from ...errors import (
     FailedPreconditionError,
     InvalidArgumentError,
@@ -290,10 +291,35 @@ class CpuExecutable:
         key = tuple(np.shape(a) for a in arrays)
         return self._cache.get(key, lambda: self._build(arrays))
 
+    # (function, signature, target, id) of the tw.compile function this executes, set by
+    # `ConcreteFunction` for the compile log (a class attribute: `__getattr__` would
+    # otherwise build the dataflow executable to look it up)
+    compile_owner: Any = None
+
+    def _shapes_text(self, shapes: Sequence[tuple]) -> str:
+        return ", ".join(f"{name}: {v.type.dtype.name}{format_shape(shape)}" for name, v, shape
+                         in zip(self.graph.arg_names, self.graph.args, shapes))
+
     def _build(self, arrays: Sequence[np.ndarray]) -> NativeStep | None:
         if self._multi_device:
             self.native_reason = "the graph spans several devices"
             return None
+        # Every build is a whole code generation (the graph specialized to these shapes):
+        # the compile log records it, with the shapes built before, so that a new batch
+        # size compiling again is not silent.
+        from ...frontend import compile_log
+        existing = [self._shapes_text(k) for k in list(self._steps)]
+        start, before = time.perf_counter(), compile_log.kernel_counts()
+        step = self._build_step(arrays)
+        compile_log.codegen_done(
+            self.compile_owner, self._shapes_text([np.shape(a) for a in arrays]),
+            time.perf_counter() - start, compile_log.cache_words(before,
+                                                                 compile_log.kernel_counts()),
+            existing, "" if step is not None else
+            f"runs on the dataflow executor: {self.native_reason}")
+        return step
+
+    def _build_step(self, arrays: Sequence[np.ndarray]) -> NativeStep | None:
         try:
             graph = self.graph
             if not all(isinstance(v.type, TensorType) and v.type.is_fully_defined
