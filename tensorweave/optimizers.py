@@ -1,8 +1,22 @@
-"""``tw.optimizers``: SGD, Momentum, Adagrad, Adadelta, RMSProp, Adam, Ftrl."""
+"""``tw.optimizers``: SGD, Momentum, Adagrad, Adadelta, RMSProp, Adam, AdamW, Nadam, Ftrl,
+and learning-rate ``schedules``."""
 
-from .frontend.optimizers import SGD, Adadelta, Adagrad, Adam, Ftrl, Momentum, Optimizer, RMSProp
+from .frontend import schedules
+from .frontend.optimizers import (
+    SGD,
+    Adadelta,
+    Adagrad,
+    Adam,
+    AdamW,
+    Ftrl,
+    Momentum,
+    Nadam,
+    Optimizer,
+    RMSProp,
+)
 
-__all__ = ["Optimizer", "SGD", "Momentum", "Adagrad", "Adadelta", "RMSProp", "Adam", "Ftrl"]
+__all__ = ["Optimizer", "SGD", "Momentum", "Adagrad", "Adadelta", "RMSProp", "Adam", "AdamW",
+           "Nadam", "Ftrl", "schedules"]
 
 
 def __dir__() -> list[str]:

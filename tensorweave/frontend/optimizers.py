@@ -22,6 +22,7 @@ from .building import constant, convert_to_tensor
 from .context import colocate_with, current_builder, name_scope
 from .grouping import group
 from .indexed_slices import IndexedSlices, to_dense
+from .ops.array import ones_like
 from .ops.scatter import deduplicate, gather_rows, scatter_sub, scatter_update
 from .variables import Variable
 
@@ -32,16 +33,48 @@ def _math():
 
 
 class Optimizer:
-    """Base class: subclasses define `_slots` (slot name -> initial value) and
-    `_apply(var, grad, slots)`, which returns the update ops."""
+    """Base class: subclasses define `_slot_inits` (slot name -> initial value) and
+    `_apply(var, grad, slots)`, which returns the update ops.
+
+    Every optimizer takes Keras' gradient clipping arguments (at most one of them):
+    `clipnorm` rescales each gradient whose L2 norm exceeds it, `clipvalue` clips each
+    element to ``[-clipvalue, clipvalue]``, `global_clipnorm` rescales all gradients
+    together when the norm of all of them exceeds it (``tf.clip_by_global_norm``). On an
+    `IndexedSlices` gradient they act on its values, as TensorFlow's do.
+
+    `learning_rate` is a number, a tensor, a callable of no arguments, or a
+    `tw.optimizers.schedules.LearningRateSchedule`, evaluated at `iterations` (the
+    number of steps applied so far) inside the step being built."""
 
     _slot_inits: dict[str, float] = {}
+    # tw.optimizers count their steps in `iterations` (as Keras' do); TensorFlow 1's
+    # optimizers only when a schedule or their rule needs it
+    _always_count_steps = True
+    _needs_step = False
 
-    def __init__(self, learning_rate: Any, name: str) -> None:
+    def __init__(self, learning_rate: Any, name: str, clipnorm: float | None = None,
+                 clipvalue: float | None = None, global_clipnorm: float | None = None) -> None:
         self.learning_rate = learning_rate
         self.name = name
+        given = [k for k, v in (("clipnorm", clipnorm), ("clipvalue", clipvalue),
+                                ("global_clipnorm", global_clipnorm)) if v is not None]
+        if len(given) > 1:
+            raise ValueError(f"{type(self).__name__}: only one of clipnorm, clipvalue and "
+                             f"global_clipnorm can be set, got {', '.join(given)}")
+        for k, v in (("clipnorm", clipnorm), ("clipvalue", clipvalue),
+                     ("global_clipnorm", global_clipnorm)):
+            if v is not None and not (isinstance(v, (int, float)) and v > 0):
+                raise ValueError(f"{type(self).__name__}: {k} must be a positive number, "
+                                 f"got {v!r}")
+        self.clipnorm, self.clipvalue, self.global_clipnorm = clipnorm, clipvalue, global_clipnorm
         self._slots: dict[str, dict[str, Variable]] = {}
+        self._slot_owner: dict[str, Variable] = {}  # variable shared name -> variable
         self._iterations: Variable | None = None
+        self._non_slot: dict[str, Variable] = {}  # other state (e.g. Nadam's u_product)
+        # values read from a checkpoint before the state they belong to existed
+        self._deferred_slots: dict[tuple[str, str], np.ndarray] = {}
+        self._deferred_non_slot: dict[str, np.ndarray] = {}
+        self._call: dict[str, Any] = {}  # per apply_gradients call: lr, step, ...
 
     # -- slots ---------------------------------------------------------------------------
     def _slot_initial(self, slot: str, var: Variable) -> np.ndarray:
@@ -52,26 +85,62 @@ class Optimizer:
         return self._slots[var.shared_name][name]
 
     def get_slot_names(self) -> list[str]:
+        """The names of the per-variable slots this optimizer keeps."""
         return list(self._slot_inits)
 
     def variables(self) -> list[Variable]:
-        """All state of this optimizer (slots, and the step counter if it has one)."""
+        """All state of this optimizer (slots, other state, and the step counter if it
+        has one)."""
         out = [s for slots in self._slots.values() for s in slots.values()]
+        out += list(self._non_slot.values())
         return out + ([self._iterations] if self._iterations is not None else [])
+
+    @property
+    def iterations(self) -> Variable | None:
+        """The number of steps applied (an int64 variable, created by the first
+        `apply_gradients`; None before it)."""
+        return self._iterations
 
     def _ensure_slots(self, var: Variable) -> dict[str, Variable]:
         slots = self._slots.get(var.shared_name)
         if slots is None:
             slots = {s: var._create_slot(f"{self.name}/{s}", self._slot_initial(s, var))
                      for s in self._slot_inits}
+            for s, slot in slots.items():
+                restored = self._deferred_slots.pop((var.shared_name, s), None)
+                if restored is not None:
+                    _restore_into(slot, restored, f"slot '{s}' of {var.name}")
             self._slots[var.shared_name] = slots
+            self._slot_owner[var.shared_name] = var
         return slots
+
+    def _state_variable(self, like: Variable, name: str, initial: np.ndarray) -> Variable:
+        """Optimizer state that is not per-variable (the step counter...), created beside
+        `like` (on its device, in its resource manager) with `initial`'s dtype."""
+        if type(like)._create_slot is Variable._create_slot:
+            from .checkpoint import pending_slot_value
+            var = Variable.__new__(Variable)
+            var._init_state(np.asarray(initial), None, f"{like.shared_name}/{self.name}/{name}",
+                            False, like._resources)
+            restored = pending_slot_value(var.shared_name)
+            if restored is not None:
+                var._state.assign(restored)
+        else:  # TensorFlow 1 graph variables: their slots take the initial value's dtype
+            var = like._create_slot(f"{self.name}/{name}", initial)
+        restored = self._deferred_non_slot.pop(name, None)
+        if restored is not None:
+            _restore_into(var, restored, f"{self.name}'s {name}")
+        return var
 
     def _step_counter(self, like: Variable) -> Variable:
         if self._iterations is None:
-            self._iterations = like._create_slot(f"{self.name}/iterations",
-                                                 np.zeros((), like.dtype.np))
+            self._iterations = self._state_variable(like, "iterations", np.zeros((), np.int64))
         return self._iterations
+
+    def _non_slot_variable(self, like: Variable, name: str, initial: np.ndarray) -> Variable:
+        if name not in self._non_slot:
+            self._non_slot[name] = self._state_variable(like, name, initial)
+        return self._non_slot[name]
 
     # -- public API ----------------------------------------------------------------------
     def compute_gradients(self, loss: Any, var_list: Sequence[Variable] | None = None
@@ -87,30 +156,48 @@ class Optimizer:
 
     def apply_gradients(self, grads_and_vars: Any, name: str | None = None) -> Any:
         """Add the update ops for ``(gradient, variable)`` pairs; returns an op grouping them.
-        Pairs whose gradient is None are skipped (that variable does not affect the loss)."""
+        Pairs whose gradient is None are skipped (that variable does not affect the loss).
+        Gradients are clipped first when the optimizer was given `clipnorm`, `clipvalue`
+        or `global_clipnorm`."""
         if current_builder() is None:
             raise TracingError(f"{type(self).__name__}.apply_gradients builds update ops: call "
                                f"it inside @tw.compile or a tw.compat.v1 Graph")
         pairs = [(g, v) for g, v in grads_and_vars if g is not None]
         if not pairs:
             raise CompileError("no gradients provided for any variable")
+        for _, var in pairs:
+            if not isinstance(var, Variable):
+                raise TypeError(f"apply_gradients expects variables, got {var!r}")
         updates = []
         with name_scope(name or self.name):
-            for g, var in pairs:
-                if not isinstance(var, Variable):
-                    raise TypeError(f"apply_gradients expects variables, got {var!r}")
-                if not isinstance(g, IndexedSlices):
-                    g = convert_to_tensor(g)
-                slots = self._ensure_slots(var)
-                # The update runs where the variable lives (a parameter server): only
-                # the gradient crosses the network (only the rows of a sparse one), as
-                # in TensorFlow.
-                with colocate_with(var):
-                    if isinstance(g, IndexedSlices):
-                        updates.extend(self._apply_sparse(var, g, slots) or [])
-                    else:
-                        updates.extend(self._apply(var, g, slots) or [])
-            updates.extend(self._finish(pairs) or [])
+            pairs = [(g if isinstance(g, IndexedSlices) else convert_to_tensor(g), v)
+                     for g, v in pairs]
+            pairs = self._clip(pairs)
+            self._call = {}
+            if self._always_count_steps or self._needs_step or _is_schedule(self.learning_rate):
+                with colocate_with(pairs[0][1]):
+                    counter = self._step_counter(pairs[0][1])
+                    # read once, before this step's increment (ordered by the automatic
+                    # control dependencies on the counter)
+                    self._call["step"] = counter.read_value()
+            try:
+                self._prepare(pairs)
+                for g, var in pairs:
+                    slots = self._ensure_slots(var)
+                    # The update runs where the variable lives (a parameter server): only
+                    # the gradient crosses the network (only the rows of a sparse one), as
+                    # in TensorFlow.
+                    with colocate_with(var):
+                        if isinstance(g, IndexedSlices):
+                            updates.extend(self._apply_sparse(var, g, slots) or [])
+                        else:
+                            updates.extend(self._apply(var, g, slots) or [])
+                updates.extend(self._finish(pairs) or [])
+                if self._iterations is not None and "step" in self._call:
+                    with colocate_with(self._iterations):
+                        updates.append(self._iterations.assign_add(1, read_value=False))
+            finally:
+                self._call = {}
         return group(*updates)
 
     def minimize(self, loss: Any, var_list: Sequence[Variable] | None = None,
@@ -138,10 +225,44 @@ class Optimizer:
             raise CompileError("no trainable variables to optimize; pass var_list")
         return found
 
+    # -- clipping ------------------------------------------------------------------------
+    def _clip(self, pairs: list) -> list:
+        """The pairs with clipped gradients (Keras' ``_clip_gradients``)."""
+        if self.clipnorm is not None:
+            return [(_map_values(g, lambda t: _clip_by_norm(t, self.clipnorm)), v)
+                    for g, v in pairs]
+        if self.clipvalue is not None:
+            m = _math()
+            c = self.clipvalue
+            return [(_map_values(g, lambda t: m.minimum(m.maximum(t, -c), c)), v)
+                    for g, v in pairs]
+        if self.global_clipnorm is not None:
+            grads = _clip_by_global_norm([g for g, _ in pairs], self.global_clipnorm)
+            return list(zip(grads, [v for _, v in pairs]))
+        return pairs
+
     # -- hooks ---------------------------------------------------------------------------
+    def _current_lr(self) -> Any:
+        """The learning rate of the step being built (a schedule evaluated once per call)."""
+        if "lr" not in self._call:
+            lr = self.learning_rate
+            if _is_schedule(lr):
+                lr = lr(self._call["step"])
+            elif callable(lr):
+                lr = lr()
+            self._call["lr"] = lr
+        return self._call["lr"]
+
     def _lr(self, var: Variable) -> Any:
-        lr = self.learning_rate() if callable(self.learning_rate) else self.learning_rate
+        lr = self._current_lr()
         return _math().cast(lr, var.dtype) if not isinstance(lr, (int, float)) else lr
+
+    def _step_as(self, var: Variable) -> Any:
+        """The number of steps applied before this one, in `var`'s dtype."""
+        return _math().cast(self._call["step"], var.dtype)
+
+    def _prepare(self, pairs: list) -> None:
+        """Per-call values shared by every variable's update (in ``self._call``)."""
 
     def _apply(self, var: Variable, grad: Any, slots: dict[str, Variable]) -> list:
         raise NotImplementedError
@@ -156,11 +277,59 @@ class Optimizer:
         return []
 
 
+def _is_schedule(lr: Any) -> bool:
+    from .schedules import LearningRateSchedule
+    return isinstance(lr, LearningRateSchedule)
+
+
+def _restore_into(var: Variable, value: np.ndarray, what: str) -> None:
+    value = np.asarray(value)
+    want = tuple(d or 0 for d in var.shape)
+    if value.shape != want or value.dtype != var.dtype.np:
+        raise ValueError(f"checkpoint value for {what} has {value.dtype}{list(value.shape)}, "
+                         f"the optimizer's state is {var.dtype.np}{list(want)}")
+    var._state.assign(value)
+
+
+def _map_values(g: Any, fn: Callable[[Any], Any]) -> Any:
+    """`fn` on a dense gradient, or on the values of an `IndexedSlices` one."""
+    if isinstance(g, IndexedSlices):
+        return IndexedSlices(fn(g.values), g.indices, g.dense_shape)
+    return fn(g)
+
+
+def _clip_by_norm(t: Any, clip_norm: float) -> Any:
+    """``t * clip_norm / max(norm(t), clip_norm)`` (tf.clip_by_norm; a zero tensor's
+    norm is computed without the sqrt of 0 so that its gradient stays finite)."""
+    m = _math()
+    l2sum = m.reduce_sum(m.square(t))
+    pred = m.greater(l2sum, 0.0)
+    l2norm = m.where(pred, m.sqrt(m.where(pred, l2sum, ones_like(l2sum))), l2sum)
+    return t * clip_norm / m.maximum(l2norm, clip_norm)
+
+
+def _clip_by_global_norm(grads: list, clip_norm: float) -> list:
+    """tf.clip_by_global_norm: every gradient times
+    ``clip_norm * min(1 / global_norm, 1 / clip_norm)``, the global norm over all of them
+    (NaN or inf gradients make every result NaN, as in TensorFlow)."""
+    m = _math()
+    dtypes = {(g.values if isinstance(g, IndexedSlices) else g).dtype for g in grads}
+    # mixed precisions: sum the squared norms in the widest one
+    wide = max(dtypes, key=lambda d: d.np.itemsize)
+    sq = [m.cast(m.reduce_sum(m.square(g.values if isinstance(g, IndexedSlices) else g)), wide)
+          for g in grads]
+    norm = m.sqrt(m.add_n(sq) if len(sq) > 1 else sq[0])
+    scale = clip_norm * m.minimum(1.0 / norm, 1.0 / clip_norm) + (norm - norm)
+    return [_map_values(g, lambda t: t * m.cast(scale, t.dtype)) for g in grads]
+
+
 class SGD(Optimizer):
     """Plain gradient descent: ``var -= learning_rate * grad``."""
 
-    def __init__(self, learning_rate: Any = 0.01, name: str = "SGD") -> None:
-        super().__init__(learning_rate, name)
+    def __init__(self, learning_rate: Any = 0.01, name: str = "SGD",
+                 clipnorm: float | None = None, clipvalue: float | None = None,
+                 global_clipnorm: float | None = None) -> None:
+        super().__init__(learning_rate, name, clipnorm, clipvalue, global_clipnorm)
 
     def _apply(self, var, grad, slots):
         return [var.assign_sub(self._lr(var) * grad, read_value=False)]
@@ -177,8 +346,10 @@ class Momentum(Optimizer):
     _slot_inits = {"momentum": 0.0}
 
     def __init__(self, learning_rate: Any = 0.01, momentum: float = 0.9, nesterov: bool = False,
-                 name: str = "Momentum") -> None:
-        super().__init__(learning_rate, name)
+                 name: str = "Momentum",
+                 clipnorm: float | None = None, clipvalue: float | None = None,
+                 global_clipnorm: float | None = None) -> None:
+        super().__init__(learning_rate, name, clipnorm, clipvalue, global_clipnorm)
         self.momentum = momentum
         self.nesterov = nesterov
 
@@ -208,8 +379,10 @@ class Adagrad(Optimizer):
     """``accum += grad**2; var -= lr * grad / (sqrt(accum) + epsilon)``."""
 
     def __init__(self, learning_rate: Any = 0.001, initial_accumulator_value: float = 0.1,
-                 epsilon: float = 1e-7, name: str = "Adagrad") -> None:
-        super().__init__(learning_rate, name)
+                 epsilon: float = 1e-7, name: str = "Adagrad",
+                 clipnorm: float | None = None, clipvalue: float | None = None,
+                 global_clipnorm: float | None = None) -> None:
+        super().__init__(learning_rate, name, clipnorm, clipvalue, global_clipnorm)
         self._slot_inits = {"accumulator": initial_accumulator_value}
         self.epsilon = epsilon
 
@@ -239,8 +412,10 @@ class Adadelta(Optimizer):
     _slot_inits = {"accum": 0.0, "accum_update": 0.0}
 
     def __init__(self, learning_rate: Any = 0.001, rho: float = 0.95, epsilon: float = 1e-7,
-                 name: str = "Adadelta") -> None:
-        super().__init__(learning_rate, name)
+                 name: str = "Adadelta",
+                 clipnorm: float | None = None, clipvalue: float | None = None,
+                 global_clipnorm: float | None = None) -> None:
+        super().__init__(learning_rate, name, clipnorm, clipvalue, global_clipnorm)
         self.rho = rho
         self.epsilon = epsilon
 
@@ -264,8 +439,10 @@ class RMSProp(Optimizer):
 
     def __init__(self, learning_rate: Any = 0.001, rho: float = 0.9, momentum: float = 0.0,
                  epsilon: float = 1e-7, centered: bool = False, name: str = "RMSProp",
-                 initial_ms: float = 0.0) -> None:
-        super().__init__(learning_rate, name)
+                 initial_ms: float = 0.0,
+                 clipnorm: float | None = None, clipvalue: float | None = None,
+                 global_clipnorm: float | None = None) -> None:
+        super().__init__(learning_rate, name, clipnorm, clipvalue, global_clipnorm)
         self.rho, self.momentum, self.epsilon, self.centered = rho, momentum, epsilon, centered
         self._slot_inits = {"rms": initial_ms, "momentum": 0.0}
         if centered:
@@ -303,30 +480,142 @@ class RMSProp(Optimizer):
 class Adam(Optimizer):
     """TensorFlow's ApplyAdam: ``lr_t = lr * sqrt(1 - beta2**t) / (1 - beta1**t)``,
     ``m = beta1*m + (1-beta1)*g``, ``v = beta2*v + (1-beta2)*g**2``,
-    ``var -= lr_t * m / (sqrt(v) + epsilon)``."""
+    ``var -= lr_t * m / (sqrt(v) + epsilon)``. With `amsgrad` (Reddi et al. 2018, as
+    Keras), the update divides by the running maximum of `v` (slot ``vhat``) instead."""
 
     _slot_inits = {"m": 0.0, "v": 0.0}
+    _needs_step = True
 
     def __init__(self, learning_rate: Any = 0.001, beta_1: float = 0.9, beta_2: float = 0.999,
-                 epsilon: float = 1e-7, name: str = "Adam") -> None:
-        super().__init__(learning_rate, name)
+                 epsilon: float = 1e-7, amsgrad: bool = False, name: str = "Adam",
+                 clipnorm: float | None = None, clipvalue: float | None = None,
+                 global_clipnorm: float | None = None) -> None:
+        super().__init__(learning_rate, name, clipnorm, clipvalue, global_clipnorm)
         self.beta_1, self.beta_2, self.epsilon = beta_1, beta_2, epsilon
+        self.amsgrad = amsgrad
+        if amsgrad:
+            self._slot_inits = {"m": 0.0, "v": 0.0, "vhat": 0.0}
 
     def _apply(self, var, grad, slots):
         m = _math()
-        t = self._step_counter(var).read_value() + 1
+        t = self._step_as(var) + 1
         b1, b2 = self.beta_1, self.beta_2
         lr_t = self._lr(var) * m.sqrt(1 - m.pow(constant(b2, var.dtype), t)) / (
             1 - m.pow(constant(b1, var.dtype), t))
         new_m = slots["m"].read_value() * b1 + grad * (1 - b1)
         new_v = slots["v"].read_value() * b2 + m.square(grad) * (1 - b2)
+        ops = [slots["m"].assign(new_m, read_value=False),
+               slots["v"].assign(new_v, read_value=False)]
+        denom_v = new_v
+        if self.amsgrad:
+            denom_v = m.maximum(slots["vhat"].read_value(), new_v)
+            ops.append(slots["vhat"].assign(denom_v, read_value=False))
+        ops.append(var.assign_sub(lr_t * new_m / (m.sqrt(denom_v) + self.epsilon),
+                                  read_value=False))
+        return ops
+
+
+class AdamW(Adam):
+    """Adam with decoupled weight decay (Loshchilov & Hutter 2019), as Keras' AdamW:
+    each step first shrinks the variable, ``var -= learning_rate * weight_decay * var``,
+    then applies the Adam update. Variables named by `exclude_from_weight_decay` are
+    not decayed."""
+
+    def __init__(self, learning_rate: Any = 0.001, weight_decay: float = 0.004,
+                 beta_1: float = 0.9, beta_2: float = 0.999, epsilon: float = 1e-7,
+                 amsgrad: bool = False, name: str = "AdamW",
+                 clipnorm: float | None = None, clipvalue: float | None = None,
+                 global_clipnorm: float | None = None) -> None:
+        if weight_decay is None:
+            raise ValueError("AdamW: weight_decay must be a number, got None")
+        super().__init__(learning_rate, beta_1, beta_2, epsilon, amsgrad, name, clipnorm,
+                         clipvalue, global_clipnorm)
+        self.weight_decay = weight_decay
+        self._excluded_vars: set[int] = set()
+        self._excluded_names: list[str] = []
+
+    def exclude_from_weight_decay(self, var_list: Sequence[Variable] | None = None,
+                                  var_names: Sequence[str] | None = None) -> None:
+        """Do not decay the variables in `var_list`, nor those whose name contains one
+        of the strings in `var_names` (Keras' rule)."""
+        self._excluded_vars.update(id(v) for v in var_list or [])
+        self._excluded_names.extend(var_names or [])
+
+    def _decays(self, var: Variable) -> bool:
+        if id(var) in self._excluded_vars:
+            return False
+        return not any(n in var.name for n in self._excluded_names)
+
+    def _weight_decay(self, var: Variable) -> list:
+        if not self.weight_decay or not self._decays(var):
+            return []
+        # before the Adam update, on the variable as it was (Keras' _apply_weight_decay)
+        return [var.assign_sub(var.read_value() * (self._lr(var) * self.weight_decay),
+                               read_value=False)]
+
+    def _apply(self, var, grad, slots):
+        return self._weight_decay(var) + super()._apply(var, grad, slots)
+
+
+class Nadam(Optimizer):
+    """Keras' Nadam (Dozat 2016): Adam with Nesterov momentum and the momentum cache
+    schedule ``u_t = beta_1 * (1 - 0.5 * 0.96**t)``. With ``U_t = u_1 * ... * u_t``
+    (kept in the ``u_product`` variable)::
+
+        m = beta_1*m + (1-beta_1)*g;  v = beta_2*v + (1-beta_2)*g**2
+        m_hat = u_{t+1} * m / (1 - U_t * u_{t+1}) + (1 - u_t) * g / (1 - U_t)
+        v_hat = v / (1 - beta_2**t)
+        var -= lr * m_hat / (sqrt(v_hat) + epsilon)
+    """
+
+    _slot_inits = {"m": 0.0, "v": 0.0}
+    _needs_step = True
+    _DECAY = 0.96
+
+    def __init__(self, learning_rate: Any = 0.001, beta_1: float = 0.9, beta_2: float = 0.999,
+                 epsilon: float = 1e-7, name: str = "Nadam",
+                 clipnorm: float | None = None, clipvalue: float | None = None,
+                 global_clipnorm: float | None = None) -> None:
+        super().__init__(learning_rate, name, clipnorm, clipvalue, global_clipnorm)
+        self.beta_1, self.beta_2, self.epsilon = beta_1, beta_2, epsilon
+
+    def _prepare(self, pairs):
+        # one u_product for all variables, in the first variable's dtype (as Keras)
+        first = pairs[0][1]
+        with colocate_with(first):
+            u_prod = self._non_slot_variable(first, "u_product", np.ones((), first.dtype.np))
+            self._call["u_product_old"] = u_prod.read_value()
+
+    def _u(self, var: Variable, step: Any) -> Any:
+        m = _math()
+        return self.beta_1 * (1.0 - 0.5 * m.pow(constant(self._DECAY, var.dtype), step))
+
+    def _u_product(self, var: Variable) -> Any:
+        """U_t in `var`'s dtype: the stored product times this step's u_t."""
+        m = _math()
+        t = self._step_as(var) + 1
+        return m.cast(self._call["u_product_old"], var.dtype) * self._u(var, t)
+
+    def _apply(self, var, grad, slots):
+        m = _math()
+        t = self._step_as(var) + 1
+        b1, b2 = self.beta_1, self.beta_2
+        u_t, u_next = self._u(var, t), self._u(var, t + 1)
+        u_prod = self._u_product(var)
+        u_prod_next = u_prod * u_next
+        new_m = slots["m"].read_value() * b1 + grad * (1 - b1)
+        new_v = slots["v"].read_value() * b2 + m.square(grad) * (1 - b2)
+        m_hat = new_m * u_next / (1 - u_prod_next) + grad * (1 - u_t) / (1 - u_prod)
+        v_hat = new_v / (1 - m.pow(constant(b2, var.dtype), t))
         return [slots["m"].assign(new_m, read_value=False),
                 slots["v"].assign(new_v, read_value=False),
-                var.assign_sub(lr_t * new_m / (m.sqrt(new_v) + self.epsilon), read_value=False)]
+                var.assign_sub(m_hat * self._lr(var) / (m.sqrt(v_hat) + self.epsilon),
+                               read_value=False)]
 
     def _finish(self, pairs):
-        counter = self._iterations
-        return [] if counter is None else [counter.assign_add(1, read_value=False)]
+        u_prod = self._non_slot["u_product"]
+        with colocate_with(u_prod):
+            return [u_prod.assign(self._u_product(u_prod), read_value=False)]
 
 
 class Ftrl(Optimizer):
@@ -334,8 +623,10 @@ class Ftrl(Optimizer):
 
     def __init__(self, learning_rate: Any = 0.001, learning_rate_power: float = -0.5,
                  initial_accumulator_value: float = 0.1, l1_regularization_strength: float = 0.0,
-                 l2_regularization_strength: float = 0.0, name: str = "Ftrl") -> None:
-        super().__init__(learning_rate, name)
+                 l2_regularization_strength: float = 0.0, name: str = "Ftrl",
+                 clipnorm: float | None = None, clipvalue: float | None = None,
+                 global_clipnorm: float | None = None) -> None:
+        super().__init__(learning_rate, name, clipnorm, clipvalue, global_clipnorm)
         self._slot_inits = {"accumulator": initial_accumulator_value, "linear": 0.0}
         self.lr_power = learning_rate_power
         self.l1 = l1_regularization_strength
@@ -374,4 +665,4 @@ class Ftrl(Optimizer):
 
 OPTIMIZERS: dict[str, Callable[..., Optimizer]] = {
     "sgd": SGD, "momentum": Momentum, "adagrad": Adagrad, "adadelta": Adadelta,
-    "rmsprop": RMSProp, "adam": Adam, "ftrl": Ftrl}
+    "rmsprop": RMSProp, "adam": Adam, "adamw": AdamW, "nadam": Nadam, "ftrl": Ftrl}

@@ -20,6 +20,9 @@ from .graph import get_default_graph, global_variables, in_default_graph, placeh
 class _GraphModeOptimizer:
     """Makes an optimizer build into the default graph when called outside any graph."""
 
+    # TensorFlow 1's optimizers keep no step counter unless their rule needs one
+    _always_count_steps = False
+
     @in_default_graph
     def compute_gradients(self, loss: Any, var_list: Any = None, **_: Any) -> Any:
         return super().compute_gradients(loss, var_list)
