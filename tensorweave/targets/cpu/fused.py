@@ -203,7 +203,12 @@ class FusedKernel:
                     if s < n_in or not self.program.instrs[s - n_in].is_reduction]
         red = [k for k, ins in enumerate(self.program.instrs) if ins.is_reduction]
         if not red:
-            return tuple(np.broadcast_shapes(*[slot_shapes[s] for s in ew_slots])), 0
+            try:
+                return tuple(np.broadcast_shapes(*[slot_shapes[s] for s in ew_slots])), 0
+            except ValueError:
+                # a cluster whose outputs have shapes with no common loop (a scalar
+                # scaling a [2, 2] and a [3] tensor): no single loop nest computes it
+                raise _Fallback from None
         loops = {slot_shapes[self.program.instrs[k].args[0]] for k in red}
         counts = {self.reduced[k] for k in red}
         if len(loops) != 1 or len(counts) != 1:
