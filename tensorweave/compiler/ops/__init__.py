@@ -9,6 +9,7 @@ from . import (  # noqa: F401
     dataflow_control,
     fusion,
     grad_support,
+    indexing,
     io,
     math,
     nn,
