@@ -5,6 +5,7 @@ from . import (  # noqa: F401
     array,
     candidate,
     control,
+    convolution,
     core,
     dataflow_control,
     fusion,

@@ -1,5 +1,5 @@
 """Math ops: elementwise arithmetic, comparisons and logic, AddN, Select, Cast, reductions,
-ArgMax/ArgMin and MatMul.
+ArgMax/ArgMin, MatMul and the scans Cumsum/Cumprod.
 
 Conventions shared by every op here:
 - No implicit promotion: the operands of a binary op must have the same dtype.
@@ -74,19 +74,21 @@ def _check_runtime_broadcast(*shapes: tuple, what: str = "shapes") -> tuple:
 # ------------------------------------------------------------------------ unary elementwise
 
 def _declare_unary(name: str, fn: Callable[[np.ndarray], np.ndarray],
-                   allowed: tuple[tuple[DType, ...], str], doc: str) -> OpDef:
-    """Declare an elementwise op ``y = fn(x)`` whose result has the input's type."""
+                   allowed: tuple[tuple[DType, ...], str], doc: str, *,
+                   out_dtype: DType | None = None) -> OpDef:
+    """Declare an elementwise op ``y = fn(x)`` whose result has the input's type (or
+    `out_dtype`: bool for the IsNan family)."""
     op = def_op(name, ["x"], tags=["elementwise", "unary"], doc=doc)
 
     @op.infer
     def _infer(x):
         x = expect_tensor(x, "x")
         _check_allowed([x], ["x"], allowed)
-        return x
+        return x if out_dtype is None else x.with_dtype(out_dtype)
 
     @op.kernel("reference")
     def _kernel(x):
-        return _as(fn(_widen(x)), x.dtype)
+        return _as(fn(_widen(x)), x.dtype if out_dtype is None else out_dtype.np)
 
     return op
 
@@ -128,6 +130,23 @@ Floor = _declare_unary("Floor", np.floor, _FLOAT, "Elementwise largest integer <
 Ceil = _declare_unary("Ceil", np.ceil, _FLOAT, "Elementwise smallest integer >= x.")
 Reciprocal = _declare_unary("Reciprocal", np.reciprocal, _FLOAT, "Elementwise 1 / x.")
 LogicalNot = _declare_unary("LogicalNot", np.logical_not, _BOOL, "Elementwise not x.")
+Tan = _declare_unary("Tan", np.tan, _FLOAT, "Elementwise tangent.")
+Asin = _declare_unary("Asin", np.arcsin, _FLOAT,
+                      "Elementwise inverse sine in [-pi/2, pi/2] (NaN outside [-1, 1]).")
+Acos = _declare_unary("Acos", np.arccos, _FLOAT,
+                      "Elementwise inverse cosine in [0, pi] (NaN outside [-1, 1]).")
+Atan = _declare_unary("Atan", np.arctan, _FLOAT, "Elementwise inverse tangent.")
+Sinh = _declare_unary("Sinh", np.sinh, _FLOAT, "Elementwise hyperbolic sine.")
+Cosh = _declare_unary("Cosh", np.cosh, _FLOAT, "Elementwise hyperbolic cosine.")
+# np.rint rounds halves to even (TF's Round, "banker's rounding"); integers are unchanged
+Round = _declare_unary("Round", np.rint, _NUMERIC,
+                       "Elementwise nearest integer, halves to even (integers unchanged).")
+IsNan = _declare_unary("IsNan", np.isnan, _FLOAT, "Elementwise x is NaN (bool).",
+                       out_dtype=bool_)
+IsInf = _declare_unary("IsInf", np.isinf, _FLOAT, "Elementwise x is +inf or -inf (bool).",
+                       out_dtype=bool_)
+IsFinite = _declare_unary("IsFinite", np.isfinite, _FLOAT,
+                          "Elementwise x is neither infinite nor NaN (bool).", out_dtype=bool_)
 
 
 # ----------------------------------------------------------------------- binary elementwise
@@ -135,21 +154,24 @@ LogicalNot = _declare_unary("LogicalNot", np.logical_not, _BOOL, "Elementwise no
 def _declare_binary(name: str, fn: Callable[[np.ndarray, np.ndarray], np.ndarray],
                     allowed: tuple[tuple[DType, ...], str], doc: str, *,
                     out_dtype: DType | None = None, commutative: bool = False,
-                    check: Callable[[np.ndarray, np.ndarray], None] | None = None) -> OpDef:
+                    check: Callable[[np.ndarray, np.ndarray], None] | None = None,
+                    inputs: tuple[str, str] = ("x", "y")) -> OpDef:
     """Declare a broadcasting elementwise op ``z = fn(x, y)``.
 
     The result has the operands' dtype, or `out_dtype` (bool for comparisons); `check`
-    validates run-time values (e.g. integer division by zero) before `fn` runs.
+    validates run-time values (e.g. integer division by zero) before `fn` runs; `inputs`
+    names the operands in errors (Atan2's are y and x, in that order, as in TF).
     """
     tags = ["elementwise", "binary"] + (["commutative"] if commutative else [])
-    op = def_op(name, ["x", "y"], tags=tags, doc=doc)
+    roles = list(inputs)
+    op = def_op(name, roles, tags=tags, doc=doc)
 
     @op.infer
     def _infer(x, y):
-        x, y = expect_tensor(x, "x"), expect_tensor(y, "y")
-        dtype = same_dtype([x, y], ["x", "y"])
-        _check_allowed([x, y], ["x", "y"], allowed)
-        return TensorType(out_dtype or dtype, _broadcast([x, y], ["x", "y"]))
+        x, y = expect_tensor(x, roles[0]), expect_tensor(y, roles[1])
+        dtype = same_dtype([x, y], roles)
+        _check_allowed([x, y], roles, allowed)
+        return TensorType(out_dtype or dtype, _broadcast([x, y], roles))
 
     @op.kernel("reference")
     def _kernel(x, y):
@@ -227,6 +249,9 @@ LogicalAnd = _declare_binary("LogicalAnd", np.logical_and, _BOOL, "Elementwise x
                              commutative=True)
 LogicalOr = _declare_binary("LogicalOr", np.logical_or, _BOOL, "Elementwise x or y.",
                             commutative=True)
+Atan2 = _declare_binary("Atan2", np.arctan2, _FLOAT,
+                        "Elementwise arctangent of y / x in [-pi, pi], using the signs of "
+                        "both to pick the quadrant.", inputs=("y", "x"))
 
 
 # ------------------------------------------------------------------------------- AddN
@@ -498,3 +523,48 @@ def _matmul_kernel(a, b, *, transpose_a, transpose_b):
                                    f"b has shape {list(b.shape)}")
     _check_runtime_broadcast(a2.shape[:-2], b2.shape[:-2], what="batch dimensions")
     return _as(np.matmul(_widen(a2), _widen(b2)), a.dtype)
+
+
+# ------------------------------------------------------------------------ Cumsum/Cumprod
+
+def _declare_scan(name: str, np_fn: Callable, identity: int, doc: str) -> OpDef:
+    """Declare a cumulative op along `axis`; `exclusive` leaves element i out of its own
+    result (the first result is `identity`), `reverse` scans from the end."""
+    op = def_op(name, ["x"], {"axis": attr("int", 0), "exclusive": attr("bool", False),
+                              "reverse": attr("bool", False)}, doc=doc)
+
+    @op.infer
+    def _infer(x, *, axis, exclusive, reverse):
+        x = expect_tensor(x, "x")
+        _check_allowed([x], ["x"], _NUMERIC)
+        if x.rank == 0:
+            raise ShapeError(f"needs a tensor of rank >= 1 to scan along axis {axis}, "
+                             f"got x is {x}")
+        normalize_axis(axis, x.rank)
+        return x
+
+    @op.kernel("reference")
+    def _kernel(x, *, axis, exclusive, reverse):
+        ax = normalize_axis(axis, x.ndim)
+        # floats accumulate in float64 and round once (the oracle's convention for sums
+        # and products); integers wrap around in their own dtype, as in TF
+        acc = _float_acc(x)
+        y = np.flip(acc, ax) if reverse else acc
+        if exclusive and y.shape[ax]:
+            pad = [(0, 0)] * x.ndim
+            pad[ax] = (1, 0)
+            y = np.pad(np.take(y, np.arange(y.shape[ax] - 1), axis=ax), pad,
+                       constant_values=identity)
+        with np.errstate(over="ignore"):
+            y = np_fn(y, axis=ax, dtype=acc.dtype)
+        y = np.flip(y, ax) if reverse else y
+        return _as(y, x.dtype)
+
+    return op
+
+
+Cumsum = _declare_scan("Cumsum", np.cumsum, 0,
+                       "Cumulative sum along `axis` (optionally exclusive and/or reversed).")
+Cumprod = _declare_scan("Cumprod", np.cumprod, 1,
+                        "Cumulative product along `axis` (optionally exclusive and/or "
+                        "reversed).")

@@ -1,5 +1,5 @@
-"""Gradients of the math ops (elementwise, reductions, matmul), after TensorFlow's
-math_grad.py."""
+"""Gradients of the math ops (elementwise, reductions, matmul, scans), after
+TensorFlow's math_grad.py."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ def _zeros(x):
 
 not_differentiable("LogicalNot", "LogicalAnd", "LogicalOr", "Equal", "NotEqual", "Less",
                    "LessEqual", "Greater", "GreaterEqual", "ArgMax", "ArgMin", "All", "Any",
-                   "FloorDiv", "Floor", "Ceil", "Sign")
+                   "FloorDiv", "Floor", "Ceil", "Sign", "Round", "IsNan", "IsInf", "IsFinite")
 
 
 # -- unary ---------------------------------------------------------------------------------
@@ -111,6 +111,40 @@ def _relu(op, g):
     return [m.where(op.inputs[0] > 0, g, _zeros(g))]
 
 
+@register_gradient("Tan")
+def _tan(op, g):
+    y = op.outputs[0]
+    return [g * (1 + y * y)]  # sec(x)**2
+
+
+@register_gradient("Asin")
+def _asin(op, g):
+    x = op.inputs[0]
+    return [g * m.rsqrt(1 - x * x)]
+
+
+@register_gradient("Acos")
+def _acos(op, g):
+    x = op.inputs[0]
+    return [-g * m.rsqrt(1 - x * x)]
+
+
+@register_gradient("Atan")
+def _atan(op, g):
+    x = op.inputs[0]
+    return [g / (1 + x * x)]
+
+
+@register_gradient("Sinh")
+def _sinh(op, g):
+    return [g * m.cosh(op.inputs[0])]
+
+
+@register_gradient("Cosh")
+def _cosh(op, g):
+    return [g * m.sinh(op.inputs[0])]
+
+
 @register_gradient("Cast")
 def _cast(op, g):
     x = op.inputs[0]
@@ -164,6 +198,13 @@ def _pow(op, g):
     safe_log = m.where(x > 0, m.log(m.where(x > 0, x, _array().ones_like(x))), _zeros(x))
     gy = g * z * safe_log
     return [unbroadcast(gx, x), unbroadcast(gy, y)]
+
+
+@register_gradient("Atan2")
+def _atan2(op, g):
+    y, x = op.inputs
+    scaled = g / (x * x + y * y)
+    return [unbroadcast(scaled * x, y), unbroadcast(-scaled * y, x)]
 
 
 def _select_grad(mask, g, x, y):
@@ -251,6 +292,27 @@ def _prod(op, g):
     others = m.where(m.equal(zeros_in_slice, 0), prod_nz / nonzero,
                      m.where(one_zero, prod_nz * ones, _zeros(x)))
     return [others * g]
+
+
+# -- scans ---------------------------------------------------------------------------------
+
+@register_gradient("Cumsum")
+def _cumsum(op, g):
+    # each x_i feeds the outputs after it (before it, reversed): a scan the other way
+    a = op.attrs
+    return [m.cumsum(g, axis=a["axis"], exclusive=a["exclusive"], reverse=not a["reverse"])]
+
+
+@register_gradient("Cumprod")
+def _cumprod(op, g):
+    # TensorFlow's formula: d y_j / d x_i = y_j / x_i for the i that y_j includes, so it
+    # divides by x (inf or NaN where an element of x is 0, as in TF)
+    x = op.inputs[0]
+    a = op.attrs
+    y = op.outputs[0]
+    summed = m.cumsum(y * g, axis=a["axis"], exclusive=a["exclusive"],
+                      reverse=not a["reverse"])
+    return [summed / x]
 
 
 # -- matrix products -----------------------------------------------------------------------

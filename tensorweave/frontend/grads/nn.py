@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 from ...compiler.ops.nn import window_output_size
 from ...compiler.registry import not_differentiable, register_gradient
 from ...errors import CompileError
@@ -105,43 +107,44 @@ def _max_pool(op, g):
 
 
 @register_gradient("MaxPoolGrad")
+@register_gradient("MaxPool3DGrad")
 def _max_pool_grad_grad(op, g):
-    # MaxPoolGrad routes each window's gradient to the window's first maximum: it is linear
-    # in `grad`, with the adjoint below, and piecewise constant in the original input and
-    # output (zero gradient almost everywhere), as TensorFlow's MaxPoolGradGrad.
+    # MaxPool(3D)Grad routes each window's gradient to the window's first maximum: it is
+    # linear in `grad`, with the adjoint below, and piecewise constant in the original input
+    # and output (zero gradient almost everywhere), as TensorFlow's MaxPoolGradGrad.
     x = op.inputs[0]
-    return [None, None, _gather_at_window_max(x, g, _pool_attrs(op))]
+    pool_op = "MaxPool" if op.type == "MaxPoolGrad" else "MaxPool3D"
+    return [None, None, _gather_at_window_max(x, g, _pool_attrs(op), pool_op)]
 
 
-def _gather_at_window_max(x, h, attrs):
+def _gather_at_window_max(x, h, attrs, pool_op="MaxPool"):
     """For each max-pooling window of `x`, the element of `h` (shaped like x) at the
-    window's first maximum in row-major order: the adjoint of MaxPoolGrad in its gradient.
+    window's first maximum in row-major order: the adjoint of MaxPool(3D)Grad in its
+    gradient. Any number of spatial dims (NHWC or NDHWC).
 
     Built from one strided slice per window tap, so it needs the spatial dims of x."""
-    _, kh, kw, _ = attrs["ksize"]
-    _, sh, sw, _ = attrs["strides"]
-    size = x.shape[1:3]
+    ksize, strides = attrs["ksize"][1:-1], attrs["strides"][1:-1]
+    size = x.shape[1:-1]
     if None in size:
-        raise CompileError(f"the gradient of MaxPoolGrad needs static height and width, the "
+        raise CompileError(f"the gradient of {pool_op}Grad needs static spatial dims, the "
                            f"input is {x.type}")
-    oh, top, bottom = window_output_size(size[0], kh, sh, 1, attrs["padding"])
-    ow, left, right = window_output_size(size[1], kw, sw, 1, attrs["padding"])
-    pads = [[0, 0], [top, bottom], [left, right], [0, 0]]
+    dims = [window_output_size(n, k, s, 1, attrs["padding"])
+            for n, k, s in zip(size, ksize, strides)]
+    pads = [[0, 0], *[[lo, hi] for _, lo, hi in dims], [0, 0]]
     # The kernel compares against the max it recomputes from x, so do the same here.
-    y = apply_op1("MaxPool", [x], attrs)
-    if oh == 0 or ow == 0:
+    y = apply_op1(pool_op, [x], attrs)
+    if any(o == 0 for o, _, _ in dims):
         return a.zeros_like(y)  # no windows (and the slices below would wrap around)
     xp = a.pad(x, pads, constant_values=float("-inf"))  # padding never wins a max
     hp = a.pad(h, pads)
     unclaimed = a.ones_like(y)  # 1 until the window's first maximum has been found
     out = a.zeros_like(y)
-    for i in range(kh):
-        for j in range(kw):
-            rows = slice(i, i + (oh - 1) * sh + 1, sh)
-            cols = slice(j, j + (ow - 1) * sw + 1, sw)
-            hit = m.cast(m.equal(xp[:, rows, cols, :], y), y.dtype) * unclaimed
-            out = out + hit * hp[:, rows, cols, :]
-            unclaimed = unclaimed - hit
+    for tap in itertools.product(*(range(k) for k in ksize)):  # row-major, like the kernel
+        index = (slice(None), *(slice(t, t + (o - 1) * s + 1, s)
+                                for t, (o, _, _), s in zip(tap, dims, strides)), slice(None))
+        hit = m.cast(m.equal(xp[index], y), y.dtype) * unclaimed
+        out = out + hit * hp[index]
+        unclaimed = unclaimed - hit
     return out
 
 
@@ -155,6 +158,78 @@ def _avg_pool(op, g):
 def _avg_pool_grad(op, g):
     # AvgPoolGrad is linear in its gradient input; its adjoint is AvgPool itself.
     return [apply_op1("AvgPool", [g], _pool_attrs(op))] + [None] * (len(op.inputs) - 1)
+
+
+@register_gradient("MaxPool3D")
+def _max_pool3d(op, g):
+    x, y = op.inputs[0], op.outputs[0]
+    return [apply_op1("MaxPool3DGrad", [x, y, g], _pool_attrs(op))]
+
+
+@register_gradient("AvgPool3D")
+def _avg_pool3d(op, g):
+    x = op.inputs[0]
+    return [apply_op1("AvgPool3DGrad", [g, x], {"orig_input_shape": x.shape, **_pool_attrs(op)})]
+
+
+@register_gradient("AvgPool3DGrad")
+def _avg_pool3d_grad(op, g):
+    # linear in its gradient input, with AvgPool3D as the adjoint
+    return [apply_op1("AvgPool3D", [g], _pool_attrs(op))] + [None] * (len(op.inputs) - 1)
+
+
+# Depthwise and 3-D convolutions: each op of a family (forward, input gradient, filter
+# gradient) is bilinear, and the gradients of each are the other two, as for Conv2D above.
+
+_CONV_FAMILIES = {
+    "DepthwiseConv2dNative": ("DepthwiseConv2dNative", "DepthwiseConv2dNativeBackpropInput",
+                              "DepthwiseConv2dNativeBackpropFilter"),
+    "Conv3D": ("Conv3D", "Conv3DBackpropInputV2", "Conv3DBackpropFilterV2"),
+}
+
+
+def _family(op):
+    for ops in _CONV_FAMILIES.values():
+        if op.type in ops:
+            return ops
+    raise CompileError(f"no convolution family for {op.type}")
+
+
+def _family_attrs(op):
+    return {k: v for k, v in op.attrs.items() if k not in ("input_shape", "filter_shape")}
+
+
+@register_gradient("DepthwiseConv2dNative")
+@register_gradient("Conv3D")
+def _conv_forward(op, g):
+    forward, backprop_input, backprop_filter = _family(op)
+    x, w = op.inputs
+    attrs = _family_attrs(op)
+    dx = apply_op1(backprop_input, [w, g, x], {"input_shape": x.shape, **attrs})
+    dw = apply_op1(backprop_filter, [x, g], {"filter_shape": w.shape, **attrs})
+    return [dx, dw]
+
+
+@register_gradient("DepthwiseConv2dNativeBackpropInput")
+@register_gradient("Conv3DBackpropInputV2")
+def _conv_backprop_input(op, g):
+    forward, _, backprop_filter = _family(op)
+    w, dy = op.inputs[:2]
+    attrs = _family_attrs(op)
+    dw = apply_op1(backprop_filter, [g, dy], {"filter_shape": w.shape, **attrs})
+    ddy = apply_op1(forward, [g, w], attrs)
+    return [dw, ddy] + [None] * (len(op.inputs) - 2)
+
+
+@register_gradient("DepthwiseConv2dNativeBackpropFilter")
+@register_gradient("Conv3DBackpropFilterV2")
+def _conv_backprop_filter(op, g):
+    forward, backprop_input, _ = _family(op)
+    x, dy = op.inputs
+    attrs = _family_attrs(op)
+    dx = apply_op1(backprop_input, [g, dy, x], {"input_shape": x.shape, **attrs})
+    ddy = apply_op1(forward, [x, g], attrs)
+    return [dx, ddy]
 
 
 @register_gradient("BiasAdd")

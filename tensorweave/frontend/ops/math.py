@@ -12,8 +12,9 @@ from typing import Any
 import numpy as np
 
 from ...compiler.dtypes import DType, as_dtype, float32, float64, int8, int16, int32, int64, uint8
-from ...errors import UnimplementedError
-from ..building import apply_op1, convert_operands, convert_to_tensor
+from ...errors import DTypeError, ShapeError, UnimplementedError
+from ..building import apply_op1, convert_operands, convert_to_tensor, user_location
+from ..indexed_slices import IndexedSlices
 from ..tensor import EagerTensor, Tensor
 
 TensorLike = Any  # a tensor, variable, NumPy array or Python value
@@ -206,6 +207,66 @@ def reciprocal(x: TensorLike, name: str | None = None) -> Result:
     return _unary("Reciprocal", x, name)
 
 
+def tan(x: TensorLike, name: str | None = None) -> Result:
+    """Elementwise tangent (floating point only)."""
+    return _unary("Tan", x, name)
+
+
+def asin(x: TensorLike, name: str | None = None) -> Result:
+    """Elementwise inverse sine, in [-pi/2, pi/2]; NaN outside [-1, 1] (floating point
+    only)."""
+    return _unary("Asin", x, name)
+
+
+def acos(x: TensorLike, name: str | None = None) -> Result:
+    """Elementwise inverse cosine, in [0, pi]; NaN outside [-1, 1] (floating point only)."""
+    return _unary("Acos", x, name)
+
+
+def atan(x: TensorLike, name: str | None = None) -> Result:
+    """Elementwise inverse tangent, in [-pi/2, pi/2] (floating point only)."""
+    return _unary("Atan", x, name)
+
+
+def atan2(y: TensorLike, x: TensorLike, name: str | None = None) -> Result:
+    """Elementwise arctangent of ``y / x`` in [-pi, pi], the quadrant chosen by the signs
+    of both (note the order: `y` first, as in TensorFlow and C); broadcasts."""
+    return _binary("Atan2", y, x, name)
+
+
+def sinh(x: TensorLike, name: str | None = None) -> Result:
+    """Elementwise hyperbolic sine (floating point only)."""
+    return _unary("Sinh", x, name)
+
+
+def cosh(x: TensorLike, name: str | None = None) -> Result:
+    """Elementwise hyperbolic cosine (floating point only)."""
+    return _unary("Cosh", x, name)
+
+
+def round(x: TensorLike, name: str | None = None) -> Result:  # noqa: A001
+    """Elementwise rounding to the nearest integer, halves to the even neighbour
+    ("banker's rounding": 0.5 -> 0, 1.5 -> 2, -2.5 -> -2), as TensorFlow and NumPy do;
+    integer tensors are returned unchanged."""
+    return _unary("Round", x, name)
+
+
+def is_nan(x: TensorLike, name: str | None = None) -> Result:
+    """Elementwise ``x`` is NaN, as a bool tensor (floating point only)."""
+    return _unary("IsNan", x, name)
+
+
+def is_inf(x: TensorLike, name: str | None = None) -> Result:
+    """Elementwise ``x`` is +inf or -inf, as a bool tensor (floating point only)."""
+    return _unary("IsInf", x, name)
+
+
+def is_finite(x: TensorLike, name: str | None = None) -> Result:
+    """Elementwise ``x`` is neither infinite nor NaN, as a bool tensor (floating point
+    only)."""
+    return _unary("IsFinite", x, name)
+
+
 # ------------------------------------------------------------------ comparisons and logic
 
 def equal(x: TensorLike, y: TensorLike, name: str | None = None) -> Result:
@@ -368,6 +429,196 @@ def argmin(input: TensorLike, axis: int | None = None, output_type: DType | str 
     return _arg_reduce("ArgMin", input, axis, output_type, name)
 
 
+def _error(kind: type, fn: str, message: str) -> Exception:
+    """A ShapeError/DTypeError raised by a composite function (no single node to blame),
+    naming the function and the user's line, as node errors do."""
+    loc = user_location()
+    return kind(message, op=fn, location=str(loc) if loc else None)
+
+
+def _floating(x: TensorLike, fn: str, role: str) -> Result:
+    """`x` as a tensor, which must be floating point (for functions built from float-only
+    ops, so the error names the function the user called)."""
+    t = convert_to_tensor(x)
+    if not t.dtype.is_floating:
+        raise _error(DTypeError, fn, f"expects {role} of a floating-point dtype (f16, bf16, "
+                                     f"f32, f64), got {role} is {t.dtype.name}"
+                                     f"{list(t.shape)}")
+    return t
+
+
+def _axes_of(axis: Axis, rank: int) -> list[int]:
+    """The non-negative axes that `axis` (None: every axis) reduces."""
+    if axis is None:
+        return list(range(rank))
+    return [a % rank if rank else a for a in _static_ints(axis, "axis")]
+
+
+def reduce_logsumexp(input_tensor: TensorLike, axis: Axis = None, keepdims: bool = False,
+                     name: str | None = None) -> Result:
+    """``log(reduce_sum(exp(input_tensor), axis))``, computed without overflow or
+    underflow by subtracting each slice's maximum first (TF's formula). A slice that is
+    all -inf gives -inf, one holding +inf gives +inf, a NaN gives NaN. The maximum is a
+    constant to the gradient, which is the softmax of the slice. Floating point only."""
+    x = _floating(input_tensor, "reduce_logsumexp", "input_tensor")
+    from . import array
+    raw_max = reduce_max(x, axis=axis, keepdims=True)
+    # an infinite maximum would make x - max NaN (inf - inf); 0 keeps -inf rows at -inf
+    # (log(0) + 0) and +inf rows at +inf (log(inf) + 0)
+    safe_max = apply_op1("StopGradient", [where(is_finite(raw_max), raw_max,
+                                                array.zeros_like(raw_max))])
+    result = log(reduce_sum(exp(x - safe_max), axis=axis, keepdims=keepdims))
+    axes = _axes_of(axis, x.ndim)
+    if not keepdims and axes:
+        safe_max = array.squeeze(safe_max, axis=axes)
+    return add(result, safe_max, name=name)
+
+
+def reduce_variance(input_tensor: TensorLike, axis: Axis = None, keepdims: bool = False,
+                    name: str | None = None) -> Result:
+    """Population variance over `axis` (divides by N, as TF does): the mean of the squared
+    deviations from the mean. Floating point only (TF rejects integers too)."""
+    x = _floating(input_tensor, "reduce_variance", "input_tensor")
+    mean = reduce_mean(x, axis=axis, keepdims=True)
+    return reduce_mean(square(x - mean), axis=axis, keepdims=keepdims, name=name)
+
+
+def reduce_std(input_tensor: TensorLike, axis: Axis = None, keepdims: bool = False,
+               name: str | None = None) -> Result:
+    """Population standard deviation over `axis`: ``sqrt(reduce_variance(...))``.
+    Floating point only. Its gradient is infinite where the variance is 0, as in TF."""
+    x = _floating(input_tensor, "reduce_std", "input_tensor")
+    return sqrt(reduce_variance(x, axis=axis, keepdims=keepdims), name=name)
+
+
+# ---------------------------------------------------------------------------- scans
+
+def _scan(op: str, x: TensorLike, axis: int, exclusive: bool, reverse: bool,
+          name: str | None) -> Result:
+    axis_ints = _static_ints(axis, "axis")
+    if len(axis_ints) != 1 or np.ndim(axis) > 0:
+        raise TypeError(f"axis must be a single int, got {axis!r}")
+    return apply_op1(op, [convert_to_tensor(x)], {"axis": axis_ints[0],
+                                                  "exclusive": bool(exclusive),
+                                                  "reverse": bool(reverse)}, name=name)
+
+
+def cumsum(x: TensorLike, axis: int = 0, exclusive: bool = False, reverse: bool = False,
+           name: str | None = None) -> Result:
+    """Cumulative sum along `axis`: ``[a, a + b, a + b + c]``. `exclusive` leaves each
+    element out of its own sum (``[0, a, a + b]``), `reverse` sums from the end
+    (``[a + b + c, b + c, c]``); both together give ``[b + c, c, 0]``."""
+    return _scan("Cumsum", x, axis, exclusive, reverse, name)
+
+
+def cumprod(x: TensorLike, axis: int = 0, exclusive: bool = False, reverse: bool = False,
+            name: str | None = None) -> Result:
+    """Cumulative product along `axis`: ``[a, a * b, a * b * c]``; `exclusive` gives
+    ``[1, a, a * b]``, `reverse` ``[a * b * c, b * c, c]``. The gradient is TF's, which
+    divides by `x` (NaN or inf where an element is 0)."""
+    return _scan("Cumprod", x, axis, exclusive, reverse, name)
+
+
+# ---------------------------------------------------------------------------- clipping
+
+def _static_shape_kept(fn: str, result: Result, t: Result, what: str) -> None:
+    """TF's check that clipping bounds broadcast to `t` without enlarging it."""
+    rs, ts = tuple(result.shape), tuple(t.shape)
+    if len(rs) != len(ts) or any(a is not None and b is not None and a != b
+                                 for a, b in zip(rs, ts)):
+        raise _error(ShapeError, fn, f"{what} must broadcast to the shape of t without "
+                                     f"changing it: t has shape {list(ts)}, the clipped "
+                                     f"result would have shape {list(rs)}")
+
+
+def clip_by_value(t: TensorLike, clip_value_min: TensorLike, clip_value_max: TensorLike,
+                  name: str | None = None) -> Result | IndexedSlices:
+    """`t` with every element limited to ``[clip_value_min, clip_value_max]``
+    (``maximum(minimum(t, max), min)``; the bounds broadcast against `t` but must not
+    enlarge it). IndexedSlices clip their values. The gradient passes through where `t`
+    lies within the bounds (inclusive) and is 0 elsewhere."""
+    if isinstance(t, IndexedSlices):
+        return IndexedSlices(clip_by_value(t.values, clip_value_min, clip_value_max, name),
+                             t.indices, t.dense_shape)
+    values, hi = convert_operands(t, clip_value_max)
+    values, lo = convert_operands(values, clip_value_min)
+    result = maximum(minimum(values, hi), lo, name=name)
+    _static_shape_kept("clip_by_value", result, values, "clip_value_min and clip_value_max")
+    return result
+
+
+def clip_by_norm(t: TensorLike, clip_norm: TensorLike, axes: Axis = None,
+                 name: str | None = None) -> Result | IndexedSlices:
+    """`t` scaled so that its L2 norm over `axes` (None: all of `t`) is at most
+    `clip_norm`: ``t * clip_norm / max(norm, clip_norm)``; unchanged where the norm is
+    already small enough. A zero `t` stays zero (with a finite gradient), as in TF.
+    IndexedSlices clip their values (the norm is that of the values). Floating point
+    only."""
+    if isinstance(t, IndexedSlices):
+        return IndexedSlices(clip_by_norm(t.values, clip_norm, axes, name), t.indices,
+                             t.dense_shape)
+    from . import array
+    values = _floating(t, "clip_by_norm", "t")
+    clip_norm = convert_to_tensor(clip_norm, dtype=values.dtype)
+    l2sum = reduce_sum(values * values, axis=axes, keepdims=True)
+    # sqrt's gradient at 0 is infinite: keep 0 out of it so a zero t has gradient 1
+    positive = l2sum > 0
+    l2norm = where(positive, sqrt(where(positive, l2sum, array.ones_like(l2sum))), l2sum)
+    result = divide(values * clip_norm, maximum(l2norm, clip_norm), name=name)
+    _static_shape_kept("clip_by_norm", result, values, "clip_norm")
+    return result
+
+
+def _global_norm(t_list: list, fn: str) -> Result:
+    """sqrt of the sum of the squares of every element of every (non-None) tensor, in the
+    widest float dtype among them."""
+    tensors = []
+    for i, t in enumerate(t_list):
+        if t is None:
+            continue
+        v = t.values if isinstance(t, IndexedSlices) else t
+        tensors.append(_floating(v, fn, f"t_list[{i}]"))
+    if not tensors:
+        # ShapeError is a ValueError, which TF raises here
+        raise _error(ShapeError, fn, "t_list holds no tensors (only None entries)")
+    dtype = max((t.dtype for t in tensors), key=lambda d: d.bits)
+    squares = [cast(reduce_sum(v * v), dtype) for v in tensors]
+    return sqrt(add_n(squares) if len(squares) > 1 else squares[0])
+
+
+def clip_by_global_norm(t_list: Sequence[TensorLike | IndexedSlices | None],
+                        clip_norm: TensorLike, use_norm: TensorLike | None = None,
+                        name: str | None = None) -> tuple[list, Result]:
+    """Scale every tensor of `t_list` by ``clip_norm / max(global_norm, clip_norm)``,
+    where the global norm is the L2 norm of all their elements together (or `use_norm`),
+    and return ``(list_clipped, global_norm)``. None entries stay None; IndexedSlices
+    stay IndexedSlices (their values scaled). If the norm is inf or NaN every result is
+    NaN, as in TF. Floating point only; tensors of different float dtypes share the norm
+    in the widest of them (TF requires one dtype)."""
+    if isinstance(t_list, (Tensor, EagerTensor, IndexedSlices, np.ndarray)) or \
+            not isinstance(t_list, Sequence):
+        raise TypeError(f"tw.clip_by_global_norm: t_list should be a sequence of tensors, "
+                        f"got {type(t_list).__name__}")
+    t_list = list(t_list)
+    norm = _global_norm(t_list, "clip_by_global_norm") if use_norm is None else \
+        convert_to_tensor(use_norm)
+    clip_norm = convert_to_tensor(clip_norm, dtype=norm.dtype)
+    one = convert_to_tensor(1.0, dtype=norm.dtype)
+    scale = clip_norm * minimum(one / norm, one / clip_norm)
+    scale = scale + (norm - norm)  # NaN when the norm is inf or NaN (inf - inf)
+    clipped: list = []
+    for t in t_list:
+        if t is None:
+            clipped.append(None)
+        elif isinstance(t, IndexedSlices):
+            clipped.append(IndexedSlices(t.values * cast(scale, t.values.dtype), t.indices,
+                                         t.dense_shape))
+        else:
+            t = convert_to_tensor(t)
+            clipped.append(multiply(t, cast(scale, t.dtype), name=name))
+    return clipped, norm
+
+
 # ---------------------------------------------------------------------- matrix product
 
 def matmul(a: TensorLike, b: TensorLike, transpose_a: bool = False, transpose_b: bool = False,
@@ -389,4 +640,9 @@ __all__ = ["add", "subtract", "multiply", "divide", "truediv", "floordiv", "floo
            "floor", "ceil", "sign", "reciprocal", "equal", "not_equal", "less", "less_equal",
            "greater", "greater_equal", "logical_and", "logical_or", "logical_not", "where",
            "cast", "reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "reduce_prod",
-           "reduce_all", "reduce_any", "argmax", "argmin", "matmul"]
+           "reduce_all", "reduce_any", "argmax", "argmin", "matmul",
+           "tan", "asin", "acos", "atan", "atan2", "sinh", "cosh", "round", "is_nan", "is_inf",
+           "is_finite", "reduce_logsumexp", "reduce_variance", "reduce_std", "cumsum", "cumprod",
+           "clip_by_value", "clip_by_norm", "clip_by_global_norm", "einsum", "tensordot"]
+
+from .einsum import einsum, tensordot  # noqa: E402  (einsum is built on the functions above)
