@@ -29,6 +29,7 @@ from .frontend.control_flow import case, cond, foldl, scan, while_loop
 from .frontend.function import ConcreteFunction, Function, TensorSpec, compile
 from .frontend.grouping import group, no_op
 from .frontend.indexed_slices import IndexedSlices
+from .frontend.module import Module
 from .frontend.ops import *  # noqa: F403
 from .frontend.ops import __all__ as _ops_all
 from .frontend.tensor import EagerTensor, Tensor
@@ -69,7 +70,7 @@ __all__ = ["errors", "DType", "as_dtype", "bfloat16", "bool", "bool_", "float16"
            "float64", "half", "double", "int8", "int16", "int32", "int64", "uint8", "constant",
            "convert_to_tensor", "colocate_with", "control_dependencies", "device", "name_scope",
            "ConcreteFunction", "Function", "TensorSpec", "compile", "EagerTensor", "Tensor",
-           "Variable", "IndexedSlices", "group", "no_op", "grad", "gradients", "stop_gradient",
+           "Variable", "IndexedSlices", "Module", "group", "no_op", "grad", "gradients", "stop_gradient",
            "value_and_grad",
            "case", "cond", "foldl", "scan", "while_loop",
            "nn", "optimizers", "profiler", "random", "train", "config", "debugging", "math", "queue",

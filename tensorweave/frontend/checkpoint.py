@@ -2,8 +2,10 @@
 `CheckpointManager`.
 
 Saving runs a compiled step whose ``Save`` node reads every variable; restoring runs one
-whose ``Restore`` nodes feed ``AssignVariable``. Optimizer slots that do not exist yet
-(they are created on the first training step) are restored when they are created.
+whose ``Restore`` nodes feed ``AssignVariable``. Values are stored by object path (the
+format stays the project's safetensors file, no pickle). Optimizer slots that do not
+exist yet (they are created on the first training step) are restored when they are
+created.
 """
 
 from __future__ import annotations
@@ -14,11 +16,13 @@ from typing import Any
 
 import numpy as np
 
+from ..compiler.dtypes import as_dtype
 from ..compiler.ops.io import encode_path
 from ..errors import NotFoundError
 from ..runtime import checkpoint_index, checkpoint_io
 from .building import apply_op, apply_op1
 from .function import TensorSpec, compile
+from .module import Module, module_attributes
 from .optimizers import Optimizer
 from .variables import Variable
 
@@ -31,24 +35,69 @@ def pending_slot_value(shared_name: str) -> np.ndarray | None:
     return _pending_slots.pop(shared_name, None)
 
 
-def _named_variables(prefix: str, obj: Any, out: dict[str, Any]) -> None:
+def _is_trackable(value: Any) -> bool:
+    """Whether a value inside a module holds checkpointable state."""
+    if isinstance(value, (Variable, Optimizer, Module)):
+        return True
+    if isinstance(value, Mapping):
+        return any(_is_trackable(v) for v in value.values())
+    if isinstance(value, (list, tuple)):
+        return any(_is_trackable(v) for v in value)
+    return False
+
+
+def _named_variables(prefix: str, obj: Any, out: dict[str, Any],
+                     optimizers: dict[str, Optimizer] | None = None,
+                     modules_seen: set[int] | None = None) -> None:
+    """Fill `out` with ``object path -> variable`` for `obj` (a variable, optimizer,
+    module, or a list/dict of them); optimizers are collected in `optimizers` (their
+    state is named after the paths of the variables it belongs to, see `Checkpoint`)."""
+    modules_seen = set() if modules_seen is None else modules_seen
     if isinstance(obj, Variable):
-        out[prefix] = obj
+        out.setdefault(prefix, obj)
     elif isinstance(obj, Optimizer):
-        for v in obj.variables():
-            out[f"{prefix}/{v.shared_name}"] = v
+        if optimizers is None:
+            for v in obj.variables():
+                out[f"{prefix}/{v.shared_name}"] = v
+        else:
+            optimizers[prefix] = obj
+    elif isinstance(obj, Module):
+        if id(obj) in modules_seen:  # a module reachable twice is saved once
+            return
+        modules_seen.add(id(obj))
+        for key, value in module_attributes(obj):
+            if _is_trackable(value):
+                _named_variables(f"{prefix}/{key}", value, out, optimizers, modules_seen)
     elif isinstance(obj, Mapping):
         for k, v in obj.items():
-            _named_variables(f"{prefix}/{k}", v, out)
+            _named_variables(f"{prefix}/{k}", v, out, optimizers, modules_seen)
     elif isinstance(obj, (list, tuple)):
         for i, v in enumerate(obj):
-            _named_variables(f"{prefix}/{i}", v, out)
+            _named_variables(f"{prefix}/{i}", v, out, optimizers, modules_seen)
     elif hasattr(obj, "variables"):
         vs = obj.variables() if callable(obj.variables) else obj.variables
-        _named_variables(prefix, list(vs), out)
+        _named_variables(prefix, list(vs), out, optimizers, modules_seen)
     else:
         raise TypeError(f"cannot checkpoint {type(obj).__name__} at '{prefix}': expected "
-                        f"variables, optimizers, or lists/dicts of them")
+                        f"variables, optimizers, tw.Modules, or lists/dicts of them")
+
+
+def _optimizer_state(key: str, opt: Optimizer, paths: dict[int, str]) -> dict[str, Variable]:
+    """The checkpoint names of an optimizer's state: ``key/<variable path>/<slot>`` for
+    the slots of variables tracked elsewhere in the checkpoint (so they restore into
+    fresh objects of the same structure), ``key/<slot variable's runtime name>`` for
+    others, and ``key/iterations`` (and other per-optimizer state) by name."""
+    out: dict[str, Variable] = {}
+    for shared, slots in opt._slots.items():
+        owner = opt._slot_owner.get(shared)
+        path = paths.get(id(owner)) if owner is not None else None
+        for slot_name, slot in slots.items():
+            out[f"{key}/{path}/{slot_name}" if path else f"{key}/{slot.shared_name}"] = slot
+    for name, var in opt._non_slot.items():
+        out[f"{key}/{name}"] = var
+    if opt._iterations is not None:
+        out[f"{key}/iterations"] = opt._iterations
+    return out
 
 
 _PATH_SPEC = [TensorSpec([None], "uint8")]
@@ -72,8 +121,15 @@ def _restore_function(names: tuple[str, ...], variables: tuple[Variable, ...]) -
 
 
 class Checkpoint:
-    """Groups variables, optimizers and containers of them under names, and saves or
-    restores them all: ``tw.train.Checkpoint(model=params, optimizer=opt)``."""
+    """Groups variables, optimizers, `tw.Module`s and containers of them under names, and
+    saves or restores them all: ``tw.train.Checkpoint(model=module, optimizer=opt)``.
+
+    Every variable is stored under its *object path*: the keyword, then attribute names,
+    list indices and dict keys (``model/layers/0/kernel``); an optimizer's slots under
+    the optimizer's keyword and the path of their variable (``optimizer/model/layers/0/
+    kernel/m``), its step counter as ``optimizer/iterations``. So a checkpoint restores
+    into newly built objects of the same structure; optimizer state that does not exist
+    yet (before the first training step) is restored when the optimizer creates it."""
 
     def __init__(self, **objects: Any) -> None:
         if not objects:
@@ -82,10 +138,19 @@ class Checkpoint:
         self.save_counter = 0
         self._fns: dict[Any, Any] = {}
 
-    def _variables(self) -> dict[str, Variable]:
+    def _tracked(self) -> tuple[dict[str, Variable], dict[str, Optimizer]]:
+        """The variables of the tracked objects by path, and the optimizers by key."""
         out: dict[str, Variable] = {}
+        optimizers: dict[str, Optimizer] = {}
         for k, obj in self._objects.items():
-            _named_variables(k, obj, out)
+            _named_variables(k, obj, out, optimizers)
+        return out, optimizers
+
+    def _variables(self) -> dict[str, Variable]:
+        out, optimizers = self._tracked()
+        paths = {id(v): k for k, v in out.items()}
+        for key, opt in optimizers.items():
+            out.update(_optimizer_state(key, opt, paths))
         return out
 
     def _fn(self, kind: str, named: dict[str, Variable]) -> Any:
@@ -109,29 +174,91 @@ class Checkpoint:
         checkpoint_io.record_checkpoint(prefix, max_to_keep)
         return prefix
 
-    def restore(self, save_path: str) -> Checkpoint:
-        """Load every tracked variable from checkpoint `save_path`; optimizer slots that
-        do not exist yet are restored when the optimizer creates them."""
+    def restore(self, save_path: str) -> CheckpointLoadStatus:
+        """Load every tracked variable from checkpoint `save_path`; optimizer state that
+        does not exist yet is restored when the optimizer creates it. A variable the
+        checkpoint lacks, or whose stored shape or dtype differs, is an error naming its
+        path, raised before anything is assigned. Returns a status whose
+        `assert_consumed` checks that every stored value found its object."""
         if save_path is None:
             raise NotFoundError("no checkpoint to restore (save_path is None)")
         stored = checkpoint_io.read_tensors(save_path)
         named = self._variables()
-        present = {k: v for k, v in named.items() if k in stored}
         missing = [k for k in named if k not in stored]
         if missing:
-            raise NotFoundError(f"checkpoint '{save_path}' lacks {', '.join(missing[:5])}")
-        if present:
-            self._fn("restore", present)(encode_path(save_path))
-        opt_prefixes = {k: obj for k, obj in self._objects.items() if isinstance(obj, Optimizer)}
-        for key, value in stored.items():
-            if key in named:
-                continue
-            head, _, shared = key.partition("/")
-            if head in opt_prefixes:
-                _pending_slots[shared] = value
+            more = f" (and {len(missing) - 5} more)" if len(missing) > 5 else ""
+            raise NotFoundError(f"checkpoint '{save_path}' lacks {', '.join(missing[:5])}"
+                                f"{more}: the objects being restored have variables the "
+                                f"saved ones did not")
+        for k, v in named.items():
+            _check_compatible(save_path, k, v, stored[k])
+        deferred = self._defer_optimizer_state(stored, named)
+        if named:
+            self._fn("restore", named)(encode_path(save_path))
         base = os.path.basename(save_path)
         if "-" in base and base.rsplit("-", 1)[1].isdigit():
             self.save_counter = int(base.rsplit("-", 1)[1])
+        unused = [k for k in stored if k not in named and k not in deferred]
+        return CheckpointLoadStatus(save_path, unused)
+
+    def _defer_optimizer_state(self, stored: dict[str, np.ndarray],
+                               named: dict[str, Variable]) -> set[str]:
+        """Hand stored optimizer state that has no variable yet to its optimizer, to be
+        assigned when created; returns the keys handed over."""
+        tracked, optimizers = self._tracked()
+        taken: set[str] = set()
+        for key, opt in optimizers.items():
+            slot_of = {f"{key}/{path}/": var for path, var in tracked.items()}
+            for name, value in stored.items():
+                if name in named or not name.startswith(f"{key}/"):
+                    continue
+                rest = name[len(key) + 1:]
+                head, _, slot = name.rpartition("/")
+                var = slot_of.get(head + "/")
+                if var is not None:
+                    opt._deferred_slots[(var.shared_name, slot)] = value
+                elif "/" not in rest:  # iterations, u_product...
+                    opt._deferred_non_slot[rest] = value
+                else:  # a slot stored under its runtime name (variables not tracked)
+                    _pending_slots[rest] = value
+                taken.add(name)
+        return taken
+
+
+def _check_compatible(save_path: str, key: str, var: Variable, value: np.ndarray) -> None:
+    want_shape = tuple(var.shape)
+    shape_ok = len(want_shape) == value.ndim and all(
+        d is None or d == n for d, n in zip(want_shape, value.shape))
+    if not shape_ok or value.dtype != var.dtype.np:
+        want = f"{var.dtype.name}{[d for d in want_shape]}"
+        raise ValueError(f"checkpoint '{save_path}' holds {key} as "
+                         f"{as_dtype(value.dtype).name}{list(value.shape)}, the variable "
+                         f"being restored ({var.name}) is {want}")
+
+
+class CheckpointLoadStatus:
+    """What `Checkpoint.restore` did: `assert_consumed` raises if some stored values
+    matched no object (a checkpoint of a bigger model); `expect_partial` silences that."""
+
+    def __init__(self, save_path: str, unused: list[str]) -> None:
+        self.save_path = save_path
+        self.unused = unused
+
+    def assert_consumed(self) -> CheckpointLoadStatus:
+        """Raise `AssertionError` naming the stored values no object took."""
+        if self.unused:
+            more = f" (and {len(self.unused) - 5} more)" if len(self.unused) > 5 else ""
+            raise AssertionError(f"checkpoint '{self.save_path}' has values no tracked "
+                                 f"object took: {', '.join(self.unused[:5])}{more}")
+        return self
+
+    def assert_existing_objects_matched(self) -> CheckpointLoadStatus:
+        """Every existing tracked variable was restored (always true once `restore`
+        returned: a missing one is an error there)."""
+        return self
+
+    def expect_partial(self) -> CheckpointLoadStatus:
+        """Accept a partial restore (nothing to silence: restore warns about nothing)."""
         return self
 
 
