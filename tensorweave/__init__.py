@@ -39,11 +39,12 @@ bool = bool_  # noqa: A001  (TensorFlow spells it tw.bool)
 half = float16
 double = float64
 
-# the tw.config, tw.debugging, tw.math, tw.nn, tw.random, tw.optimizers, tw.queue and
-# tw.train namespaces
+# the tw.config, tw.debugging, tw.linalg, tw.math, tw.nn, tw.random, tw.optimizers,
+# tw.queue and tw.train namespaces
 from . import (  # noqa: E402, F401
     config,
     debugging,
+    linalg,
     math,
     nn,
     optimizers,
@@ -74,7 +75,7 @@ __all__ = ["errors", "DType", "as_dtype", "bfloat16", "bool", "bool_", "float16"
            "value_and_grad",
            "case", "cond", "foldl", "scan", "while_loop",
            "nn", "optimizers", "profiler", "random", "train", "config", "debugging", "math", "queue",
-           "compat", "distribute", *_ops_all]  # noqa: F405 (compat, distribute: __getattr__)
+           "linalg", "compat", "distribute", *_ops_all]  # noqa: F405 (compat, distribute: __getattr__)
 
 
 def __dir__() -> list[str]:

@@ -18,7 +18,7 @@ MODULES = ["tensorweave", "tensorweave.nn", "tensorweave.math", "tensorweave.tra
            "tensorweave.compat.v1.nn", "tensorweave.compat.v1.random",
            "tensorweave.compat.v1.queue", "tensorweave.compat.v1.math",
            "tensorweave.compat.v1.layers",
-           "tensorweave.datasets", "tensorweave.datasets.mnist"]
+           "tensorweave.datasets", "tensorweave.datasets.mnist", "tensorweave.linalg"]
 
 # names that leaked before (issue 14) or that no public namespace should show
 INTERNAL = {"importlib", "Any", "annotations", "apply_op", "apply_op1", "encode_path",

@@ -12,6 +12,7 @@ from . import (  # noqa: F401
     grad_support,
     indexing,
     io,
+    linalg,
     math,
     nn,
     partition,
