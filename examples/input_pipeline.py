@@ -16,6 +16,7 @@ import numpy as np
 
 import tensorweave as tw
 from tensorweave.datasets import mnist
+from tensorweave.utils import MissingPlotDependency, Progress, require_matplotlib, save_training_curve
 
 CHUNK = 25  # examples a reader enqueues per step
 
@@ -70,7 +71,14 @@ def main() -> None:
     parser.add_argument("--readers", type=int, default=4)
     parser.add_argument("--capacity", type=int, default=1000)
     parser.add_argument("--learning-rate", type=float, default=0.5)
+    parser.add_argument("--plot", metavar="PATH",
+                        help="write a PNG of the training loss to PATH (needs matplotlib)")
     args = parser.parse_args()
+    if args.plot:
+        try:
+            require_matplotlib("--plot")
+        except MissingPlotDependency as e:
+            parser.error(str(e))
 
     data = mnist.read_data_sets(args.data, one_hot=True)
     print("data:", data.source)
@@ -83,14 +91,18 @@ def main() -> None:
     runner = tw.queue.QueueRunner(queue, readers)
     threads = runner.create_threads(coord=coord, daemon=True, start=True)
     start = time.perf_counter()
+    progress = Progress(total=args.steps, unit="examples")
     try:
         for step in range(args.steps):
             if coord.should_stop():
                 break
             loss = train_step()
+            progress.update(loss=float(loss), examples=args.batch_size)
             if step % 100 == 0:
-                print(f"step {step:4d}  loss {float(loss):.4f}  queue size {int(queue.size())}")
+                progress.write(f"step {step:4d}  loss {float(loss):.4f}  "
+                               f"queue size {int(queue.size())}")
     finally:
+        progress.close()
         elapsed = time.perf_counter() - start
         coord.request_stop()  # also cancels readers blocked on the full queue
         coord.join(threads, stop_grace_period_secs=10)
@@ -99,6 +111,8 @@ def main() -> None:
     predicted = predict(data.test.images)
     accuracy = float(np.mean(predicted == np.argmax(data.test.labels, axis=1)))
     print(f"test accuracy: {accuracy:.4f}")
+    if args.plot:
+        print("wrote", save_training_curve(args.plot, *progress.curve()))
 
 
 if __name__ == "__main__":

@@ -7,6 +7,9 @@ Adam's updates in place, and ReLU hidden layers feed a sparse softmax cross entr
     python examples/mnist_mlp.py                     # bundled handwritten digits
     python examples/mnist_mlp.py --data MNIST_data   # MNIST IDX files, if you have them
     python examples/mnist_mlp.py --hidden 256 128    # two hidden layers
+    python examples/mnist_mlp.py --plot loss.png     # and a PNG of the training curve
+
+On a terminal a progress bar shows the loss and the throughput as it trains.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import numpy as np
 
 import tensorweave as tw
 from tensorweave.datasets import mnist as input_data
+from tensorweave.utils import MissingPlotDependency, Progress, require_matplotlib, save_training_curve
 
 
 class MLP:
@@ -53,7 +57,16 @@ def parse_args() -> argparse.Namespace:
                         help="hidden layer widths")
     parser.add_argument("--learning-rate", type=float, default=1e-3)
     parser.add_argument("--seed", type=int, default=0)
-    return parser.parse_args()
+    parser.add_argument("--plot", metavar="PATH",
+                        help="write a PNG of the training loss to PATH (needs matplotlib: "
+                             "pip install 'tensorweave[plot]')")
+    args = parser.parse_args()
+    if args.plot:
+        try:  # now, not after training
+            require_matplotlib("--plot")
+        except MissingPlotDependency as e:
+            parser.error(str(e))
+    return args
 
 
 def main() -> None:
@@ -78,11 +91,16 @@ def main() -> None:
         correct = tw.equal(tw.argmax(model(x), axis=1), y)
         return tw.reduce_mean(tw.cast(correct, tw.float32))
 
-    for i in range(args.steps):
-        batch_xs, batch_ys = mnist.train.next_batch(args.batch)
-        loss = train_step(batch_xs, batch_ys)
-        if i % 100 == 0 or i == args.steps - 1:
-            print(f"step {i:4d}  loss {float(loss):.4f}")
+    with Progress(total=args.steps, unit="examples") as progress:
+        for i in range(args.steps):
+            batch_xs, batch_ys = mnist.train.next_batch(args.batch)
+            loss = train_step(batch_xs, batch_ys)
+            progress.update(loss=float(loss), examples=len(batch_xs))
+            if i % 100 == 0 or i == args.steps - 1:
+                progress.write(f"step {i:4d}  loss {float(loss):.4f}")
+    if args.plot:
+        print("wrote", save_training_curve(args.plot, *progress.curve(),
+                                           title="MLP on MNIST: training loss"))
 
     print("test accuracy:", float(accuracy(mnist.test.images, mnist.test.labels)))
 

@@ -3,6 +3,7 @@ compiled training step (forward pass, gradients and SGD updates in one graph), a
 compiled prediction function.
 
     python examples/softmax_regression.py
+    python examples/softmax_regression.py --plot loss.png   # and the training curve
     tensorweave dump examples/softmax_regression.py:train_step --stage traced
 """
 
@@ -11,6 +12,7 @@ import argparse
 import numpy as np
 
 import tensorweave as tw
+from tensorweave.utils import MissingPlotDependency, Progress, require_matplotlib, save_training_curve
 
 w = tw.Variable(np.zeros((784, 10), np.float32), name="w")
 b = tw.Variable(np.zeros(10, np.float32), name="b")
@@ -39,13 +41,24 @@ def main() -> None:
     parser = argparse.ArgumentParser(description="softmax regression on handwritten digits")
     parser.add_argument("--data", default=None, help="directory with the MNIST IDX files")
     parser.add_argument("--steps", type=int, default=1000)
+    parser.add_argument("--plot", metavar="PATH",
+                        help="write a PNG of the training loss to PATH (needs matplotlib)")
     args = parser.parse_args()
+    if args.plot:
+        try:
+            require_matplotlib("--plot")
+        except MissingPlotDependency as e:
+            parser.error(str(e))
     data = mnist.read_data_sets(args.data, one_hot=True)
     print("data:", data.source)
-    for i in range(args.steps):
-        loss = train_step(*data.train.next_batch(100))
-        if i % 200 == 0:
-            print(f"step {i:4d}  loss {float(loss):.4f}")
+    with Progress(total=args.steps, unit="examples") as progress:
+        for i in range(args.steps):
+            loss = train_step(*data.train.next_batch(100))
+            progress.update(loss=float(loss), examples=100)
+            if i % 200 == 0:
+                progress.write(f"step {i:4d}  loss {float(loss):.4f}")
+    if args.plot:
+        print("wrote", save_training_curve(args.plot, *progress.curve()))
     predicted = np.argmax(predict(data.test.images), axis=1)
     accuracy = np.mean(predicted == np.argmax(data.test.labels, axis=1))
     print(f"test accuracy: {accuracy:.4f}")
