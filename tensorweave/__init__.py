@@ -51,6 +51,7 @@ from . import (  # noqa: E402, F401
     profiler,
     queue,
     random,
+    summary,
     train,
 )
 
@@ -75,6 +76,7 @@ __all__ = ["errors", "DType", "as_dtype", "bfloat16", "bool", "bool_", "float16"
            "value_and_grad",
            "case", "cond", "foldl", "scan", "while_loop",
            "nn", "optimizers", "profiler", "random", "train", "config", "debugging", "math", "queue",
+           "summary",
            "linalg", "compat", "distribute", *_ops_all]  # noqa: F405 (compat, distribute: __getattr__)
 
 

@@ -235,6 +235,7 @@ from .training import (  # noqa: E402
     SessionRunValues,
     StepCounterHook,
     StopAtStepHook,
+    SummarySaverHook,
     Supervisor,
     create_global_step,
     get_global_step,
@@ -248,7 +249,7 @@ __all__ = ["Optimizer", "GradientDescentOptimizer", "MomentumOptimizer", "Adagra
            "CheckpointSaverHook", "LoggingTensorHook", "MonitoredSession",
            "MonitoredTrainingSession", "NanLossDuringTrainingError", "NanTensorHook", "Scaffold",
            "SessionRunArgs", "SessionRunContext", "SessionRunHook", "SessionRunValues",
-           "StepCounterHook", "StopAtStepHook", "Supervisor", "create_global_step",
+           "StepCounterHook", "StopAtStepHook", "SummarySaverHook", "Supervisor", "create_global_step",
            "get_global_step", "get_or_create_global_step"]
 
 

@@ -254,6 +254,53 @@ class StepCounterHook(SessionRunHook):
             self._timer.mark(step)
 
 
+class SummarySaverHook(SessionRunHook):
+    """Writes the summaries of `summary_op` (default: ``tf.summary.merge_all()``) every
+    `save_steps` steps or `save_secs` seconds to `output_dir` (or `summary_writer`), at
+    the global step (the chief; needs the ``tensorweave[tensorboard]`` extra)."""
+
+    def __init__(self, save_steps: int | None = None, save_secs: float | None = None,
+                 output_dir: str | None = None, summary_writer: Any = None,
+                 scaffold: Any = None, summary_op: Any = None) -> None:
+        if (output_dir is None) == (summary_writer is None):
+            raise InvalidArgumentError("give exactly one of output_dir and summary_writer")
+        self._timer = _Timer(save_secs, save_steps)
+        self._output_dir = output_dir
+        self._writer = summary_writer
+        self._summary_op = summary_op
+        self._scaffold = scaffold
+
+    def begin(self) -> None:
+        from .summary import FileWriter, merge_all
+        if self._writer is None:
+            self._writer = FileWriter(self._output_dir)
+        if self._summary_op is None:
+            self._summary_op = getattr(self._scaffold, "summary_op", None) or merge_all()
+        self._step = get_global_step()
+        if self._step is None:
+            raise InvalidArgumentError("SummarySaverHook needs a global step variable")
+        self._read = self._step.read_value()
+        self._next: int | None = None
+
+    def before_run(self, run_context: SessionRunContext) -> SessionRunArgs:
+        want = {"step": self._read}
+        if self._summary_op is not None and (self._next is None or self._timer.due(self._next)):
+            want["summary"] = self._summary_op
+        return SessionRunArgs(want)
+
+    def after_run(self, run_context: SessionRunContext, run_values: SessionRunValues) -> None:
+        # The fetched step is the one the summarized values belong to (read before the
+        # train op moved it on).
+        step = int(run_values.results["step"])
+        if "summary" in run_values.results:
+            self._writer.add_summary(run_values.results["summary"], step)
+            self._timer.mark(step)
+        self._next = step + 1
+
+    def end(self, session: Any) -> None:
+        self._writer.flush()
+
+
 class LoggingTensorHook(SessionRunHook):
     """Logs the values of `tensors` (a dict of name -> tensor, or a list) every
     `every_n_iter` runs or `every_n_secs` seconds."""
@@ -501,7 +548,7 @@ def MonitoredTrainingSession(master: str = "", is_chief: bool = True,  # noqa: N
                              hooks: Iterable[SessionRunHook] | None = None,
                              chief_only_hooks: Iterable[SessionRunHook] | None = None,
                              save_checkpoint_secs: float | None = 600,
-                             save_summaries_steps: Any = None, save_summaries_secs: Any = None,
+                             save_summaries_steps: Any = 100, save_summaries_secs: Any = None,
                              config: Any = None, stop_grace_period_secs: float = 120,
                              log_step_count_steps: int = 100, max_wait_secs: float = 7200,
                              save_checkpoint_steps: int | None = None,
@@ -517,6 +564,11 @@ def MonitoredTrainingSession(master: str = "", is_chief: bool = True,  # noqa: N
             all_hooks.append(CheckpointSaverHook(
                 checkpoint_dir, save_secs=None if save_checkpoint_steps else save_checkpoint_secs,
                 save_steps=save_checkpoint_steps, saver=scaffold.saver))
+        if checkpoint_dir and (save_summaries_steps or save_summaries_secs) and \
+                get_global_step(graph) is not None and graph.get_collection("summaries"):
+            all_hooks.append(SummarySaverHook(
+                save_steps=None if save_summaries_secs else save_summaries_steps,
+                save_secs=save_summaries_secs, output_dir=checkpoint_dir))
         if log_step_count_steps and get_global_step(graph) is not None:
             all_hooks.append(StepCounterHook(every_n_steps=log_step_count_steps))
     maker = _SessionMaker(master, graph, scaffold, is_chief, checkpoint_dir, config,
@@ -655,6 +707,6 @@ class Supervisor:
 __all__ = ["CheckpointSaverHook", "LoggingTensorHook", "MonitoredSession",
            "MonitoredTrainingSession", "NanLossDuringTrainingError", "NanTensorHook", "Scaffold",
            "SessionRunArgs", "SessionRunContext", "SessionRunHook", "SessionRunValues",
-           "StepCounterHook", "StopAtStepHook", "Supervisor", "create_global_step",
-           "get_global_step", "get_or_create_global_step"]
+           "StepCounterHook", "StopAtStepHook", "SummarySaverHook", "Supervisor",
+           "create_global_step", "get_global_step", "get_or_create_global_step"]
 

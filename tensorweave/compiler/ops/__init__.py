@@ -20,5 +20,6 @@ from . import (  # noqa: F401
     random,
     scatter,
     state,
+    summary,
     transfer,
 )
