@@ -6,6 +6,7 @@ from . import (  # noqa: F401
     candidate,
     control,
     convolution,
+    convolution,
     core,
     dataflow_control,
     fusion,
