@@ -6,7 +6,6 @@ from . import (  # noqa: F401
     candidate,
     control,
     convolution,
-    convolution,
     core,
     dataflow_control,
     fusion,
