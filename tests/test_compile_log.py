@@ -166,3 +166,23 @@ def test_kernels_from_the_disk_cache_are_reported(tmp_path):
                            env=env, check=True).stdout.strip() for _ in range(2)]
     assert "compiled by LLVM" in runs[0] and "disk cache" not in runs[0]
     assert "from the disk cache" in runs[1] and "compiled by LLVM" not in runs[1]
+
+
+def test_steps_a_v1_session_compiles_are_recorded_quietly(caplog):
+    tf = tw.compat.v1
+    graph = tf.Graph()
+    with graph.as_default():
+        x = tf.placeholder(tf.float32, [None, 3])
+        y = x * 2.0
+    with caplog.at_level(logging.INFO, logger="tensorweave"):
+        with tf.Session(graph=graph, compile_target="cpu") as sess:
+            np.testing.assert_array_equal(sess.run(y, {x: np.ones((2, 3), np.float32)}),
+                                          np.full((2, 3), 2, np.float32))
+            sess.run(y, {x: np.ones((4, 3), np.float32)})
+    steps = [r for r in tw.debugging.compile_log() if r.event == "native step"]
+    assert [(r.reason.split(";")[0], r.signature.split(": ")[1]) for r in steps] == [
+        ("first run", "f32[2,3]"), ("new argument shapes (" + steps[1].signature + ")",
+                                    "f32[4,3]")]
+    # the first run is part of running the session; the rebuild for a new shape is logged
+    logged = [r.getMessage() for r in caplog.records if "native step" in r.getMessage()]
+    assert len(logged) == 1 and "f32[4,3]" in logged[0] and "steps exist for" in logged[0]

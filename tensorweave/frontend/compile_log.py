@@ -224,19 +224,25 @@ def cache_words(before: tuple[int, int, int], after: tuple[int, int, int]) -> st
     return "kernels: " + ", ".join(parts)
 
 
-def codegen_done(owner: Any, shapes: str, seconds: float, cache: str,
+def codegen_done(owner: Any, graph_name: str, shapes: str, seconds: float, cache: str,
                  existing: Sequence[str], note: str = "") -> None:
-    """The cpu target built a native step for argument shapes `shapes` in `seconds`.
-    Inside a first call (`collecting`) it is that compile's code generation phase;
-    otherwise a record of its own, logged at INFO: a trace compiled again for new
-    shapes is worth knowing about. `owner` is what `ConcreteFunction` put on the
-    executable (function, signature, target, id), `existing` the shapes built before."""
+    """The cpu target built a native step of graph `graph_name` for argument shapes
+    `shapes` in `seconds`. Inside a first call (`collecting`) it is that compile's code
+    generation phase; otherwise a record of its own, logged at INFO when it rebuilt a
+    compiled trace for new shapes (worth knowing about) or took long. `owner` is what
+    `ConcreteFunction` put on the executable (function, signature, target, id; None for
+    graphs compiled otherwise, e.g. by a v1 Session), `existing` the shapes built
+    before."""
     phases = _collecting.phases
     if phases is not None:
         phases["codegen"] = phases.get("codegen", 0.0) + seconds
         phases["cache"] = "; ".join(x for x in (phases.get("cache", ""), cache, note) if x)
         return
-    name, signature, target, owner_id = owner or ("?", "", "cpu", 0)
+    name, signature, target, owner_id = owner or (graph_name, "", "cpu", 0)
+    if owner is None and not existing:
+        add(CompileRecord("native step", name, shapes, target, "first run", {"codegen": seconds},
+                          "; ".join(x for x in (cache, note) if x), time.time(), owner_id))
+        return
     reason = f"new argument shapes ({shapes})"
     if existing:
         reason += f"; steps exist for {', '.join('(' + e + ')' for e in existing[:3])}"

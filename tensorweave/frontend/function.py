@@ -255,7 +255,7 @@ class ConcreteFunction:
         return nest.unflatten(self._output_tree, leaves)
 
     def __call__(self, *arrays: Any) -> Any:
-        return self.structured(self.call_flat([np.asarray(a) for a in arrays]))
+        return self.structured(self.call_flat([as_numpy(a) for a in arrays]))
 
 
 def own_result(result: np.ndarray, inputs: Sequence[np.ndarray]) -> np.ndarray:

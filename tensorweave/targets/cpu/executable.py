@@ -312,7 +312,7 @@ class CpuExecutable:
         start, before = time.perf_counter(), compile_log.kernel_counts()
         step = self._build_step(arrays)
         compile_log.codegen_done(
-            self.compile_owner, self._shapes_text([np.shape(a) for a in arrays]),
+            self.compile_owner, self.graph.name, self._shapes_text([np.shape(a) for a in arrays]),
             time.perf_counter() - start, compile_log.cache_words(before,
                                                                  compile_log.kernel_counts()),
             existing, "" if step is not None else
