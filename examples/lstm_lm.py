@@ -11,16 +11,29 @@ per second as it goes, then the perplexity on held-out text.
 
     python examples/lstm_lm.py                                   # defaults below
     python examples/lstm_lm.py --steps 50 --hidden 32 --batch 8  # a quick run
+    python examples/lstm_lm.py --sampled-softmax 64              # sampled softmax
+
+Distributed (between-graph replication, TensorFlow 1's API): the embedding and the
+output layer are sharded by rows over the parameter servers (partitioned variables), so
+a step moves only the rows of the words it touches; the LSTM weights live on one PS;
+every worker trains asynchronously on its own batches::
+
+    tensorweave launch --ps 2 --workers 2 examples/lstm_lm.py -- --distributed \
+        --sampled-softmax 64
 """
 
 from __future__ import annotations
 
 import argparse
 import collections
+import functools
+import json
 import os
 import re
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -77,31 +90,39 @@ class Corpus:
 class LSTMLanguageModel:
     """Embedding -> one LSTM layer (one fused gate matrix) -> softmax over the vocabulary."""
 
-    def __init__(self, vocab: int, embed: int, hidden: int, seed: int = 0) -> None:
+    def __init__(self, vocab: int, embed: int, hidden: int, seed: int = 0,
+                 make_variable: Callable[[str, np.ndarray, bool], Any] | None = None) -> None:
+        """`make_variable(name, initial_value, by_rows)` creates each variable (default: a
+        `tw.Variable`); `by_rows` marks the tables indexed by word (the embedding and the
+        output layer), which the distributed mode shards over the parameter servers."""
         rng = np.random.default_rng(seed)
+        make = make_variable or (lambda name, value, by_rows: tw.Variable(value, name=name))
 
-        def init(*shape: int, scale: float) -> tw.Variable:
-            return tw.Variable(rng.uniform(-scale, scale, size=shape).astype(np.float32))
+        def init(*shape: int, scale: float) -> np.ndarray:
+            return rng.uniform(-scale, scale, size=shape).astype(np.float32)
 
         self.hidden = hidden
-        self.embedding = init(vocab, embed, scale=0.1)
-        self.kernel = init(embed + hidden, 4 * hidden, scale=1 / np.sqrt(embed + hidden))
+        self.embedding = make("embedding", init(vocab, embed, scale=0.1), True)
+        self.kernel = make("kernel", init(embed + hidden, 4 * hidden,
+                                          scale=1 / np.sqrt(embed + hidden)), False)
         bias = np.zeros(4 * hidden, np.float32)
         bias[hidden:2 * hidden] = 1.0  # forget gates start open: gradients flow early on
-        self.bias = tw.Variable(bias)
+        self.bias = make("bias", bias, False)
         # one row per word ([vocab, hidden]): a sampled softmax reads only some rows
-        self.out_weights = init(vocab, hidden, scale=1 / np.sqrt(hidden))
-        self.out_bias = tw.Variable(np.zeros(vocab, np.float32))
+        self.out_weights = make("out_weights", init(vocab, hidden, scale=1 / np.sqrt(hidden)),
+                                True)
+        self.out_bias = make("out_bias", np.zeros(vocab, np.float32), True)
         self.vocab = vocab
 
     @property
-    def variables(self) -> list[tw.Variable]:
+    def variables(self) -> list[Any]:
         return [self.embedding, self.kernel, self.bias, self.out_weights, self.out_bias]
 
-    def cell(self, state: tuple, x: tw.Tensor) -> tuple:
+    @staticmethod
+    def cell(kernel: Any, bias: Any, state: tuple, x: tw.Tensor) -> tuple:
         """One LSTM step: (h, c) and the input x [batch, embed] -> the next (h, c)."""
         h, c = state
-        gates = tw.matmul(tw.concat([x, h], axis=1), self.kernel) + self.bias
+        gates = tw.matmul(tw.concat([x, h], axis=1), kernel) + bias
         i, f, g, o = tw.split(gates, 4, axis=1)
         c = tw.sigmoid(f) * c + tw.sigmoid(i) * tw.tanh(g)
         h = tw.sigmoid(o) * tw.tanh(c)
@@ -112,18 +133,30 @@ class LSTMLanguageModel:
         over the whole vocabulary, or (training with `num_sampled` > 0) a sampled softmax
         over the true word and `num_sampled` words drawn from a log-uniform distribution."""
         batch = inputs.shape[0]
-        steps = tw.transpose(tw.gather(self.embedding, inputs), [1, 0, 2])  # [time, batch, E]
+        # Tables indexed by word may be sharded by rows ("div": contiguous blocks, the
+        # layout of a partitioned variable), so they are read through embedding_lookup.
+        embedded = tw.nn.embedding_lookup(self.embedding, inputs, partition_strategy="div")
+        steps = tw.transpose(embedded, [1, 0, 2])                           # [time, batch, E]
         zeros = tw.zeros([batch, self.hidden])
-        hs, _ = tw.scan(self.cell, steps, initializer=(zeros, zeros))      # [time, batch, H]
+        # the weights are read once, before the loop: loop-invariant inputs of its body
+        cell = functools.partial(self.cell, tw.identity(self.kernel), tw.identity(self.bias))
+        hs, _ = tw.scan(cell, steps, initializer=(zeros, zeros))           # [time, batch, H]
         hs = tw.reshape(hs, [-1, self.hidden])
         labels = tw.reshape(tw.transpose(targets, [1, 0]), [-1])
         if num_sampled:
             return tw.reduce_mean(tw.nn.sampled_softmax_loss(
                 self.out_weights, self.out_bias, tw.reshape(labels, [-1, 1]), hs,
-                num_sampled=num_sampled, num_classes=self.vocab))
-        logits = tw.matmul(hs, self.out_weights, transpose_b=True) + self.out_bias
+                num_sampled=num_sampled, num_classes=self.vocab, partition_strategy="div"))
+        logits = (tw.matmul(hs, _whole(self.out_weights), transpose_b=True)
+                  + _whole(self.out_bias))
         return tw.reduce_mean(tw.nn.sparse_softmax_cross_entropy_with_logits(
             labels=labels, logits=logits))
+
+
+def _whole(table: Any) -> Any:
+    """A table sharded by rows (a partitioned variable) as one tensor."""
+    shards = list(table) if hasattr(table, "__len__") and hasattr(table, "__iter__") else None
+    return tw.concat(shards, axis=0) if shards else table
 
 
 # --------------------------------------------------------------------------------- main
@@ -144,11 +177,16 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--sampled-softmax", type=int, default=0, metavar="N",
                         help="train with a sampled softmax over N sampled words (evaluation "
                              "stays exact)")
+    parser.add_argument("--distributed", action="store_true",
+                        help="run as one task of a cluster (started by `tensorweave launch`, "
+                             "which sets TW_CONFIG)")
     return parser.parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
+    if args.distributed:
+        return main_distributed(args)
     corpus = Corpus(stdlib_text(args.chars), args.vocab)
     print(f"corpus: {len(corpus.train)} training words, {len(corpus.valid)} held out, "
           f"vocabulary {len(corpus.vocab)}")
@@ -184,6 +222,77 @@ def main(argv: list[str] | None = None) -> None:
     held_out = [float(evaluate(*corpus.batch(eval_rng, args.batch, args.seq_len, corpus.valid)))
                 for _ in range(10)]
     print(f"held-out perplexity: {np.exp(np.mean(held_out)):.2f}")
+
+
+def main_distributed(args: argparse.Namespace) -> None:
+    """This task's part of between-graph replicated training (module docstring)."""
+    import tensorweave.compat.v1 as tf
+    if "TW_CONFIG" not in os.environ:
+        raise SystemExit("--distributed runs as a task of a cluster: start it with "
+                         "`tensorweave launch --ps 2 --workers 2 examples/lstm_lm.py -- "
+                         "--distributed` (or set TW_CONFIG)")
+    config = json.loads(os.environ["TW_CONFIG"])
+    job, index = config["task"]["type"], config["task"]["index"]
+    cluster = tf.train.ClusterSpec(config["cluster"])
+    server = tf.train.Server(cluster, job_name=job, task_index=index)
+    if job == "ps":
+        server.join()
+        return
+    num_ps = len(config["cluster"].get("ps", [])) or 1
+    corpus = Corpus(stdlib_text(args.chars), args.vocab)
+
+    def make_variable(name: str, value: np.ndarray, by_rows: bool) -> Any:
+        partitioner = tf.fixed_size_partitioner(num_ps) if by_rows and num_ps > 1 else None
+        return tf.get_variable(name, initializer=value, partitioner=partitioner)
+
+    graph = tf.Graph()
+    with graph.as_default(), tf.device(tf.train.replica_device_setter(
+            cluster=cluster, worker_device=f"/job:worker/task:{index}")):
+        global_step = tf.train.get_or_create_global_step()
+        model = LSTMLanguageModel(len(corpus.vocab), args.embed, args.hidden, args.seed,
+                                  make_variable=make_variable)
+        inputs = tf.placeholder(tf.int32, [args.batch, args.seq_len], name="inputs")
+        targets = tf.placeholder(tf.int32, [args.batch, args.seq_len], name="targets")
+        loss = model.loss(inputs, targets, num_sampled=args.sampled_softmax)
+        # the single-process run's optimizer (Keras' Adam), so both runs train alike
+        train_op = tw.optimizers.Adam(args.learning_rate).minimize(
+            loss, var_list=tf.trainable_variables(), global_step=global_step)
+        with tf.control_dependencies([train_op]):  # the global step after this update
+            step_after = global_step.read_value()
+        eval_loss = model.loss(inputs, targets)
+        init = tf.global_variables_initializer()
+        ready = [tf.is_variable_initialized(v) for v in tf.global_variables()]
+    # a worker sees the PS tasks and itself: it neither waits for nor depends on the others
+    sess = tf.Session(server.target, graph=graph, config=tf.ConfigProto(
+        device_filters=["/job:ps", f"/job:worker/task:{index}"]))
+    if index == 0:
+        sess.run(init)
+    while not all(sess.run(ready)):
+        time.sleep(0.1)
+    rng = np.random.default_rng(args.seed + 1000 * index)  # each worker its own batches
+    losses: list[float] = []
+    window_start, window_words, local_step, step = time.perf_counter(), 0, 0, 0
+    while step < args.steps:
+        x, y = corpus.batch(rng, args.batch, args.seq_len)
+        value, step = sess.run([loss, step_after],
+                                  feed_dict={inputs: x, targets: y})
+        losses.append(float(value))
+        local_step += 1
+        window_words += x.size
+        if local_step % args.report_every == 0:
+            elapsed = time.perf_counter() - window_start
+            print(f"worker {index}: global step {step:5d}  perplexity "
+                  f"{np.exp(np.mean(losses[-args.report_every:])):9.2f}  words/s "
+                  f"{window_words / elapsed:9.0f}", flush=True)
+            window_start, window_words = time.perf_counter(), 0
+    eval_rng = np.random.default_rng(args.seed + 1)
+    held_out = []
+    for _ in range(10):
+        x, y = corpus.batch(eval_rng, args.batch, args.seq_len, corpus.valid)
+        held_out.append(float(sess.run(eval_loss, feed_dict={inputs: x, targets: y})))
+    print(f"worker {index}: {local_step} local steps; held-out perplexity "
+          f"{np.exp(np.mean(held_out)):.2f}", flush=True)
+    sess.close()
 
 
 if __name__ == "__main__":
