@@ -8,6 +8,7 @@ Adam's updates in place, and ReLU hidden layers feed a sparse softmax cross entr
     python examples/mnist_mlp.py --data MNIST_data   # MNIST IDX files, if you have them
     python examples/mnist_mlp.py --hidden 256 128    # two hidden layers
     python examples/mnist_mlp.py --plot loss.png     # and a PNG of the training curve
+    python examples/mnist_mlp.py --logdir logs/mlp   # TensorBoard: tensorboard --logdir logs
 
 On a terminal a progress bar shows the loss and the throughput as it trains.
 """
@@ -15,6 +16,7 @@ On a terminal a progress bar shows the loss and the throughput as it trains.
 from __future__ import annotations
 
 import argparse
+import contextlib
 
 import numpy as np
 
@@ -60,7 +62,16 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--plot", metavar="PATH",
                         help="write a PNG of the training loss to PATH (needs matplotlib: "
                              "pip install 'tensorweave[plot]')")
+    parser.add_argument("--logdir", metavar="DIR",
+                        help="write TensorBoard summaries to DIR: loss and accuracy scalars, "
+                             "weight histograms and the training step's graph (needs "
+                             "pip install 'tensorweave[tensorboard]')")
     args = parser.parse_args()
+    if args.logdir:
+        try:  # now, not after training
+            args.writer = tw.summary.create_file_writer(args.logdir)
+        except ImportError as e:
+            parser.error(str(e))
     if args.plot:
         try:  # now, not after training
             require_matplotlib("--plot")
@@ -81,23 +92,46 @@ def main() -> None:
 
     @tw.compile(input_signature=[images, labels])
     def train_step(x, y):
+        logits = model(x)
         loss = tw.reduce_mean(tw.nn.sparse_softmax_cross_entropy_with_logits(labels=y,
-                                                                             logits=model(x)))
+                                                                             logits=logits))
+        if args.logdir:  # a Python condition: without --logdir the step has no summary ops
+            # written from inside the step at the default step (set_step below)
+            tw.summary.scalar("loss", loss)
+            correct = tw.cast(tw.equal(tw.argmax(logits, axis=1), y), tw.float32)
+            tw.summary.scalar("accuracy", tw.reduce_mean(correct))
         optimizer.minimize(loss, var_list=model.variables)
         return loss
+
+    @tw.compile
+    def log_weights():
+        for i, (w, b) in enumerate(model.layers):
+            tw.summary.histogram(f"dense{i}/kernel", w)
+            tw.summary.histogram(f"dense{i}/bias", b)
 
     @tw.compile(input_signature=[images, labels])
     def accuracy(x, y):
         correct = tw.equal(tw.argmax(model(x), axis=1), y)
         return tw.reduce_mean(tw.cast(correct, tw.float32))
 
-    with Progress(total=args.steps, unit="examples") as progress:
+    summaries = args.writer.as_default() if args.logdir else contextlib.nullcontext()
+    with summaries, Progress(total=args.steps, unit="examples") as progress:
+        if args.logdir:
+            tw.summary.graph(train_step)
         for i in range(args.steps):
+            tw.summary.experimental.set_step(i)
             batch_xs, batch_ys = mnist.train.next_batch(args.batch)
             loss = train_step(batch_xs, batch_ys)
             progress.update(loss=float(loss), examples=len(batch_xs))
             if i % 100 == 0 or i == args.steps - 1:
                 progress.write(f"step {i:4d}  loss {float(loss):.4f}")
+                if args.logdir:
+                    log_weights()
+                    test_accuracy = accuracy(mnist.test.images, mnist.test.labels)
+                    tw.summary.scalar("test_accuracy", test_accuracy)
+    if args.logdir:
+        args.writer.close()
+        print("wrote TensorBoard summaries to", args.logdir)
     if args.plot:
         print("wrote", save_training_curve(args.plot, *progress.curve(),
                                            title="MLP on MNIST: training loss"))

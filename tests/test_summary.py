@@ -361,3 +361,24 @@ def test_summary_saver_hook_with_its_own_writer(tmp_path):
     assert [s for s, _ in scalars(read(tmp_path), "loss")] == [0, 3, 6]
     with pytest.raises(InvalidArgumentError, match="exactly one of output_dir and summary_writer"):
         tf.train.SummarySaverHook(save_steps=1)
+
+
+# -- the MLP example with --logdir -------------------------------------------------------------
+
+def test_mlp_example_writes_scalars_histograms_and_its_graph(tmp_path):
+    from .test_examples import printed_accuracy, printed_losses, run_example
+    out = run_example("mnist_mlp", "--steps", "101", "--logdir", str(tmp_path))
+    acc = read(tmp_path)
+    losses = acc.Scalars("loss")
+    assert [e.step for e in losses] == list(range(101))
+    # the printed losses (steps 0 and 100) are the ones the step wrote
+    assert printed_losses(out) == pytest.approx([losses[0].value, losses[100].value], abs=5e-5)
+    assert all(0 <= e.value <= 1 for e in acc.Scalars("accuracy"))
+    test_accuracy = acc.Scalars("test_accuracy")
+    assert [e.step for e in test_accuracy] == [0, 100]
+    assert test_accuracy[-1].value == pytest.approx(printed_accuracy(out), abs=1e-6)
+    kernels = acc.Histograms("dense0/kernel")
+    assert [h.step for h in kernels] == [0, 100]
+    assert all(h.histogram_value.num == 784 * 128 for h in kernels)
+    ops = {n.op for n in acc.Graph().node}
+    assert {"MatMul", "WriteScalarSummary", "Placeholder"} <= ops
