@@ -44,6 +44,7 @@ double = float64
 from . import (  # noqa: E402, F401
     config,
     debugging,
+    experimental,
     linalg,
     math,
     nn,
@@ -76,7 +77,7 @@ __all__ = ["errors", "DType", "as_dtype", "bfloat16", "bool", "bool_", "float16"
            "value_and_grad",
            "case", "cond", "foldl", "scan", "while_loop",
            "nn", "optimizers", "profiler", "random", "train", "config", "debugging", "math", "queue",
-           "summary",
+           "summary", "experimental",
            "linalg", "compat", "distribute", *_ops_all]  # noqa: F405 (compat, distribute: __getattr__)
 
 

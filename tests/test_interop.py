@@ -242,3 +242,32 @@ def test_jax_cpu_arrays():
     for target in TARGETS:
         f = tw.compile(lambda a: a * 3.0, target=target)
         np.testing.assert_array_equal(f(x), np.asarray(x) * 3)
+
+
+# ------------------------------------------------------------------ tw.experimental.dlpack
+
+def test_experimental_dlpack_round_trip():
+    from tensorweave.experimental import dlpack
+    value = np.arange(12, dtype=np.float32).reshape(3, 4)
+    capsule = dlpack.to_dlpack(tw.constant(value))
+    assert "dltensor" in repr(capsule)
+    back = dlpack.from_dlpack(capsule)
+    assert isinstance(back, tw.EagerTensor) and back.dtype == tw.float32
+    np.testing.assert_array_equal(back.numpy(), value)
+    with pytest.raises(BufferError, match="consumed already"):
+        dlpack.from_dlpack(capsule)
+    np.testing.assert_array_equal(dlpack.from_dlpack(DLPackOnly(value)).numpy(), value)
+    with pytest.raises(TypeError, match="expected a DLPack capsule or an object with "
+                                        "__dlpack__, got list"):
+        dlpack.from_dlpack([1, 2])
+    assert tw.experimental.dlpack is dlpack
+
+
+def test_experimental_dlpack_with_pytorch():
+    torch = pytest.importorskip("torch")
+    from tensorweave.experimental import dlpack
+    t = torch.arange(5, dtype=torch.int32)
+    np.testing.assert_array_equal(dlpack.from_dlpack(torch.utils.dlpack.to_dlpack(t)).numpy(),
+                                  t.numpy())
+    out = torch.from_dlpack(dlpack.to_dlpack(tw.constant(np.ones(3, np.float64))))
+    assert out.dtype == torch.float64 and out.tolist() == [1.0, 1.0, 1.0]
