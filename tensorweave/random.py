@@ -1,16 +1,29 @@
-"""``tw.random``: random tensors and the global seed, with TensorFlow's names."""
+"""``tw.random``: random tensors, the global seed, stateless (seeded) functions and
+`Generator`, with TensorFlow's names."""
 
 from .frontend.ops.random import (
+    Generator,
+    categorical,
+    get_global_generator,
     get_seed,
     normal,
+    set_global_generator,
     set_seed,
+    shuffle,
+    stateless_categorical,
+    stateless_normal,
+    stateless_truncated_normal,
+    stateless_uniform,
     truncated_normal,
     uniform,
 )
 from .frontend.ops.sampled import log_uniform_candidate_sampler, uniform_candidate_sampler
 
 __all__ = ["log_uniform_candidate_sampler", "uniform_candidate_sampler", "get_seed", "normal",
-           "set_seed", "truncated_normal", "uniform"]
+           "set_seed", "truncated_normal", "uniform", "categorical", "shuffle",
+           "stateless_uniform", "stateless_normal", "stateless_truncated_normal",
+           "stateless_categorical", "Generator", "get_global_generator",
+           "set_global_generator"]
 
 
 def __dir__() -> list[str]:

@@ -49,6 +49,12 @@ Turning words into values (element ``i`` of the row-major output):
 Float math is done in float64 and rounded to float32 (f16/bf16: float64 -> float32 ->
 target), or kept for float64. Scaling to ``[minval, maxval)`` or by ``mean``/``stddev``
 is done by ordinary ops in the frontend, as in TensorFlow.
+
+The same streams drive Multinomial (`categorical_values`: inverse CDF with float64
+uniforms), RandomShuffle (`shuffle_permutation`: argsort of 64-bit keys) and the
+``Stateless*`` ops, which take their seed as a tensor ``[a, b]`` and draw what the
+stateful op draws on its first call with ``seed = a, seed2 = b`` (so `tw.random.Generator`,
+which keeps ``[key, counter]`` in a variable, reads a fresh stream for every draw).
 """
 
 from __future__ import annotations
@@ -58,7 +64,7 @@ import math
 import numpy as np
 
 from ...errors import DTypeError, InvalidArgumentError, ShapeError
-from ..dtypes import as_dtype, float32
+from ..dtypes import as_dtype, float32, int64
 from ..registry import attr, def_op
 from ..types import TensorType
 from .common import expect_tensor
@@ -300,3 +306,228 @@ def _uniform_like_kernel(ctx, like, *, noise_shape, dtype, seed, seed2):
     flat = uniform_values(math.prod(shape), dtype.np, dtype.name, seed, seed2,
                           ctx.next_call_index())
     return flat.reshape(shape)
+
+
+# ------------------------------------------------------------------ full-range integers
+
+def full_int_values(count: int, dtype: np.dtype, seed: int, seed2: int,
+                    call_index: int) -> np.ndarray:
+    """Integers over the whole range of `dtype`: the words (two per 64-bit value, as
+    RandomUniformInt) reinterpreted as `dtype`'s bits."""
+    bits = 64 if dtype.itemsize == 8 else 32
+    words = uniform_bits(count, bits, seed, seed2, call_index)
+    if bits == 64:
+        return words.view(np.int64).astype(dtype) if dtype.kind == "i" else words.astype(dtype)
+    narrow = words.astype(np.uint32)
+    if dtype.itemsize == 4:
+        return narrow.view(np.int32 if dtype.kind == "i" else np.uint32).astype(dtype)
+    return narrow.astype(dtype)  # 8/16-bit types keep the low bits (wrap-around)
+
+
+# ---------------------------------------------------------------------- categorical
+
+def categorical_values(logits: np.ndarray, num_samples: int, dtype: np.dtype, seed: int,
+                       seed2: int, call_index: int) -> np.ndarray:
+    """Multinomial's output ``[batch, num_samples]``: class ``k`` of row ``r`` with
+    probability ``softmax(logits[r])[k]``, by inverting the row's CDF.
+
+    Recipe: ``p = exp(logits - max(logits))`` per row (in float64; -inf logits have
+    p = 0 and are never drawn), ``c = cumsum(p)``; sample ``s`` of row ``r`` takes the
+    float64 uniform ``u`` of element ``r * num_samples + s`` of the op's word stream
+    (52 bits from two words, as RandomUniform's f64), and is the first class ``k``
+    with ``c[k] > u * c[-1]``."""
+    batch, classes = logits.shape
+    u = uniform_values(batch * num_samples, np.dtype(np.float64), "f64", seed, seed2,
+                       call_index).reshape(batch, num_samples)
+    lg = logits.astype(np.float64)
+    with np.errstate(invalid="ignore", over="ignore"):
+        p = np.exp(lg - lg.max(axis=1, keepdims=True))
+    cdf = np.cumsum(p, axis=1)
+    out = np.empty((batch, num_samples), np.int64)
+    for r in range(batch):
+        out[r] = np.searchsorted(cdf[r], u[r] * cdf[r, -1], side="right")
+    return np.minimum(out, classes - 1).astype(dtype)
+
+
+def _categorical_infer(logits, *, num_samples, output_dtype):
+    logits = expect_tensor(logits, "logits")
+    if not logits.dtype.is_floating:
+        raise DTypeError(f"logits must be floating-point, got {logits.dtype.name}")
+    if logits.rank != 2:
+        raise ShapeError(f"logits must be a matrix [batch_size, num_classes], got rank "
+                         f"{logits.rank} ({list(logits.shape)})")
+    if logits.shape[1] == 0:
+        raise InvalidArgumentError("logits must have at least one class, got 0 columns")
+    if num_samples < 0:
+        raise InvalidArgumentError(f"num_samples must be >= 0, got {num_samples}")
+    if output_dtype.name not in ("i32", "i64"):
+        raise DTypeError(f"output_dtype must be int32 or int64, got {output_dtype.name}")
+    return TensorType(output_dtype, (logits.shape[0], num_samples))
+
+
+def _check_logits_values(logits: np.ndarray) -> None:
+    if logits.shape[0] and logits.shape[1] == 0:
+        raise InvalidArgumentError("logits must have at least one class, got 0 columns")
+
+
+Multinomial = def_op(
+    "Multinomial", ["logits"],
+    {"num_samples": attr("int"), "output_dtype": attr("dtype", int64), **_SEED_ATTRS},
+    stateful=True, side_effects=False,
+    doc="Draws from the categorical distributions whose unnormalized log-probabilities "
+        "are the rows of `logits` (see `categorical_values`).")
+
+
+@Multinomial.infer
+def _multinomial_infer(logits, *, num_samples, output_dtype, seed, seed2):
+    return _categorical_infer(logits, num_samples=num_samples, output_dtype=output_dtype)
+
+
+@Multinomial.kernel("reference", context=True)
+def _multinomial_kernel(ctx, logits, *, num_samples, output_dtype, seed, seed2):
+    _check_logits_values(logits)
+    return categorical_values(logits, num_samples, output_dtype.np, seed, seed2,
+                              ctx.next_call_index())
+
+
+# --------------------------------------------------------------------------- shuffle
+
+def shuffle_permutation(n: int, seed: int, seed2: int, call_index: int) -> np.ndarray:
+    """RandomShuffle's permutation of ``range(n)``: a stable argsort of n 64-bit keys
+    (two words each, as RandomUniformInt's 64-bit values); every permutation is equally
+    likely up to the (2**-64-scale) chance of tied keys."""
+    keys = uniform_bits(n, 64, seed, seed2, call_index)
+    return np.argsort(keys, kind="stable")
+
+
+RandomShuffle = def_op(
+    "RandomShuffle", ["value"], dict(_SEED_ATTRS), stateful=True, side_effects=False,
+    doc="`value` with its first dimension randomly permuted (see `shuffle_permutation`).")
+
+
+@RandomShuffle.infer
+def _shuffle_infer(value, *, seed, seed2):
+    value = expect_tensor(value, "value")
+    if value.rank == 0:
+        raise ShapeError("value must have at least one dimension to shuffle, got a scalar")
+    return value
+
+
+@RandomShuffle.kernel("reference", context=True)
+def _shuffle_kernel(ctx, value, *, seed, seed2):
+    perm = shuffle_permutation(value.shape[0], seed, seed2, ctx.next_call_index())
+    return value[perm]
+
+
+# -------------------------------------------------------------------------- stateless
+#
+# The stateless ops take their seed as a tensor ``[a, b]`` (int32 or int64, values taken
+# modulo 2**64) and draw exactly what the stateful op draws on its first call with
+# ``seed = a, seed2 = b`` (call index 0): the same Philox keys and counters, so the
+# recipe above says what every target must produce. They are pure functions of their
+# inputs (not stateful), so passes may fold or merge them.
+
+def _seed_infer(seed) -> None:
+    seed = expect_tensor(seed, "seed")
+    if seed.dtype.name not in ("i32", "i64"):
+        raise DTypeError(f"seed must be int32 or int64, got {seed.dtype.name}")
+    if seed.rank != 1 or seed.shape[0] not in (None, 2):
+        raise ShapeError(f"seed must have shape [2], got {list(seed.shape)}")
+
+
+def seed_pair(seed: np.ndarray) -> tuple[int, int]:
+    """The (seed, seed2) of a stateless op's seed tensor."""
+    if seed.shape != (2,):
+        raise InvalidArgumentError(f"seed must have shape [2], got {list(seed.shape)}")
+    return int(seed[0]) % 2**64, int(seed[1]) % 2**64
+
+
+def _declare_stateless(name: str, sampler, doc: str):
+    op = def_op(name, ["seed"], {"shape": attr("shape"), "dtype": attr("dtype", float32)},
+                doc=doc)
+
+    @op.infer
+    def _infer(seed, *, shape, dtype):
+        _seed_infer(seed)
+        return _float_infer(shape=shape, dtype=dtype, seed=0, seed2=0)
+
+    @op.kernel("reference")
+    def _kernel(seed, *, shape, dtype):
+        s1, s2 = seed_pair(seed)
+        return sampler(math.prod(shape), dtype.np, dtype.name, s1, s2, 0).reshape(shape)
+
+    return op
+
+
+StatelessRandomUniform = _declare_stateless(
+    "StatelessRandomUniform", uniform_values,
+    "Uniform floats in [0, 1), a pure function of the seed tensor [a, b] (RandomUniform's "
+    "first draw with seed=a, seed2=b).")
+StatelessRandomNormal = _declare_stateless(
+    "StatelessRandomNormal", normal_values,
+    "Standard normal floats, a pure function of the seed tensor (RandomNormal's recipe).")
+StatelessTruncatedNormal = _declare_stateless(
+    "StatelessTruncatedNormal", truncated_normal_values,
+    "Standard normals restricted to [-2, 2], a pure function of the seed tensor "
+    "(TruncatedNormal's recipe).")
+
+StatelessRandomUniformInt = def_op(
+    "StatelessRandomUniformInt", ["seed"],
+    {"shape": attr("shape"), "dtype": attr("dtype"), "minval": attr("int"),
+     "maxval": attr("int")},
+    doc="Uniform integers in [minval, maxval), a pure function of the seed tensor "
+        "(RandomUniformInt's recipe).")
+
+
+@StatelessRandomUniformInt.infer
+def _stateless_int_infer(seed, *, shape, dtype, minval, maxval):
+    _seed_infer(seed)
+    return _uniform_int_infer(shape=shape, dtype=dtype, minval=minval, maxval=maxval, seed=0,
+                              seed2=0)
+
+
+@StatelessRandomUniformInt.kernel("reference")
+def _stateless_int_kernel(seed, *, shape, dtype, minval, maxval):
+    s1, s2 = seed_pair(seed)
+    return uniform_int_values(math.prod(shape), dtype.np, minval, maxval, s1, s2,
+                              0).reshape(shape)
+
+
+StatelessRandomUniformFullInt = def_op(
+    "StatelessRandomUniformFullInt", ["seed"], {"shape": attr("shape"), "dtype": attr("dtype")},
+    doc="Integers over the whole range of `dtype`, a pure function of the seed tensor "
+        "(see `full_int_values`).")
+
+
+@StatelessRandomUniformFullInt.infer
+def _stateless_full_int_infer(seed, *, shape, dtype):
+    _seed_infer(seed)
+    if not dtype.is_integer:
+        raise DTypeError(f"dtype must be an integer type, got {dtype.name}")
+    return TensorType(dtype, _static_shape(shape))
+
+
+@StatelessRandomUniformFullInt.kernel("reference")
+def _stateless_full_int_kernel(seed, *, shape, dtype):
+    s1, s2 = seed_pair(seed)
+    return full_int_values(math.prod(shape), dtype.np, s1, s2, 0).reshape(shape)
+
+
+StatelessMultinomial = def_op(
+    "StatelessMultinomial", ["logits", "seed"],
+    {"num_samples": attr("int"), "output_dtype": attr("dtype", int64)},
+    doc="Multinomial's draws as a pure function of the seed tensor (its first call with "
+        "seed=a, seed2=b).")
+
+
+@StatelessMultinomial.infer
+def _stateless_multinomial_infer(logits, seed, *, num_samples, output_dtype):
+    _seed_infer(seed)
+    return _categorical_infer(logits, num_samples=num_samples, output_dtype=output_dtype)
+
+
+@StatelessMultinomial.kernel("reference")
+def _stateless_multinomial_kernel(logits, seed, *, num_samples, output_dtype):
+    _check_logits_values(logits)
+    s1, s2 = seed_pair(seed)
+    return categorical_values(logits, num_samples, output_dtype.np, s1, s2, 0)

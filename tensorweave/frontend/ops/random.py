@@ -210,10 +210,264 @@ def truncated_normal(shape: Sequence[int] | Any, mean: TensorLike = 0.0,
     return _affine(z, stddev, mean, dtype)
 
 
+def categorical(logits: TensorLike, num_samples: int | Any, dtype: DType | str | None = None,
+                seed: int | None = None, name: str | None = None) -> Tensor:
+    """Samples ``[batch_size, num_samples]`` of class indices, row ``r`` drawn from the
+    categorical distribution ``softmax(logits[r])`` (``tf.random.categorical``; `logits`
+    is ``[batch_size, num_classes]``, unnormalized log-probabilities; -inf means
+    probability 0). `dtype` is int64 (default) or int32; `num_samples` must be known
+    when the graph is built."""
+    dtype = as_dtype("int64" if dtype is None else dtype)
+    (n,) = _static_ints(num_samples, "num_samples")
+    seed1, seed2 = get_seed(seed)
+    return apply_op1("Multinomial", [convert_to_tensor(logits)],
+                     {"num_samples": n, "output_dtype": dtype, "seed": seed1, "seed2": seed2},
+                     name=name)
+
+
+def shuffle(value: TensorLike, seed: int | None = None, name: str | None = None) -> Tensor:
+    """`value` with its first dimension randomly permuted (``tf.random.shuffle``): each
+    call (each run of the traced op) draws a new permutation."""
+    seed1, seed2 = get_seed(seed)
+    return apply_op1("RandomShuffle", [convert_to_tensor(value)],
+                     {"seed": seed1, "seed2": seed2}, name=name)
+
+
+# ---------------------------------------------------------------------- stateless
+
+def _seed_tensor(seed: Any) -> Tensor:
+    """A stateless op's ``seed=[a, b]`` as an int32 or int64 tensor of shape [2]."""
+    if seed is None:
+        raise InvalidArgumentError("stateless random functions need seed=[a, b] (two "
+                                   "integers), got None", location=str(user_location()))
+    if isinstance(seed, (Tensor, EagerTensor)):
+        return seed
+    arr = np.asarray(seed)
+    if arr.dtype.kind not in "iu":
+        raise DTypeError(f"seed must hold two integers, got {seed!r}",
+                         location=str(user_location()))
+    if arr.dtype != np.int32:
+        # Python ints beyond int32 (and unsigned seeds) keep their bits as int64
+        arr = arr.astype(np.uint64).view(np.int64) if arr.dtype.kind == "u" else \
+            arr.astype(np.int64)
+    return convert_to_tensor(arr)
+
+
+def stateless_uniform(shape: Sequence[int] | Any, seed: Any, minval: TensorLike = 0,
+                      maxval: TensorLike | None = None, dtype: DType | str = float32,
+                      name: str | None = None, alg: str = "auto_select") -> Tensor:
+    """Uniform values in ``[minval, maxval)``, a pure function of `seed` (``[a, b]``,
+    int32 or int64) and the shape (``tf.random.stateless_uniform``): the same seed gives
+    the same numbers on every target and run. Integer dtypes need Python-int bounds, or
+    neither bound for the dtype's full range."""
+    dtype = as_dtype(dtype)
+    seed_t = _seed_tensor(seed)
+    if dtype.is_integer:
+        if maxval is None and _is_number(minval, 0):
+            return apply_op1("StatelessRandomUniformFullInt", [seed_t],
+                             {"shape": _shape_attr(shape), "dtype": dtype}, name=name)
+        if maxval is None:
+            raise InvalidArgumentError(f"tw.random.stateless_uniform: maxval must be given "
+                                       f"for integer dtype {dtype!r} (or neither bound, "
+                                       f"for its full range)", location=str(user_location()))
+        (lo,) = _static_ints(minval, "minval")
+        (hi,) = _static_ints(maxval, "maxval")
+        return apply_op1("StatelessRandomUniformInt", [seed_t],
+                         {"shape": _shape_attr(shape), "dtype": dtype, "minval": lo,
+                          "maxval": hi}, name=name)
+    maxval = 1 if maxval is None else maxval
+    rnd = apply_op1("StatelessRandomUniform", [seed_t], {"shape": _shape_attr(shape),
+                                                         "dtype": dtype}, name=name)
+    if isinstance(minval, (int, float)) and isinstance(maxval, (int, float)):
+        return _affine(rnd, maxval - minval, minval, dtype)
+    lo, hi = convert_to_tensor(minval, dtype=dtype), convert_to_tensor(maxval, dtype=dtype)
+    return rnd * (hi - lo) + lo
+
+
+def stateless_normal(shape: Sequence[int] | Any, seed: Any, mean: TensorLike = 0.0,
+                     stddev: TensorLike = 1.0, dtype: DType | str = float32,
+                     name: str | None = None, alg: str = "auto_select") -> Tensor:
+    """Normal values, a pure function of `seed` (``[a, b]``) and the shape
+    (``tf.random.stateless_normal``)."""
+    dtype = as_dtype(dtype)
+    z = apply_op1("StatelessRandomNormal", [_seed_tensor(seed)],
+                  {"shape": _shape_attr(shape), "dtype": dtype}, name=name)
+    return _affine(z, stddev, mean, dtype)
+
+
+def stateless_truncated_normal(shape: Sequence[int] | Any, seed: Any, mean: TensorLike = 0.0,
+                               stddev: TensorLike = 1.0, dtype: DType | str = float32,
+                               name: str | None = None, alg: str = "auto_select") -> Tensor:
+    """Normal values within ``mean ± 2 * stddev``, a pure function of `seed` (``[a, b]``)
+    and the shape (``tf.random.stateless_truncated_normal``)."""
+    dtype = as_dtype(dtype)
+    z = apply_op1("StatelessTruncatedNormal", [_seed_tensor(seed)],
+                  {"shape": _shape_attr(shape), "dtype": dtype}, name=name)
+    return _affine(z, stddev, mean, dtype)
+
+
+def stateless_categorical(logits: TensorLike, num_samples: int | Any, seed: Any,
+                          dtype: DType | str = "int64", name: str | None = None) -> Tensor:
+    """`categorical`'s samples as a pure function of `seed` (``[a, b]``)
+    (``tf.random.stateless_categorical``)."""
+    (n,) = _static_ints(num_samples, "num_samples")
+    return apply_op1("StatelessMultinomial", [convert_to_tensor(logits), _seed_tensor(seed)],
+                     {"num_samples": n, "output_dtype": as_dtype(dtype)}, name=name)
+
+
+# ---------------------------------------------------------------------- Generator
+
+_MASK64 = 2**64 - 1
+
+
+def _as_int64(value: int) -> int:
+    """A 64-bit pattern as the signed int64 that stores it."""
+    value &= _MASK64
+    return value - 2**64 if value >= 2**63 else value
+
+
+class Generator:
+    """A random-number generator whose state is a variable (``tf.random.Generator``).
+
+    The state is an int64 variable ``[key, counter]``. Every draw reads it, uses it as
+    the seed of a stateless op (so the numbers are the Philox stream of that key and
+    counter, the same on every target), and adds one to the counter: inside a compiled
+    step the state advances at every run, and draws in one step are ordered as written.
+    Build generators outside ``@tw.compile`` (they create a variable), use them inside.
+    """
+
+    ALGORITHM = "philox"
+
+    def __init__(self, copy_from: Generator | None = None, state: Any = None,
+                 alg: str | None = None) -> None:
+        from ..variables import Variable
+        if alg not in (None, "philox", "auto_select", 1):
+            raise InvalidArgumentError(f"tw.random.Generator supports the philox algorithm "
+                                       f"only, got alg={alg!r}")
+        if copy_from is not None:
+            state = copy_from.state.numpy()
+        if state is None:
+            raise ValueError("tw.random.Generator needs copy_from or state; use "
+                             "Generator.from_seed(seed) or "
+                             "Generator.from_non_deterministic_state()")
+        arr = np.asarray(state)
+        if arr.shape != (2,) or arr.dtype.kind not in "iu":
+            raise ValueError(f"a Generator's state is two integers [key, counter], got "
+                             f"{state!r}")
+        arr = np.array([_as_int64(int(v)) for v in arr], np.int64)
+        self._state = Variable(arr, trainable=False, name="rng_state")
+
+    @classmethod
+    def from_seed(cls, seed: int, alg: str | None = None) -> Generator:
+        """A generator whose key is `seed` (any integer, taken modulo 2**64), counter 0."""
+        return cls(state=[_as_int64(int(seed)), 0], alg=alg)
+
+    @classmethod
+    def from_non_deterministic_state(cls, alg: str | None = None) -> Generator:
+        """A generator with a random key (from the operating system)."""
+        return cls(state=[_as_int64(secrets.randbits(64)), 0], alg=alg)
+
+    @classmethod
+    def from_state(cls, state: Any, alg: str | None = None) -> Generator:
+        """A generator starting from `state` (``[key, counter]``)."""
+        return cls(state=state, alg=alg)
+
+    @property
+    def state(self) -> Any:
+        """The int64 variable ``[key, counter]``."""
+        return self._state
+
+    @property
+    def algorithm(self) -> str:
+        """The bit generator: always ``"philox"`` (Philox4x32-10)."""
+        return self.ALGORITHM
+
+    def reset_from_seed(self, seed: int) -> None:
+        """Restart as `from_seed(seed)` would."""
+        self._state.assign(np.array([_as_int64(int(seed)), 0], np.int64))
+
+    def skip(self, delta: int) -> None:
+        """Advance the counter by `delta` draws."""
+        self._state.assign_add(np.array([0, int(delta)], np.int64), read_value=False)
+
+    def _next_seed(self) -> Any:
+        """The state as a stateless seed, then the counter advanced (read first: the
+        automatic control dependencies order both on the state variable)."""
+        seed = self._state.read_value()
+        self._state.assign_add(np.array([0, 1], np.int64), read_value=False)
+        return seed
+
+    def normal(self, shape: Sequence[int] | Any, mean: TensorLike = 0.0,
+               stddev: TensorLike = 1.0, dtype: DType | str = float32,
+               name: str | None = None) -> Tensor:
+        """Normal values (advances the state)."""
+        return stateless_normal(shape, self._next_seed(), mean, stddev, dtype, name)
+
+    def uniform(self, shape: Sequence[int] | Any, minval: TensorLike = 0,
+                maxval: TensorLike | None = None, dtype: DType | str = float32,
+                name: str | None = None) -> Tensor:
+        """Uniform values in ``[minval, maxval)`` (advances the state); integer dtypes
+        need Python-int bounds, or neither for the full range."""
+        return stateless_uniform(shape, self._next_seed(), minval, maxval, dtype, name)
+
+    def truncated_normal(self, shape: Sequence[int] | Any, mean: TensorLike = 0.0,
+                         stddev: TensorLike = 1.0, dtype: DType | str = float32,
+                         name: str | None = None) -> Tensor:
+        """Normal values within ``mean ± 2 * stddev`` (advances the state)."""
+        return stateless_truncated_normal(shape, self._next_seed(), mean, stddev, dtype, name)
+
+    def uniform_full_int(self, shape: Sequence[int] | Any, dtype: DType | str = "uint64",
+                         name: str | None = None) -> Tensor:
+        """Integers over the whole range of `dtype` (advances the state)."""
+        return apply_op1("StatelessRandomUniformFullInt", [self._next_seed()],
+                         {"shape": _shape_attr(shape), "dtype": as_dtype(dtype)}, name=name)
+
+    def make_seeds(self, count: int = 1) -> Tensor:
+        """An int64 tensor ``[2, count]`` whose columns are seeds for the stateless
+        functions (advances the state)."""
+        return self.uniform_full_int([2, int(count)], dtype="int64")
+
+    def split(self, count: int = 1) -> list[Generator]:
+        """`count` new generators with keys drawn from this one (advances its state).
+        Creates variables, so call it outside ``@tw.compile``."""
+        if current_builder() is not None:
+            from ...errors import TracingError
+            raise TracingError("Generator.split creates generators (variables): call it "
+                               "outside @tw.compile functions")
+        keys = np.asarray(self.uniform_full_int([int(count)], dtype="int64"))
+        return [Generator(state=[int(k), 0]) for k in keys]
+
+
+_global_generator: Generator | None = None
+
+
+def get_global_generator() -> Generator:
+    """The process-wide generator, created from the global seed (or nondeterministically
+    when there is none) on first use."""
+    global _global_generator
+    if _global_generator is None:
+        _global_generator = (Generator.from_non_deterministic_state() if _global_seed is None
+                             else Generator.from_seed(_global_seed))
+    return _global_generator
+
+
+def set_global_generator(generator: Generator) -> None:
+    """Replace the process-wide generator (functions compiled with the old one keep it)."""
+    global _global_generator
+    if not isinstance(generator, Generator):
+        raise TypeError(f"expected a tw.random.Generator, got {type(generator).__name__}")
+    _global_generator = generator
+
+
 # TensorFlow 1 spellings
 random_uniform = uniform
 random_normal = normal
 set_random_seed = set_seed
+random_shuffle = shuffle
+multinomial = categorical
 
 __all__ = ["uniform", "normal", "truncated_normal", "set_seed", "get_seed", "random_uniform",
-           "random_normal", "set_random_seed", "DEFAULT_GRAPH_SEED"]
+           "random_normal", "set_random_seed", "DEFAULT_GRAPH_SEED", "categorical", "shuffle",
+           "stateless_uniform", "stateless_normal", "stateless_truncated_normal",
+           "stateless_categorical", "Generator", "get_global_generator",
+           "set_global_generator", "random_shuffle", "multinomial"]
