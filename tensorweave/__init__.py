@@ -26,12 +26,14 @@ from .frontend.autodiff import grad, gradients, stop_gradient, value_and_grad
 from .frontend.building import constant, convert_to_tensor
 from .frontend.context import colocate_with, control_dependencies, device, name_scope
 from .frontend.control_flow import case, cond, foldl, scan, while_loop
+from .frontend.custom_gradient import custom_gradient
 from .frontend.function import ConcreteFunction, Function, TensorSpec, compile
 from .frontend.grouping import group, no_op
 from .frontend.indexed_slices import IndexedSlices
 from .frontend.module import Module
 from .frontend.ops import *  # noqa: F403
 from .frontend.ops import __all__ as _ops_all
+from .frontend.tape import GradientTape, UnconnectedGradients
 from .frontend.tensor import EagerTensor, Tensor
 from .frontend.variables import Variable
 
@@ -76,6 +78,7 @@ __all__ = ["errors", "DType", "as_dtype", "bfloat16", "bool", "bool_", "float16"
            "Variable", "IndexedSlices", "Module", "group", "no_op", "grad", "gradients", "stop_gradient",
            "value_and_grad",
            "case", "cond", "foldl", "scan", "while_loop",
+           "GradientTape", "UnconnectedGradients", "custom_gradient",
            "nn", "optimizers", "profiler", "random", "train", "config", "debugging", "math", "queue",
            "summary", "experimental",
            "linalg", "compat", "distribute", *_ops_all]  # noqa: F405 (compat, distribute: __getattr__)

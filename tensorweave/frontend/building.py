@@ -159,7 +159,10 @@ def _convert(value: Any, dtype: DType | str | None, name: str | None,
     dtype = as_dtype(dtype) if dtype is not None else None
     builder = current_builder()
     if hasattr(value, "_as_tensor"):  # variables and other tensor-convertible objects
-        value = value._as_tensor()
+        source, value = value, value._as_tensor()
+        if eager_observers and builder is None:
+            for observer in list(eager_observers):
+                observer.record_read(source, value)
     if isinstance(value, Tensor):
         if builder is None and value.builder.kind == "v1":
             return value  # v1 graph-mode tensors build into their own graph
@@ -174,7 +177,10 @@ def _convert(value: Any, dtype: DType | str | None, name: str | None,
         _check_dtype(value, dtype)
         if builder is None:
             return value
-        return constant(value._array, name=name)
+        # A GradientTape's builder stands recorded eager tensors for their graph values.
+        lift = getattr(builder, "lift_eager", None)
+        lifted = lift(value) if lift is not None else None
+        return lifted if lifted is not None else constant(value._array, name=name)
     if isinstance(value, np.ndarray) or isinstance(value, np.generic):
         arr = np.asarray(value)
         if dtype is not None and arr.dtype != dtype.np:
@@ -304,6 +310,12 @@ def _resource_keys(values: Sequence[Value]) -> list[Any]:
 
 _eager_counters = CallCounters()
 
+# What watches eager execution: the GradientTapes recording now (frontend/tape.py; and
+# tw.custom_gradient noting the variables a function reads). Each gets every eager op run
+# (`record_op`) and every eager read of a variable (`record_read`); the list is empty, and
+# the checks free, when nothing records.
+eager_observers: list[Any] = []
+
 
 def _run_eager(op: str, inputs: Sequence[Any], attrs: Mapping[str, Any]) -> list[Any]:
     """Run one op now on the reference kernels (eager execution)."""
@@ -324,8 +336,11 @@ def _run_eager(op: str, inputs: Sequence[Any], attrs: Mapping[str, Any]) -> list
         outs = run_kernel(node, arrays, default_resource_manager(), _eager_counters)
     except TensorWeaveError as e:
         raise e.with_context(**node.error_context()) from None
-    return [EagerTensor(o) if isinstance(v.type, TensorType) else o
-            for o, v in zip(outs, node.outputs)]
+    results = [EagerTensor(o) if isinstance(v.type, TensorType) else o
+               for o, v in zip(outs, node.outputs)]
+    for observer in list(eager_observers):
+        observer.record_op(op, inputs, attrs, results)
+    return results
 
 
 def _type_of(a: Any) -> Any:
