@@ -189,3 +189,19 @@ def test_restore_errors_name_the_variable(tmp_path):
 def test_checkpoint_rejects_untrackable_objects():
     with pytest.raises(TypeError, match="cannot checkpoint str at 'x'"):
         tw.train.Checkpoint(x="text").write("/nonexistent/never")
+
+
+def test_a_random_generator_in_a_module_is_checkpointed(tmp_path):
+    class Noisy(tw.Module):
+        def __init__(self, seed):
+            super().__init__()
+            self.gen = tw.random.Generator.from_seed(seed)
+            self.w = tw.Variable(np.ones(3), name="noisy_w")
+
+    a = Noisy(1)
+    a.gen.normal([2])
+    prefix = tw.train.Checkpoint(model=a).write(str(tmp_path / "gen"))
+    b = Noisy(2)
+    tw.train.Checkpoint(model=b).restore(prefix).assert_consumed()
+    assert b.gen.state.numpy().tolist() == [1, 1]
+    assert b.gen.normal([4]).numpy().tobytes() == a.gen.normal([4]).numpy().tobytes()

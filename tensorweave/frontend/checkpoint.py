@@ -23,6 +23,7 @@ from ..runtime import checkpoint_index, checkpoint_io
 from .building import apply_op, apply_op1
 from .function import TensorSpec, compile
 from .module import Module, module_attributes
+from .ops.random import Generator
 from .optimizers import Optimizer
 from .variables import Variable
 
@@ -37,7 +38,7 @@ def pending_slot_value(shared_name: str) -> np.ndarray | None:
 
 def _is_trackable(value: Any) -> bool:
     """Whether a value inside a module holds checkpointable state."""
-    if isinstance(value, (Variable, Optimizer, Module)):
+    if isinstance(value, (Variable, Optimizer, Module, Generator)):
         return True
     if isinstance(value, Mapping):
         return any(_is_trackable(v) for v in value.values())
@@ -55,6 +56,8 @@ def _named_variables(prefix: str, obj: Any, out: dict[str, Any],
     modules_seen = set() if modules_seen is None else modules_seen
     if isinstance(obj, Variable):
         out.setdefault(prefix, obj)
+    elif isinstance(obj, Generator):
+        out.setdefault(f"{prefix}/state", obj.state)
     elif isinstance(obj, Optimizer):
         if optimizers is None:
             for v in obj.variables():
@@ -79,7 +82,8 @@ def _named_variables(prefix: str, obj: Any, out: dict[str, Any],
         _named_variables(prefix, list(vs), out, optimizers, modules_seen)
     else:
         raise TypeError(f"cannot checkpoint {type(obj).__name__} at '{prefix}': expected "
-                        f"variables, optimizers, tw.Modules, or lists/dicts of them")
+                        f"variables, optimizers, tw.Modules, random Generators, or "
+                        f"lists/dicts of them")
 
 
 def _optimizer_state(key: str, opt: Optimizer, paths: dict[int, str]) -> dict[str, Variable]:
