@@ -12,6 +12,7 @@ per second as it goes, then the perplexity on held-out text.
     python examples/lstm_lm.py                                   # defaults below
     python examples/lstm_lm.py --steps 50 --hidden 32 --batch 8  # a quick run
     python examples/lstm_lm.py --sampled-softmax 64              # sampled softmax
+    python examples/lstm_lm.py --plot loss.png                   # and the training curve
 
 Distributed (between-graph replication, TensorFlow 1's API): the embedding and the
 output layer are sharded by rows over the parameter servers (partitioned variables), so
@@ -38,6 +39,7 @@ from typing import Any
 import numpy as np
 
 import tensorweave as tw
+from tensorweave.utils import MissingPlotDependency, Progress, require_matplotlib, save_training_curve
 
 TOKEN = re.compile(r"[a-z_][a-z0-9_]*|[0-9]+|[^\sa-z0-9_]")
 UNK = "<unk>"
@@ -180,7 +182,16 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--distributed", action="store_true",
                         help="run as one task of a cluster (started by `tensorweave launch`, "
                              "which sets TW_CONFIG)")
-    return parser.parse_args(argv)
+    parser.add_argument("--plot", metavar="PATH",
+                        help="write a PNG of the training loss to PATH (needs matplotlib: "
+                             "pip install 'tensorweave[plot]')")
+    args = parser.parse_args(argv)
+    if args.plot:
+        try:  # now, not after training
+            require_matplotlib("--plot")
+        except MissingPlotDependency as e:
+            parser.error(str(e))
+    return args
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -207,16 +218,22 @@ def main(argv: list[str] | None = None) -> None:
     rng = np.random.default_rng(args.seed)
     losses: list[float] = []
     window_start, window_words = time.perf_counter(), 0
-    for step in range(1, args.steps + 1):
-        inputs, targets = corpus.batch(rng, args.batch, args.seq_len)
-        losses.append(float(train_step(inputs, targets)))
-        window_words += inputs.size
-        if step % args.report_every == 0 or step == args.steps:
-            elapsed = time.perf_counter() - window_start
-            recent = losses[-min(len(losses), args.report_every):]
-            print(f"step {step:5d}  perplexity {np.exp(np.mean(recent)):9.2f}  "
-                  f"words/s {window_words / elapsed:9.0f}", flush=True)
-            window_start, window_words = time.perf_counter(), 0
+    with Progress(total=args.steps, unit="words") as progress:
+        for step in range(1, args.steps + 1):
+            inputs, targets = corpus.batch(rng, args.batch, args.seq_len)
+            losses.append(float(train_step(inputs, targets)))
+            window_words += inputs.size
+            progress.update(loss=losses[-1], examples=inputs.size)
+            if step % args.report_every == 0 or step == args.steps:
+                elapsed = time.perf_counter() - window_start
+                recent = losses[-min(len(losses), args.report_every):]
+                progress.write(f"step {step:5d}  perplexity {np.exp(np.mean(recent)):9.2f}  "
+                               f"words/s {window_words / elapsed:9.0f}")
+                window_start, window_words = time.perf_counter(), 0
+    if args.plot:
+        print("wrote", save_training_curve(args.plot, *progress.curve(),
+                                           title="LSTM language model: training loss",
+                                           ylabel="cross entropy"), flush=True)
 
     eval_rng = np.random.default_rng(args.seed + 1)
     held_out = [float(evaluate(*corpus.batch(eval_rng, args.batch, args.seq_len, corpus.valid)))
