@@ -137,7 +137,8 @@ def check_supported(program: Program) -> None:
 # division): measured on AVX2, tanh over float32 takes ~1.2 ns an element, a multiply-add
 # ~0.1 ns in cache.
 EXPENSIVE_OPS = frozenset({"Exp", "Log", "Log1p", "Expm1", "Erf", "Tanh", "Sigmoid", "Sin",
-                           "Cos", "Pow", "FloorDiv", "FloorMod"})
+                           "Cos", "Pow", "FloorDiv", "FloorMod", "Tan", "Asin", "Acos", "Atan",
+                           "Atan2", "Sinh", "Cosh"})
 EXPENSIVE_WEIGHT = 8
 
 

@@ -11,8 +11,9 @@ reproduces the reference (NumPy) kernel's results:
   integer's minimum, as x86 (and so NumPy) does, never LLVM poison;
 - float ops carry only the ``contract`` fast-math flag (so ``x * a + b`` may become one
   FMA, rounding once): no reassociation, no approximate functions;
-- log, sqrt, sin, cos, floor, ceil, fabs, pow and copysign are LLVM intrinsics (lowered to
-  libm calls or instructions), and so is exp in f64; log1p, expm1, erf, and tanh in f64, are libm's;
+- log, sqrt, sin, cos, floor, ceil, rint, fabs, pow and copysign are LLVM intrinsics (lowered
+  to libm calls or instructions), and so is exp in f64; log1p, expm1, erf, tan, asin, acos,
+  atan, atan2, sinh, cosh, and tanh in f64, are libm's;
 - in f32, exp and tanh are inlined Cephes code (range reduction and polynomials, 1-2 ulp)
   that vectorizes, where the intrinsic would be one libm call per lane; sigmoid is the
   reference kernel's formula with exp of a non-positive argument.
@@ -325,6 +326,43 @@ def _expm1(cx, info, a):
 @emitter("Erf")
 def _erf(cx, info, a):
     return cx.libm("erf", info.out_dtype, a[0])
+
+
+def _libm_unary(name: str) -> Emitter:
+    def emit(cx, info, a):
+        return cx.libm(name, info.out_dtype, a[0])
+    return emit
+
+
+for _op, _name in (("Tan", "tan"), ("Asin", "asin"), ("Acos", "acos"), ("Atan", "atan"),
+                   ("Sinh", "sinh"), ("Cosh", "cosh")):
+    EMITTERS[_op] = _libm_unary(_name)
+
+
+@emitter("Atan2")
+def _atan2(cx, info, a):
+    return cx.libm("atan2", info.out_dtype, a[0], a[1])  # operands are (y, x), as in C
+
+
+@emitter("Round")
+def _round(cx, info, a):
+    if not _is_float(info):
+        return a[0]
+    # rint rounds in the default mode, to nearest with halves to even: NumPy's np.rint
+    return cx.intrinsic("rint", a[0])
+
+
+@emitter("IsNan")
+def _is_nan(cx, info, a):
+    return cx.b.fcmp_unordered("uno", a[0], a[0])
+
+
+@emitter("IsInf", "IsFinite")
+def _is_inf_finite(cx, info, a):
+    ax = cx.intrinsic("fabs", a[0])
+    inf = cx.dconst(info.in_dtypes[0], float("inf"))
+    # ordered comparisons: NaN is neither infinite nor finite
+    return cx.fcmp("==" if info.op == "IsInf" else "<", ax, inf)
 
 
 @emitter("Rsqrt")

@@ -8,7 +8,8 @@ Native today:
 - ``Fusion`` nodes (made by the ``fused`` stage), one JIT-compiled loop nest each
   (`fused.FusedKernel`), in f32, f64, i8, i16, i32, i64, u8 and bool, of these ops:
   Neg, Abs, Square, Sign, Relu, Exp, Log, Log1p, Expm1, Erf, Sqrt, Rsqrt, Sin, Cos, Tanh, Sigmoid,
-  Floor, Ceil, Reciprocal, LogicalNot, Add, Sub, Mul, Div, FloorDiv, FloorMod, Pow,
+  Floor, Ceil, Reciprocal, LogicalNot, Tan, Asin, Acos, Atan, Sinh, Cosh, Round, IsNan,
+  IsInf, IsFinite, Add, Sub, Mul, Div, FloorDiv, FloorMod, Pow, Atan2,
   Maximum, Minimum, SquaredDifference, Equal, NotEqual, Less, LessEqual, Greater,
   GreaterEqual, LogicalAnd, LogicalOr, AddN, Select, Cast, Identity, StopGradient,
   BiasAdd, ZerosLike, OnesLike, BroadcastTo (`elementwise.EMITTERS`), and the

@@ -158,8 +158,50 @@ def _math(name: str) -> Emitter:
 
 for _op, _fn in (("Log", "log"), ("Sqrt", "sqrt"), ("Sin", "sin"), ("Cos", "cos"),
                  ("Exp", "exp"), ("Log1p", "log1p"), ("Tanh", "tanh"), ("Expm1", "expm1"),
-                 ("Erf", "erf")):
+                 ("Erf", "erf"), ("Tan", "tan"), ("Asin", "asin"), ("Acos", "acos"),
+                 ("Atan", "atan"), ("Sinh", "sinh"), ("Cosh", "cosh")):
     EMITTERS[_op] = _math(_fn)
+
+
+@emitter("Atan2")
+def _atan2(cx, op, a):
+    return f"math.atan2({a[0]}, {a[1]})"  # operands are (y, x), as in C
+
+
+@emitter("Round")
+def _round(cx, op, a):
+    if not _float(op):
+        return a[0]
+    # halves to even (np.rint). x - floor(x) is exact, so the tie test is too; copysign
+    # keeps the sign of zero (-0.4 -> -0.0). Large, infinite and NaN values are their own
+    # rounding (and math.floor would give an integer, undefined for them).
+    x, w = a[0], cx.w
+    t = numba_type(op.out_dtype)
+    limit = _INTEGRAL[op.out_dtype.bits]
+    r, f, d = w.tmp("r"), w.tmp("f"), w.tmp("d")
+    w(f"{r} = {x}")
+    w(f"if abs({x}) < {limit}:")
+    w(f"    {f} = {t}(math.floor({x}))")
+    w(f"    {d} = {x} - {f}")
+    w(f"    if {d} > {t}(0.5) or ({d} == {t}(0.5) and math.fmod({f}, {t}(2.0)) != 0):")
+    w(f"        {f} = {f} + {t}(1.0)")
+    w(f"    {r} = {t}(math.copysign({f}, {x}))")
+    return r
+
+
+@emitter("IsNan")
+def _is_nan(cx, op, a):
+    return f"math.isnan({a[0]})"
+
+
+@emitter("IsInf")
+def _is_inf(cx, op, a):
+    return f"math.isinf({a[0]})"
+
+
+@emitter("IsFinite")
+def _is_finite(cx, op, a):
+    return f"not (math.isinf({a[0]}) or math.isnan({a[0]}))"
 
 
 @emitter("Floor", "Ceil")
