@@ -38,8 +38,9 @@ from typing import Any
 import numpy as np
 
 from .compiler.dtypes import bool_, int64
-from .errors import DTypeError
+from .errors import DTypeError, TensorWeaveError
 from .frontend.building import apply_op1, convert_to_tensor
+from .frontend.call_site import user_location
 from .frontend.context import current_builder
 from .frontend.tensor import EagerTensor, Tensor
 from .runtime import summary_io
@@ -214,12 +215,17 @@ def _write(op: str, kind: str, name: str, data: Any, step: Any, description: str
     builder = current_builder()
     in_graph = builder is not None
     tag = builder.scoped_name(name) if in_graph else name
-    record, cond = _cond_operand(in_graph)
-    if not record:
-        return convert_to_tensor(False)
-    step_t = _step_operand(step, in_graph)
-    if not in_graph and step_t is None:
-        summary_io.step_now(tag)  # no step: the same clear error as at run time
+    try:
+        record, cond = _cond_operand(in_graph)
+        if not record:
+            return convert_to_tensor(False)
+        step_t = _step_operand(step, in_graph)
+        if not in_graph and step_t is None:
+            summary_io.step_now(tag)  # no step: the same clear error as at run time
+    except TensorWeaveError as e:
+        loc = user_location()
+        raise e.with_context(op=f"tw.summary.{kind}",
+                             location=str(loc) if loc is not None else None) from None
     extra = [x for x in (step_t, cond) if x is not None]
     return apply_op1(op, [data, *extra],
                      {"tag": tag, "has_step": step_t is not None, "has_cond": cond is not None,

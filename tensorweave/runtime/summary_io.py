@@ -261,7 +261,9 @@ def writer_scope(writer: Any, step: Any = None) -> Iterator[None]:
         yield
     finally:
         with STATE.lock:
-            STATE.writers.remove(writer)
+            # the innermost entry: the same writer may be the default in nested blocks
+            last = len(STATE.writers) - 1 - STATE.writers[::-1].index(writer)
+            del STATE.writers[last]
             if step is not None:
                 STATE.step = old_step
 
