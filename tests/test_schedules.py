@@ -172,3 +172,41 @@ def test_optimizer_evaluates_the_schedule_at_its_step_without_retracing(target, 
     np.testing.assert_allclose(w.numpy(), want, rtol=1e-12)
     assert step.tracing_count == 1
     assert opt.iterations.numpy() == 7 and opt.iterations.dtype is tw.int64
+
+
+def test_tf1_decay_functions_are_tensors_of_the_global_step():
+    import tensorweave.compat.v1 as tf
+
+    g = tf.Graph()
+    with g.as_default():
+        step = tf.train.get_or_create_global_step()
+        w = tf.Variable(np.array([1.0, -2.0]), name="v1_sched_w")
+        rates = {
+            "exp": tf.train.exponential_decay(0.1, step, 3, 0.5, staircase=True),
+            "piece": tf.train.piecewise_constant(step, [2, 4], [0.1, 0.05, 0.01]),
+            "cos": tf.train.cosine_decay(0.1, step, 5, alpha=0.2),
+            "poly": tf.train.polynomial_decay(0.1, step, 4, 0.01, power=2.0),
+            "inv": tf.train.inverse_time_decay(0.1, step, 2, 0.5),
+        }
+        train = tf.train.GradientDescentOptimizer(rates["exp"]).minimize(
+            tf.reduce_sum(w * w), global_step=step)
+        init = tf.global_variables_initializer()
+    with tf.Session(graph=g) as sess:
+        sess.run(init)
+        want_w = np.array([1.0, -2.0])
+        for t in range(7):
+            got = sess.run(rates)
+            np.testing.assert_allclose(got["exp"], np_exponential(t, 0.1, 3, 0.5, True), rtol=1e-6)
+            np.testing.assert_allclose(got["piece"], np_piecewise(t, [2, 4], [0.1, 0.05, 0.01]),
+                                       rtol=1e-6)
+            np.testing.assert_allclose(got["cos"], np_cosine(t, 0.1, 5, 0.2), rtol=1e-5)
+            np.testing.assert_allclose(got["poly"], np_polynomial(t, 0.1, 4, 0.01, 2.0, False),
+                                       rtol=1e-5)
+            np.testing.assert_allclose(got["inv"], np_inverse_time(t, 0.1, 2, 0.5, False),
+                                       rtol=1e-6)
+            sess.run(train)
+            want_w = want_w - np.float32(np_exponential(t, 0.1, 3, 0.5, True)) * 2 * want_w
+        np.testing.assert_allclose(sess.run(w), want_w, rtol=1e-12)
+        assert sess.run(step) == 7
+    with pytest.raises(ValueError, match="global_step is required for exponential_decay"):
+        tf.train.exponential_decay(0.1, None, 3, 0.5)

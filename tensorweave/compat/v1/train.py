@@ -9,6 +9,7 @@ from ...compiler.dtypes import uint8
 from ...compiler.ops.io import encode_path
 from ...errors import NotFoundError
 from ...frontend import optimizers as _opt
+from ...frontend import schedules as _schedules
 from ...frontend.building import apply_op, apply_op1
 from ...frontend.context import colocate_with, control_dependencies
 from ...frontend.grouping import group
@@ -106,6 +107,55 @@ class FtrlOptimizer(_GraphModeOptimizer, _opt.Ftrl):
 
 
 Optimizer = _opt.Optimizer
+
+
+# -- learning-rate decay (tf.train.*_decay): a tensor of the default graph --------------------
+def _decayed(schedule_cls: Any, fn: str, global_step: Any, *args: Any, **kwargs: Any) -> Any:
+    if global_step is None:
+        raise ValueError(f"global_step is required for {fn}")
+    return schedule_cls(*args, **kwargs)(global_step)
+
+
+@in_default_graph
+def exponential_decay(learning_rate: Any, global_step: Any, decay_steps: Any, decay_rate: Any,
+                      staircase: bool = False, name: str | None = None) -> Any:
+    """``learning_rate * decay_rate ** (global_step / decay_steps)`` (floored exponent
+    with `staircase`), as a tensor recomputed at every run."""
+    return _decayed(_schedules.ExponentialDecay, "exponential_decay", global_step,
+                    learning_rate, decay_steps, decay_rate, staircase, name)
+
+
+@in_default_graph
+def piecewise_constant(x: Any, boundaries: Any, values: Any, name: str | None = None) -> Any:
+    """``values[i]`` for the interval of `boundaries` that `x` (the step) falls in:
+    ``values[0]`` while ``x <= boundaries[0]``, ..., ``values[-1]`` after the last."""
+    return _decayed(_schedules.PiecewiseConstantDecay, "piecewise_constant", x, boundaries,
+                    values, name)
+
+
+@in_default_graph
+def cosine_decay(learning_rate: Any, global_step: Any, decay_steps: Any, alpha: float = 0.0,
+                 name: str | None = None) -> Any:
+    """Cosine decay from `learning_rate` to ``alpha * learning_rate`` over `decay_steps`."""
+    return _decayed(_schedules.CosineDecay, "cosine_decay", global_step, learning_rate,
+                    decay_steps, alpha, name)
+
+
+@in_default_graph
+def polynomial_decay(learning_rate: Any, global_step: Any, decay_steps: Any,
+                     end_learning_rate: float = 0.0001, power: float = 1.0, cycle: bool = False,
+                     name: str | None = None) -> Any:
+    """Polynomial decay from `learning_rate` to `end_learning_rate` over `decay_steps`."""
+    return _decayed(_schedules.PolynomialDecay, "polynomial_decay", global_step, learning_rate,
+                    decay_steps, end_learning_rate, power, cycle, name)
+
+
+@in_default_graph
+def inverse_time_decay(learning_rate: Any, global_step: Any, decay_steps: Any, decay_rate: Any,
+                       staircase: bool = False, name: str | None = None) -> Any:
+    """``learning_rate / (1 + decay_rate * global_step / decay_steps)``."""
+    return _decayed(_schedules.InverseTimeDecay, "inverse_time_decay", global_step,
+                    learning_rate, decay_steps, decay_rate, staircase, name)
 
 
 class Saver:
@@ -244,7 +294,8 @@ from .training import (  # noqa: E402
 
 __all__ = ["Optimizer", "GradientDescentOptimizer", "MomentumOptimizer", "AdagradOptimizer",
            "AdadeltaOptimizer", "RMSPropOptimizer", "AdamOptimizer", "FtrlOptimizer", "Saver",
-           "latest_checkpoint", "Coordinator", "QueueRunner", "add_queue_runner",
+           "latest_checkpoint", "exponential_decay", "piecewise_constant", "cosine_decay",
+           "polynomial_decay", "inverse_time_decay", "Coordinator", "QueueRunner", "add_queue_runner",
            "start_queue_runners", "SyncReplicasOptimizer", *_DISTRIBUTED,
            "CheckpointSaverHook", "LoggingTensorHook", "MonitoredSession",
            "MonitoredTrainingSession", "NanLossDuringTrainingError", "NanTensorHook", "Scaffold",
