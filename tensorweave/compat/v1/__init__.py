@@ -143,7 +143,7 @@ def _v1_reduce(fn_name: str) -> Any:
 
 
 for _name in ("reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "reduce_prod",
-              "reduce_all", "reduce_any"):
+              "reduce_all", "reduce_any", "reduce_logsumexp"):
     if hasattr(_tw, _name):
         globals()[_name] = _v1_reduce(_name)
 
