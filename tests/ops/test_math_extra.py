@@ -173,6 +173,17 @@ def test_logsumexp_is_stable_and_handles_infinite_rows():
     assert np.asarray(tw.reduce_logsumexp(x[:2], keepdims=True)).shape == (1, 1)
 
 
+def test_v1_reduce_logsumexp_takes_reduction_indices_and_keep_dims():
+    tf = tw.compat.v1
+    x = np.array([[1.0, 2.0], [3.0, 4.0]], np.float32)
+    with tf.Graph().as_default():
+        y = tf.reduce_logsumexp(tf.constant(x), reduction_indices=[1], keep_dims=True)
+        with tf.Session() as sess:
+            got = sess.run(y)
+    assert got.shape == (2, 1)
+    np.testing.assert_allclose(got[:, 0], np.log(np.exp(x).sum(1)), rtol=1e-6)
+
+
 def test_variance_divides_by_n_and_rejects_integers():
     x = np.array([[1.0, 2.0, 3.0, 4.0]])
     assert tw.reduce_variance(x).numpy() == 1.25
