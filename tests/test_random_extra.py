@@ -319,3 +319,18 @@ def test_errors_name_the_op_and_the_line():
 
     with pytest.raises(tw.errors.TracingError, match="outside @tw.compile"):
         splits()
+
+
+def test_tf1_spellings_build_into_the_default_graph():
+    import tensorweave.compat.v1 as tf
+
+    g = tf.Graph()
+    with g.as_default():
+        x = tf.random_shuffle(tf.constant(np.arange(5)), seed=1)
+        m = tf.multinomial(tf.constant(np.log([[0.5, 0.5, 1e-30]]).astype(np.float32)), 50,
+                           seed=2)
+    with tf.Session(graph=g) as sess:
+        a, b = sess.run([x, m]), sess.run([x, m])
+    assert sorted(a[0].tolist()) == list(range(5))
+    assert set(np.concatenate([a[1], b[1]]).ravel().tolist()) <= {0, 1}
+    assert not (np.array_equal(a[0], b[0]) and np.array_equal(a[1], b[1]))

@@ -299,7 +299,8 @@ nn = _graph_mode_module("nn", _nn_src, _nn_extras())
 random = _graph_mode_module("random", _random_src, {})
 math = _graph_mode_module("math", importlib.import_module("tensorweave.math"), {})
 if _random_src is not None:
-    for _name in ("random_normal", "random_uniform", "truncated_normal"):
+    for _name in ("random_normal", "random_uniform", "truncated_normal", "random_shuffle",
+                  "multinomial"):
         _fn = getattr(importlib.import_module("tensorweave.frontend.ops.random"), _name, None)
         if _fn is not None:
             globals()[_name] = in_default_graph(_fn)
