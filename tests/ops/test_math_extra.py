@@ -26,9 +26,11 @@ SHAPES = hnp.array_shapes(min_dims=0, max_dims=3, min_side=0, max_side=3)
 
 
 def few(n: int) -> settings:
-    """At most `n` examples (each one compiles a step for the cpu target), and never more
-    than the active profile allows (the gpu simulator's run draws 4)."""
-    return settings(max_examples=min(n, settings.default.max_examples), deadline=None)
+    """`n` examples under the suite's "ci" profile (25), scaled with the active profile:
+    more under "thorough", at most the gpu simulator's 4 there."""
+    per_ci = settings.default.max_examples / 25
+    return settings(max_examples=max(1, min(settings.default.max_examples, int(n * per_ci))),
+                    deadline=None)
 
 
 def line_of(fn, text: str) -> str:
