@@ -77,6 +77,7 @@ def _model():
         with tw.name_scope("dense"):
             y = tw.nn.relu(tw.matmul(x, w))
         z = tw.cond(tw.reduce_sum(y) > 0, lambda: y * 2.0, lambda: y - 1.0)
+        _, z = tw.while_loop(lambda i, v: i < 2, lambda i, v: (i + 1, v * 0.5), [tw.constant(0), z])
         loss = tw.reduce_mean(z)
         step.assign_add(1)
         with tw.control_dependencies([loss]):
@@ -95,6 +96,8 @@ def test_graph_def_matches_the_ir_at_every_stage(stage):
     names = {n.name for n in gd.node}
     if stage == "traced":
         assert {"dense/mat_mul", "dense/relu", "cond/cond_true/mul", "cond/cond_false/sub"} <= names
+        assert any(n.op == "While" for n in gd.node)
+        assert {"while/while_body/mul", "while/while_cond/less"} <= names
         assert any(i.startswith("^") for n in gd.node for i in n.input)  # control edges
     if stage == "placed":
         assert all(n.device.endswith("CPU:0") for n in gd.node if n.op not in

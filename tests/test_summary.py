@@ -156,6 +156,31 @@ def test_image_and_text(tmp_path, target):
     assert acc.SummaryMetadata("note").plugin_data.plugin_name == "text"
 
 
+@pytest.mark.parametrize("target", TARGETS)
+def test_summaries_inside_loops_and_branches(tmp_path, target):
+    """A summary in a while_loop body writes once per iteration, in a cond branch only when
+    that branch runs."""
+    writer = tw.summary.create_file_writer(str(tmp_path))
+
+    @tw.compile(target=target)
+    def step(x):
+        def body(i, acc):
+            tw.summary.scalar("acc", acc, step=tw.cast(i, tw.int64))
+            return i + 1, acc + x
+        _, out = tw.while_loop(lambda i, a: i < 3, body, [tw.constant(0), x])
+        tw.cond(out > 5.0, lambda: tw.summary.scalar("big", out, step=0),
+                lambda: tw.summary.scalar("small", out, step=0))
+        return out
+
+    with writer.as_default():
+        assert step(np.float32(2.0)) == 8.0
+    writer.close()
+    acc = read(tmp_path)
+    assert scalars(acc, "acc") == [(0, 2.0), (1, 4.0), (2, 6.0)]
+    assert scalars(acc, "big") == [(0, 8.0)]
+    assert "small" not in acc.Tags()["scalars"]
+
+
 # -- default step, writer and record condition ----------------------------------------------
 
 def test_default_step_is_read_when_the_step_runs(tmp_path):
@@ -297,6 +322,7 @@ def test_v1_summaries_merge_all_and_file_writer(tmp_path):
             tf.summary.scalar("loss", loss)
         tf.summary.histogram("w", w)
         tf.summary.text("note", "hi")
+        tf.summary.image("input", tf.reshape(x, [-1, 1, 3, 1]), max_outputs=2)
         only_loss = tf.summary.merge([tf.get_default_graph().get_collection("summaries")[0]])
         merged = tf.summary.merge_all()
         xs = [rng.standard_normal((4, 3)).astype(np.float32) for _ in range(3)]
@@ -323,6 +349,12 @@ def test_v1_summaries_merge_all_and_file_writer(tmp_path):
                                  range=(float(wv.min()), float(wv.max())))
         assert list(h.histogram_value.bucket) == counts.tolist()
     assert acc.Tensors("note")[0].tensor_proto.string_val == [b"hi"]
+    assert sorted(acc.Tags()["images"]) == ["input/image/0", "input/image/1"]
+    first = acc.Images("input/image/0")[0]
+    assert (first.width, first.height) == (3, 1)
+    pixels = np.asarray(PIL_Image.open(io.BytesIO(first.encoded_image_string)))
+    np.testing.assert_array_equal(pixels, np.round(np.clip(xs[0][0], 0, 1) * 255)
+                                  .astype(np.uint8).reshape(1, 3))
     assert acc.Tags()["graph"]
     assert {"x", "w", "model/mat_mul"} <= {n.name for n in acc.Graph().node}
 
