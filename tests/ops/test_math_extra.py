@@ -123,6 +123,24 @@ def test_atan2_broadcasts_and_picks_the_quadrant(data):
     check_against_numpy(tw.atan2, np.arctan2 if dtype != F16 else in_f64(np.arctan2), y, x)
 
 
+def test_new_op_errors_name_the_op_the_operands_and_the_line():
+    with pytest.raises(tw.errors.ShapeError, match=r"y is f32\[2\], x is f32\[3\]") as err:
+        tw.atan2(np.ones(2, np.float32), np.ones(3, np.float32))
+    assert "Atan2" in str(err.value)
+    assert line_of(test_new_op_errors_name_the_op_the_operands_and_the_line, "tw.atan2(") \
+        in str(err.value)
+
+    @tw.compile
+    def f(x):
+        return tw.tan(x)
+
+    with pytest.raises(tw.errors.DTypeError, match=r"floating-point.*x is i32\[2\]") as err:
+        f(np.array([1, 2], np.int32))
+    assert "Tan" in str(err.value) and line_of(f.python_function, "tw.tan(") in str(err.value)
+    with pytest.raises(tw.errors.DTypeError, match="IsNan"):
+        tw.is_nan(np.array([1, 2], np.int32))
+
+
 def test_atan2_signs_and_zeros():
     y = np.array([1.0, 1.0, -1.0, -1.0, 0.0, -0.0, 0.0], np.float64)
     x = np.array([1.0, -1.0, -1.0, 1.0, -1.0, -1.0, 0.0], np.float64)
