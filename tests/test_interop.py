@@ -236,12 +236,16 @@ def test_pytorch_tensor_that_requires_grad_is_a_clear_error():
     assert "test_interop.py" in msg and "detach()" in msg
 
 
-def test_jax_cpu_arrays():
+def test_jax_cpu_arrays(seen_arrays):
     jnp = pytest.importorskip("jax.numpy")
     x = jnp.arange(6.0, dtype=jnp.float32).reshape(2, 3)
     for target in TARGETS:
         f = tw.compile(lambda a: a * 3.0, target=target)
-        np.testing.assert_array_equal(f(x), np.asarray(x) * 3)
+        for _ in range(2):
+            np.testing.assert_array_equal(f(x), np.asarray(x) * 3)
+            assert pointer(seen_arrays["call"][-1][0]) == x.unsafe_buffer_pointer()
+        assert f.experimental_get_tracing_count() == 1
+    assert pointer(seen_arrays["native"][-1][0]) == x.unsafe_buffer_pointer()
 
 
 # ------------------------------------------------------------------ tw.experimental.dlpack
