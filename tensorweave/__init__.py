@@ -33,6 +33,7 @@ from .frontend.indexed_slices import IndexedSlices
 from .frontend.module import Module
 from .frontend.ops import *  # noqa: F403
 from .frontend.ops import __all__ as _ops_all
+from .frontend.ops.debugging import print  # noqa: A004  (TensorFlow's tf.print)
 from .frontend.tape import GradientTape, UnconnectedGradients
 from .frontend.tensor import EagerTensor, Tensor
 from .frontend.variables import Variable
@@ -78,6 +79,7 @@ __all__ = ["errors", "DType", "as_dtype", "bfloat16", "bool", "bool_", "float16"
            "Variable", "IndexedSlices", "Module", "group", "no_op", "grad", "gradients", "stop_gradient",
            "value_and_grad",
            "case", "cond", "foldl", "scan", "while_loop",
+           "print",
            "GradientTape", "UnconnectedGradients", "custom_gradient",
            "nn", "optimizers", "profiler", "random", "train", "config", "debugging", "math", "queue",
            "summary", "experimental",

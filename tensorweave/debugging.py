@@ -11,6 +11,11 @@ the cost model).
 lists every trace and compile of the process with its reason (first call, new shape of
 an argument, new value of a static argument, new shapes for the cpu target's native
 step) and how long tracing, the pipeline and code generation took.
+
+The run-time checks ``assert_equal``, ``assert_less``, ``assert_greater``,
+``assert_non_negative``, ``assert_positive``, ``assert_near``, ``assert_shapes``,
+``assert_all_finite`` and ``check_numerics`` are graph ops (``Assert``): a failure is an
+InvalidArgumentError naming the message, the op and the line that made it.
 """
 
 from __future__ import annotations
@@ -20,6 +25,17 @@ from typing import Any
 
 from .compiler.ir import Graph
 from .frontend.compile_log import clear_compile_log, compile_log
+from .frontend.ops.debugging import (
+    assert_all_finite,
+    assert_equal,
+    assert_greater,
+    assert_less,
+    assert_near,
+    assert_non_negative,
+    assert_positive,
+    assert_shapes,
+    check_numerics,
+)
 from .passes.placement import placement_reasons
 
 _HEADER = ("node", "op", "requested", "assigned", "reason")
@@ -58,7 +74,9 @@ def format_table(rows: Sequence[Sequence[str]]) -> str:
 
 
 __all__ = ["clear_compile_log", "compile_log", "format_table", "placed_graph",
-           "placement_report"]
+           "placement_report",
+           "assert_all_finite", "assert_equal", "assert_greater", "assert_less", "assert_near",
+           "assert_non_negative", "assert_positive", "assert_shapes", "check_numerics"]
 
 
 def __dir__() -> list[str]:
