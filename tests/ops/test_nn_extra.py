@@ -630,6 +630,25 @@ def test_v1_nn_builds_into_the_default_graph():
             assert d.shape == (1, 2, 2, 2)
 
 
+def test_v1_spellings_of_depthwise_conv1d_and_pool():
+    x = rng(11).normal(size=(1, 5, 5, 2))
+    w = rng(12).normal(size=(2, 2, 2, 2))
+    x1 = rng(13).normal(size=(2, 6, 2))
+    w1 = rng(14).normal(size=(3, 2, 1))
+    g = tf.Graph()
+    with g.as_default():
+        d = tf.nn.depthwise_conv2d(x, w, [1, 1, 1, 1], "SAME", rate=[2, 2])
+        native = tf.nn.depthwise_conv2d_native(x, w, [1, 1, 1, 1], "VALID")
+        c = tf.nn.conv1d(value=x1, filters=w1, stride=2, padding="VALID", use_cudnn_on_gpu=True)
+        p = tf.nn.pool(x, [2, 2], "AVG", "SAME", dilation_rate=[1, 2])
+        with tf.Session() as sess:
+            d, native, c, p = sess.run([d, native, c, p])
+    assert_same(d, depthwise_ref(x, w, (1, 1), (2, 2), ["SAME"] * 2))
+    assert_same(native, depthwise_ref(x, w, (1, 1), (1, 1), ["VALID"] * 2))
+    assert_same(c, conv_ref(x1, w1, (2,), (1,), ["VALID"]))
+    assert_same(p, dilated_pool_ref(x, (2, 2), (1, 2), "SAME", "AVG"))
+
+
 def test_taps_helper_covers_each_window_once():
     # the references' loop structure: a SAME 3x3 window on 3x3 touches 4..9 real elements
     seen = {}

@@ -290,8 +290,46 @@ def _nn_extras() -> dict[str, Any]:
         """``tf.nn.in_top_k`` with TensorFlow 1's argument order (predictions first)."""
         return _nn_src.in_top_k(targets, predictions, k, name=name)
 
+    @in_default_graph
+    def depthwise_conv2d(input: Any, filter: Any, strides: Any, padding: Any,  # noqa: A002
+                         rate: Any = None, name: str | None = None, data_format: Any = None,
+                         dilations: Any = None) -> Any:
+        """``tf.nn.depthwise_conv2d`` of TensorFlow 1: `rate` ([r_h, r_w]) is the dilation."""
+        return _nn_src.depthwise_conv2d(input, filter, strides, padding,
+                                        data_format=data_format,
+                                        dilations=rate if dilations is None else dilations,
+                                        name=name)
+
+    @in_default_graph
+    def conv1d(value: Any = None, filters: Any = None, stride: Any = None, padding: Any = None,
+               use_cudnn_on_gpu: Any = None, data_format: Any = None, name: str | None = None,
+               input: Any = None, dilations: Any = None) -> Any:  # noqa: A002
+        """``tf.nn.conv1d`` of TensorFlow 1 (`value` or `input`; `use_cudnn_on_gpu` is
+        accepted and ignored)."""
+        return _nn_src.conv1d(value if input is None else input, filters, stride, padding,
+                              data_format=data_format or "NWC", dilations=dilations, name=name)
+
+    @in_default_graph
+    def pool(input: Any, window_shape: Any, pooling_type: str, padding: str,  # noqa: A002
+             dilation_rate: Any = None, strides: Any = None, name: str | None = None,
+             data_format: Any = None, dilations: Any = None) -> Any:
+        """``tf.nn.pool`` with TensorFlow 1's argument order (padding fourth,
+        `dilation_rate`)."""
+        return _nn_src.pool(input, window_shape, pooling_type, strides, padding,
+                            data_format=data_format,
+                            dilations=dilation_rate if dilations is None else dilations,
+                            name=name)
+
     extras.update(softmax=softmax, log_softmax=log_softmax, dropout=dropout, in_top_k=in_top_k,
-                  softmax_cross_entropy_with_logits=softmax_cross_entropy_with_logits)
+                  softmax_cross_entropy_with_logits=softmax_cross_entropy_with_logits,
+                  depthwise_conv2d=depthwise_conv2d, conv1d=conv1d, pool=pool,
+                  # TensorFlow 1's names of the native op (no `rate`, strides and dilations
+                  # in NHWC order): the tf.nn.* functions of this module
+                  depthwise_conv2d_native=in_default_graph(_nn_src.depthwise_conv2d),
+                  depthwise_conv2d_native_backprop_input=in_default_graph(
+                      _nn_src.depthwise_conv2d_backprop_input),
+                  depthwise_conv2d_native_backprop_filter=in_default_graph(
+                      _nn_src.depthwise_conv2d_backprop_filter))
     return extras
 
 
