@@ -17,7 +17,7 @@ from tests.grads.strategies import check_unknown_dims, n_elements, seeds, small_
 from tests.helpers import check_gradients
 
 # finite differences run the forward function twice per element: few, small examples
-few = settings(max_examples=6)
+few = settings(max_examples=10)
 
 
 def nonempty_shapes(min_dims=1, max_dims=3):
@@ -33,6 +33,11 @@ def test_sort_grad(shape, descending, data):
     axis = data.draw(st.integers(-len(shape), len(shape) - 1))
     direction = "DESCENDING" if descending else "ASCENDING"
     check_gradients(lambda t: tw.sort(t, axis=axis, direction=direction), x)
+
+
+def test_sort_grad_with_unknown_dims():
+    check_unknown_dims(lambda t: tw.sort(t, axis=0, direction="DESCENDING"),
+                       [spec(None, None)], values(0, (4, 3), "distinct"))
 
 
 @few

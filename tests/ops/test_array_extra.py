@@ -15,15 +15,18 @@ from tests.helpers import TARGETS, assert_same, check_against_numpy
 from tests.ops.test_array import rand, seeds, spec, traced_types
 
 # every example compiles on the cpu target too: few examples, small shapes
-few = settings(max_examples=8)
+few = settings(max_examples=15)
 shapes = hnp.array_shapes(min_dims=1, max_dims=3, min_side=0, max_side=4)
 INDEX_DTYPES = st.sampled_from([np.int32, np.int64])
-SORTABLE = st.sampled_from([np.float32, np.float64, np.int32, np.int64])
+SORTABLE = st.sampled_from([np.float32, np.float64, np.int32, np.int64, np.float16,
+                            tw.bfloat16.np, np.uint8])
 
 
 def with_ties(seed, shape, dtype):
-    """Random values with many repeats, so stability matters."""
-    return (rand(seed, shape, np.float64) * 2).round().astype(dtype)
+    """Random small integers (exact in every dtype) with many repeats, so stability
+    matters."""
+    values = (rand(seed, shape, np.float64) * 2).round()
+    return (values + 8 if np.dtype(dtype).kind == "u" else values).astype(dtype)
 
 
 def traced_on_targets(fn, specs, *arrays):
@@ -60,6 +63,10 @@ def test_sort_examples_and_errors():
     assert tw.argsort([3, 1, 3, 1]).numpy().tolist() == [1, 3, 0, 2]
     assert traced_types(lambda v: tw.sort(v), spec([None, 3])) == [(tw.float32, (None, 3))]
     assert traced_types(lambda v: tw.argsort(v, 0), spec([None, 3])) == [(tw.int32, (None, 3))]
+    x = np.float32([[3, 1, 2], [0, 5, 4]])
+    for got in traced_on_targets(lambda v: tw.sort(v, axis=0, direction="DESCENDING"),
+                                 [spec([None, None])], x):
+        assert_same(got, np.float32([[3, 5, 4], [0, 1, 2]]))
     with pytest.raises(tw.errors.ShapeError, match="DESCENDING") as err:
         tw.sort([1.0], direction="descending")
     assert "ArgSort" in str(err.value) and "test_array_extra.py" in str(err.value)
@@ -454,13 +461,14 @@ def np_segment(data, ids, n, how):
 
 @few
 @given(shapes, st.integers(0, 4), st.sampled_from(["max", "min", "prod", "mean", "sqrt_n"]),
-       st.sampled_from([np.float32, np.float64, np.int32]), INDEX_DTYPES, st.data())
+       st.sampled_from([np.float32, np.float64, np.int32, np.float16, np.int64]), INDEX_DTYPES,
+       st.data())
 def test_unsorted_segment_reductions_match_numpy(shape, n, how, dtype, index_dtype, data):
-    if how in ("mean", "sqrt_n") and dtype == np.int32:
+    if how in ("mean", "sqrt_n") and np.dtype(dtype).kind == "i":
         dtype = np.float64
     k = data.draw(st.integers(0, len(shape)))
     x = rand(data.draw(seeds), shape, dtype)
-    if how == "prod" and dtype == np.int32:
+    if how == "prod" and np.dtype(dtype).kind == "i":
         x = x % 3  # keep integer products small
     # id -1 is dropped; with n = 0 every id must be -1
     ids = np.random.default_rng(data.draw(seeds)).integers(-1, n, shape[:k]).astype(index_dtype)
