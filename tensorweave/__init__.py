@@ -30,6 +30,7 @@ from .frontend.custom_gradient import custom_gradient
 from .frontend.function import ConcreteFunction, Function, TensorSpec, compile
 from .frontend.grouping import group, no_op
 from .frontend.indexed_slices import IndexedSlices
+from .frontend.map_fn import map_fn, vectorized_map, vmap
 from .frontend.module import Module
 from .frontend.ops import *  # noqa: F403
 from .frontend.ops import __all__ as _ops_all
@@ -79,6 +80,7 @@ __all__ = ["errors", "DType", "as_dtype", "bfloat16", "bool", "bool_", "float16"
            "Variable", "IndexedSlices", "Module", "group", "no_op", "grad", "gradients", "stop_gradient",
            "value_and_grad",
            "case", "cond", "foldl", "scan", "while_loop",
+           "map_fn", "vectorized_map", "vmap",
            "print",
            "GradientTape", "UnconnectedGradients", "custom_gradient",
            "nn", "optimizers", "profiler", "random", "train", "config", "debugging", "math", "queue",
