@@ -107,11 +107,13 @@ def _depthwise_kernel(x, w, *, strides, padding, explicit_paddings, dilations):
         return np.zeros(out_shape, x.dtype)
     xp, wc = geo.pad_input(_upcast(x)), _upcast(w)
     acc = np.zeros((n, *geo.out, c, mult), wc.dtype)
+    tmp = np.empty_like(acc)  # products into one buffer: no temporary per tap
     for i in range(w.shape[0]):  # one strided slice per filter tap, not per pixel
         for j in range(w.shape[1]):
             rows, cols = geo.tap_slices(i, j)
-            acc += xp[:, rows, cols, :, None] * wc[i, j]
-    return acc.reshape(out_shape).astype(x.dtype)
+            np.multiply(xp[:, rows, cols, :, None], wc[i, j], out=tmp)
+            acc += tmp
+    return acc.reshape(out_shape).astype(x.dtype, copy=False)
 
 
 DepthwiseConv2dNativeBackpropInput = def_op(
