@@ -37,6 +37,7 @@ from .frontend.ops import __all__ as _ops_all
 from .frontend.ops.debugging import print  # noqa: A004  (TensorFlow's tf.print)
 from .frontend.tape import GradientTape, UnconnectedGradients
 from .frontend.tensor import EagerTensor, Tensor
+from .frontend.tensor_array import TensorArray
 from .frontend.variables import Variable
 
 bool = bool_  # noqa: A001  (TensorFlow spells it tw.bool)
@@ -80,6 +81,7 @@ __all__ = ["errors", "DType", "as_dtype", "bfloat16", "bool", "bool_", "float16"
            "Variable", "IndexedSlices", "Module", "group", "no_op", "grad", "gradients", "stop_gradient",
            "value_and_grad",
            "case", "cond", "foldl", "scan", "while_loop",
+           "TensorArray",
            "map_fn", "vectorized_map", "vmap",
            "print",
            "GradientTape", "UnconnectedGradients", "custom_gradient",
