@@ -249,6 +249,9 @@ def test_conv1d_transpose_is_the_adjoint_of_conv1d():
     assert out.shape == (2, 8, 2)
     dx, _ = conv_ref_backprop(np.zeros((2, 8, 2)), w, x, (2,), (1,), ["SAME"])
     assert_same(out, dx)
+    with pytest.raises(tw.errors.ShapeError,
+                       match=r"conv1d_transpose.*test_nn_extra\.py.*3 dims.*\[2, 1, 8, 2\]"):
+        tw.nn.conv1d_transpose(x, w, [2, 1, 8, 2], 2, "SAME")
 
 
 def test_conv1d_errors_name_the_function_and_line():

@@ -1,7 +1,9 @@
 """Neural-network op functions with TensorFlow's names and conventions (``tw.nn.*``).
 
-Images are NHWC and filters HWIO. `strides`, `ksize` and `dilations` may be one int, two
-ints (height, width) or four ints (NHWC, batch and channel entries 1), as in TensorFlow 2;
+Images are NHWC and filters HWIO (1-D: NWC and WIO; 3-D: NDHWC and DHWIO; depthwise
+filters ``[h, w, in, multiplier]``). `strides`, `ksize` and `dilations` may be one int, two
+ints (height, width) or four ints (NHWC, batch and channel entries 1), as in TensorFlow 2
+(1-D: an int or ``[1, s, 1]``; 3-D: one, three or five ints);
 `padding` is ``"SAME"``, ``"VALID"`` or, for convolutions, an explicit list
 ``[[0, 0], [top, bottom], [left, right], [0, 0]]``. Bad values are reported by the op's
 type inference, so the error names the op and the line that made it.
@@ -19,6 +21,8 @@ from ...errors import DTypeError, InvalidArgumentError, ShapeError, Unimplemente
 from ..building import apply_op, apply_op1, convert_operands, convert_to_tensor, user_location
 from ..context import name_scope
 from ..tensor import Tensor
+from . import math as m
+from .array import expand_dims, pad, squeeze
 
 TensorLike = Any
 IntOrInts = int | Sequence[int]
@@ -237,7 +241,6 @@ def conv1d(input: TensorLike, filters: TensorLike, stride: IntOrInts,  # noqa: A
     _check_rank(w, 3, "[width, in_channels, out_channels]", "filters", "conv1d")
     s = _one_spatial(stride, "stride", "conv1d")
     d = _one_spatial(dilations, "dilations", "conv1d")
-    from .array import expand_dims, squeeze
     with name_scope(name or "conv1d"):
         y = conv2d(expand_dims(x, 1), expand_dims(w, 0), (1, 1, s, 1), _padding_1d(padding),
                    dilations=(1, 1, d, 1))
@@ -253,10 +256,13 @@ def conv1d_transpose(input: TensorLike, filters: TensorLike, output_shape: Any, 
     x, w = convert_operands(input, filters)
     _check_rank(x, 3, "NWC", "input", "conv1d_transpose")
     _check_rank(w, 3, "[width, output_channels, in_channels]", "filters", "conv1d_transpose")
-    n, width, c = _static_shape(output_shape)
+    shape = _static_shape(output_shape)
+    if len(shape) != 3:
+        raise ShapeError(f"output_shape must have 3 dims (NWC), got {list(shape)}",
+                         op="conv1d_transpose", location=str(user_location()))
+    n, width, c = shape
     s = _one_spatial(strides, "strides", "conv1d_transpose")
     d = _one_spatial(dilations, "dilations", "conv1d_transpose")
-    from .array import expand_dims, squeeze
     with name_scope(name or "conv1d_transpose"):
         y = conv2d_backprop_input([n, 1, width, c], expand_dims(w, 0), expand_dims(x, 1),
                                   (1, 1, s, 1), padding, dilations=(1, 1, d, 1))
@@ -435,7 +441,6 @@ def _pool1d(pool2d: Any, input: TensorLike, ksize: IntOrInts,  # noqa: A002
     _check_rank(x, 3, "NWC", "input", fn)
     k = _one_spatial(ksize, "ksize", fn)
     s = _one_spatial(strides, "strides", fn)
-    from .array import expand_dims, squeeze
     with name_scope(name or fn):
         return squeeze(pool2d(expand_dims(x, 1), (1, 1, k, 1), (1, 1, s, 1), padding), [1])
 
@@ -551,8 +556,6 @@ def _dilated_pool(x: Tensor, window: list[int], dilations: list[int], padding: s
                   kind: str) -> Tensor:
     """Stride-1 dilated pooling as one strided slice per window tap (TensorFlow's
     space-to-batch semantics: SAME pads with zeros, which take part in the window)."""
-    from . import math as m
-    from .array import pad
     span = [(k - 1) * d for k, d in zip(window, dilations)]
     if padding == "SAME":
         x = pad(x, [[0, 0], *[[s // 2, s - s // 2] for s in span], [0, 0]])
