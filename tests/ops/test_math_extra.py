@@ -191,6 +191,9 @@ def test_logsumexp_is_stable_and_handles_infinite_rows():
     np.testing.assert_allclose(out[:2], [1000 + np.log(2), -1000 + np.log(2)], rtol=1e-6)
     assert out[2] == -np.inf and out[3] == np.inf and np.isnan(out[4]) and out[5] == 2.0
     assert np.asarray(tw.reduce_logsumexp(x[:2], keepdims=True)).shape == (1, 1)
+    empty = np.zeros((2, 0), np.float32)
+    for fn in (tw.reduce_logsumexp, tw.compile(tw.reduce_logsumexp, target="cpu")):
+        assert np.asarray(fn(empty, axis=1)).tolist() == [-np.inf, -np.inf]  # as in TF
 
 
 def test_v1_reduce_logsumexp_takes_reduction_indices_and_keep_dims():

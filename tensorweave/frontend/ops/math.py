@@ -458,17 +458,22 @@ def reduce_logsumexp(input_tensor: TensorLike, axis: Axis = None, keepdims: bool
                      name: str | None = None) -> Result:
     """``log(reduce_sum(exp(input_tensor), axis))``, computed without overflow or
     underflow by subtracting each slice's maximum first (TF's formula). A slice that is
-    all -inf gives -inf, one holding +inf gives +inf, a NaN gives NaN. The maximum is a
-    constant to the gradient, which is the softmax of the slice. Floating point only."""
+    all -inf gives -inf, one holding +inf gives +inf, a NaN gives NaN; over axes with no
+    elements the result is -inf (when that is known at trace time; dims unknown then that
+    turn out empty are an error of the max). The maximum is a constant to the gradient,
+    which is the softmax of the slice. Floating point only."""
     x = _floating(input_tensor, "reduce_logsumexp", "input_tensor")
     from . import array
+    axes = _axes_of(axis, x.ndim)
+    if any(x.shape[a] == 0 for a in axes):
+        # nothing to sum: -inf (log 0), as in TF, where the max below would be an error
+        return log(reduce_sum(exp(x), axis=axis, keepdims=keepdims), name=name)
     raw_max = reduce_max(x, axis=axis, keepdims=True)
     # an infinite maximum would make x - max NaN (inf - inf); 0 keeps -inf rows at -inf
     # (log(0) + 0) and +inf rows at +inf (log(inf) + 0)
     safe_max = apply_op1("StopGradient", [where(is_finite(raw_max), raw_max,
                                                 array.zeros_like(raw_max))])
     result = log(reduce_sum(exp(x - safe_max), axis=axis, keepdims=keepdims))
-    axes = _axes_of(axis, x.ndim)
     if not keepdims and axes:
         safe_max = array.squeeze(safe_max, axis=axes)
     return add(result, safe_max, name=name)
