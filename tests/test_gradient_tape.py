@@ -243,3 +243,35 @@ def test_watch_rejects_non_tensors():
     with tw.GradientTape() as tape:
         with pytest.raises(TypeError, match="GradientTape.watch"):
             tape.watch(np.array([1.0]))
+
+
+@pytest.mark.parametrize("mode", ["eager", "traced"])
+def test_batch_jacobian_matches_finite_differences(mode):
+    x = rng.normal(size=(3, 2))
+    w = rng.normal(size=(2, 2))
+
+    def f_np(row):
+        return np.tanh(row @ w) * row.sum()
+
+    def bjac(x):
+        with tw.GradientTape() as tape:
+            tape.watch(x)
+            y = tw.tanh(tw.matmul(x, w)) * tw.reduce_sum(x, axis=1, keepdims=True)
+        return tape.batch_jacobian(y, x)
+
+    expected = np.stack([np.stack([finite_difference(lambda r, i=i: float(f_np(r)[i]), row)
+                                   for i in range(2)]) for row in x])
+    got = bjac(tw.constant(x)).numpy() if mode == "eager" else tw.compile(bjac)(x)
+    assert got.shape == (3, 2, 2)
+    np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-7)
+
+
+def test_eager_embedding_lookup_of_a_variable():
+    table = tw.Variable(rng.normal(size=(4, 3)))
+    ids = np.array([2, 0, 2])
+    with tw.GradientTape() as tape:
+        rows = tw.nn.embedding_lookup(table, ids)
+        y = tw.reduce_sum(rows * rows)
+    expected = np.zeros((4, 3))
+    np.add.at(expected, ids, 2 * table.numpy()[ids])
+    np.testing.assert_allclose(tape.gradient(y, table).numpy(), expected)

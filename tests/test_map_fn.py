@@ -161,3 +161,10 @@ def test_vmap_gradient():
     w = rng.normal(size=(3,))
     check_gradients(lambda x, w: tw.vmap(lambda r, w: tw.sin(r) * w + tw.reduce_sum(r * w),
                                          in_axes=(0, None))(x, w), x, w)
+
+
+def test_map_fn_without_back_prop_stops_gradients():
+    x = rng.normal(size=(3, 3))
+    g = tw.compile(tw.grad(lambda x: tw.reduce_sum(tw.map_fn(per_row, x, back_prop=False))
+                           + tw.reduce_sum(x * 2.0)))(x)
+    np.testing.assert_array_equal(g, np.full((3, 3), 2.0))

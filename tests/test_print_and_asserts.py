@@ -166,3 +166,37 @@ def test_assert_shapes_static_and_at_run_time():
     f(np.zeros((5, 3)), np.zeros(5))
     with pytest.raises(tw.errors.InvalidArgumentError, match="rows: .*differs from 'N'"):
         f(np.zeros((5, 3)), np.zeros(4))
+
+
+def test_side_effects_are_ordered_in_program_order():
+    v = tw.Variable(np.float64(0.0))
+
+    def step(x):
+        v.assign_add(x)
+        tw.print("after add", v.read_value())
+        tw.debugging.assert_non_negative(x)
+        v.assign(x * 2.0)
+        return x
+
+    graph = tw.compile(step).get_concrete_function(np.float64(1.0)).graph
+    nodes = {n.op: n for n in graph.nodes if n.op in ("AssignAddVariable", "PrintV2",
+                                                       "Assert", "AssignVariable")}
+    assert _runs_after(nodes["PrintV2"], nodes["AssignAddVariable"])
+    assert _runs_after(nodes["Assert"], nodes["PrintV2"])
+    assert _runs_after(nodes["AssignVariable"], nodes["Assert"])
+    assert not _runs_after(nodes["PrintV2"], nodes["AssignVariable"])
+
+
+def _runs_after(node, earlier) -> bool:
+    """Whether `earlier` is among the data or control inputs of `node`, transitively."""
+    stack, seen = [node], set()
+    while stack:
+        n = stack.pop()
+        if id(n) in seen:
+            continue
+        seen.add(id(n))
+        preds = [v.producer for v in n.inputs if v.producer is not None] + n.control_inputs
+        if any(p is earlier for p in preds):
+            return True
+        stack.extend(preds)
+    return False

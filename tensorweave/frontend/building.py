@@ -265,9 +265,11 @@ def apply_op(op: str, inputs: Sequence[Any] = (), attrs: Mapping[str, Any] | Non
     node_name = builder.scoped_name(name or opdef.default_name)
     control = builder.control_inputs()
     if opdef.stateful and builder.auto_control_deps:
-        for key in _resource_keys(values):
+        # after earlier stateful ops on the same resources, and after the last print or
+        # assertion (TensorFlow 2 runs side effects in program order)
+        for key in [*_resource_keys(values), SIDE_EFFECTS_KEY]:
             prev = builder.last_stateful.get(key)
-            if prev is not None and prev not in control:
+            if prev is not None and prev not in control and prev.graph is builder.graph:
                 control.append(prev)
     node = builder.graph.add_node(op, values, attrs, name=node_name, control_inputs=control,
                                   device=builder.device, loc=loc)
@@ -309,6 +311,9 @@ def _resource_keys(values: Sequence[Value]) -> list[Any]:
 
 
 _eager_counters = CallCounters()
+
+# `GraphBuilder.last_stateful` key of the last print or assertion (frontend/ops/debugging.py)
+SIDE_EFFECTS_KEY = ("side_effect", "io")
 
 # What watches eager execution: the GradientTapes recording now (frontend/tape.py; and
 # tw.custom_gradient noting the variables a function reads). Each gets every eager op run

@@ -29,6 +29,7 @@ from ..errors import CompileError, TracingError
 from . import building, nest
 from .building import apply_op, convert_to_tensor, user_location
 from .context import current_builder
+from .tape import GradientTape
 from .variables import Variable
 
 CustomGradient = def_op(
@@ -114,16 +115,21 @@ def _describe(x: Any) -> str:
 
 
 class _ReadCollector:
-    """Notes the variables an eager function reads (an eager observer)."""
+    """Notes the trainable variables an eager function reads on this thread (an eager
+    observer)."""
 
     def __init__(self) -> None:
         self.variables: dict[str, Variable] = {}
+        self._thread = threading.get_ident()
 
     def record_read(self, source: Any, tensor: Any) -> None:
-        if isinstance(source, Variable) and source.trainable:
+        if isinstance(source, Variable) and source.trainable and \
+                threading.get_ident() == self._thread:
             self.variables.setdefault(source.shared_name, source)
 
     def record_op(self, op: str, inputs: Any, attrs: Any, results: Any) -> None:
+        if threading.get_ident() != self._thread:
+            return
         for x in inputs:
             if isinstance(x, Variable) and x.trainable:
                 self.variables.setdefault(x.shared_name, x)
@@ -146,15 +152,23 @@ def custom_gradient(f: Callable | None = None) -> Callable:
         xs = [convert_to_tensor(x) for x in leaves]
         call_args = nest.unflatten(tree, xs)
         builder = current_builder()
+        recording = False
         if builder is None:
-            observers = list(building.eager_observers)
+            # the function's own ops are not recorded (its gradient is grad_fn): this
+            # thread's tapes pause, and a collector notes the variables it reads
+            tapes = [o for o in building.eager_observers
+                     if isinstance(o, GradientTape) and o._mine()]
+            recording = bool(tapes)
             collector = _ReadCollector()
-            # the function's own ops are not recorded: its gradient is grad_fn
-            building.eager_observers[:] = [collector]
+            for tape in tapes:
+                tape._stop()
+            building.eager_observers.append(collector)
             try:
                 out = f(*call_args, **kwargs)
             finally:
-                building.eager_observers[:] = observers
+                building.eager_observers.remove(collector)
+                for tape in tapes:
+                    tape._start()
             used = list(collector.variables.values())
         else:
             before = {id(n) for n in builder.graph.nodes}
@@ -171,8 +185,8 @@ def custom_gradient(f: Callable | None = None) -> Callable:
         if not ys:
             raise TracingError(f"tw.custom_gradient: {_name(f)} returned no tensor",
                                location=str(user_location()))
-        if builder is None and not building.eager_observers:
-            return nest.unflatten(y_tree, ys)  # nothing records: no node needed
+        if builder is None and not recording:
+            return nest.unflatten(y_tree, ys)  # no tape records: no node needed
         reads = [convert_to_tensor(v) for v in used]
         with _lock:
             key = next(_keys)

@@ -67,10 +67,17 @@ def map_fn(fn: Callable[[Any], Any], elems: Any, dtype: Any = None,
     `elems` may be a nest of tensors with the same first dim; `fn` takes one element of
     that structure. Its results may be another structure, described (when it differs in
     dtype from `elems`, or `elems` may be empty) by `fn_output_signature` (or the older
-    `dtype`): dtypes or `tw.TensorSpec`s. Differentiable: traced, it is a `tw.while_loop`."""
+    `dtype`): dtypes or `tw.TensorSpec`s. Differentiable: traced, it is a `tw.while_loop`
+    (``back_prop=False`` stops the gradient at the results)."""
     del swap_memory, infer_shape  # no host swapping; shapes are always inferred
     if not callable(fn):
         raise TypeError("tw.map_fn: fn must be callable")
+    if not back_prop:  # TensorFlow's deprecated spelling of stop_gradient on the results
+        from .autodiff import stop_gradient
+        out = map_fn(fn, elems, dtype, parallel_iterations, True, name=name,
+                     fn_output_signature=fn_output_signature)
+        leaves, tree = nest.flatten(out)
+        return nest.unflatten(tree, [stop_gradient(x) for x in leaves])
     signature = fn_output_signature if fn_output_signature is not None else dtype
     e_flat, e_tree, n, n_static = _elements(elems, "map_fn")
     sig = _signature_leaves(signature)

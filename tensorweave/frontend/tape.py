@@ -272,14 +272,28 @@ class GradientTape:
         not depend on (through recorded ops) gives None, or zeros with
         ``unconnected_gradients=tw.UnconnectedGradients.ZERO``."""
         self._use()
-        return self._gradient(target, sources, output_gradients,
-                              _unconnected(unconnected_gradients))
+        try:
+            return self._gradient(target, sources, output_gradients,
+                                  _unconnected(unconnected_gradients))
+        finally:
+            self._release()
 
     def _use(self) -> None:
         if not self._persistent:
             if self._used:
                 raise RuntimeError(_ONCE)
             self._used = True
+
+    def _release(self) -> None:
+        """A used non-persistent tape lets go of what it recorded (eager values)."""
+        if not self._persistent and self._builder is None:
+            recording = self._recording
+            watched, accessed = self._watched_vars, self._accessed_vars
+            self._stop()
+            self._reset_records()
+            self._watched_vars, self._accessed_vars = watched, accessed
+            if recording:
+                self._start()
 
     def _gradient(self, target: Any, sources: Any, output_gradients: Any,
                   unconnected: UnconnectedGradients) -> Any:
@@ -477,7 +491,39 @@ class GradientTape:
         (one gradient per element of `target`, whose shape must be known)."""
         del parallel_iterations, experimental_use_pfor  # one gradient per row, in order
         self._use()
-        unconnected = _unconnected(unconnected_gradients)
+        try:
+            return self._jacobian(target, sources, _unconnected(unconnected_gradients))
+        finally:
+            self._release()
+
+    def batch_jacobian(self, target: Any, source: Any,
+                       unconnected_gradients: Any = UnconnectedGradients.NONE,
+                       parallel_iterations: int | None = None,
+                       experimental_use_pfor: bool = True) -> Any:
+        """The jacobian of each batch row of `target` with respect to the same row of
+        `source` (row ``b`` of `target` depending only on row ``b`` of `source`): shape
+        ``[batch] + target.shape[1:] + source.shape[1:]``."""
+        del parallel_iterations, experimental_use_pfor
+        self._use()
+        try:
+            full = self._jacobian(target, source, _unconnected(unconnected_gradients))
+        finally:
+            self._release()
+        if full is None:
+            return None
+        from .ops import array
+        t, s = convert_to_tensor(target), convert_to_tensor(source)
+        if not t.shape or not s.shape or t.shape[0] != s.shape[0]:
+            raise ValueError(f"GradientTape.batch_jacobian needs target and source with the "
+                             f"same first (batch) dim, got {t.type} and {s.type}")
+        batch = t.shape[0]
+        y = int(np.prod(t.shape[1:], dtype=np.int64))
+        x = int(np.prod(s.shape[1:], dtype=np.int64))
+        flat = array.reshape(full, [batch, y, batch, x])
+        rows = [flat[b, :, b, :] for b in range(batch)]
+        return array.reshape(array.stack(rows), [batch, *t.shape[1:], *s.shape[1:]])
+
+    def _jacobian(self, target: Any, sources: Any, unconnected: UnconnectedGradients) -> Any:
         from .ops import array
         t = convert_to_tensor(target)
         if any(d is None for d in t.shape):

@@ -24,7 +24,7 @@ from ...compiler.ir import Node
 from ...compiler.registry import attr, def_op
 from ...compiler.types import format_shape
 from ...errors import InvalidArgumentError
-from ..building import apply_op, convert_to_tensor
+from ..building import SIDE_EFFECTS_KEY, apply_op, convert_to_tensor
 from ..context import control_dependencies, current_builder
 from ..tensor import EagerTensor, Tensor
 
@@ -175,7 +175,8 @@ def _template(x: Any, tensors: list[Any], top: bool) -> str:
 def _side_effect(op: str, inputs: Sequence[Any], attrs: dict[str, Any],
                  name: str | None) -> Node | None:
     """Apply side-effecting op `op`; while tracing, order it after every stateful op
-    built before it (TensorFlow 2's automatic control dependencies) and return it."""
+    built before it, and the stateful ops built after it after it (TensorFlow 2's
+    automatic control dependencies), and return it."""
     builder = current_builder()
     if builder is None:
         apply_op(op, inputs, attrs, name=name)
@@ -185,7 +186,7 @@ def _side_effect(op: str, inputs: Sequence[Any], attrs: dict[str, Any],
     with control_dependencies(after):
         apply_op(op, inputs, attrs, name=name)
     node = builder.graph.nodes[-1]
-    builder.last_stateful[("side_effect", "io")] = node
+    builder.last_stateful[SIDE_EFFECTS_KEY] = node  # later stateful ops run after it
     return node
 
 
