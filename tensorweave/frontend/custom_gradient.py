@@ -17,6 +17,7 @@ import functools
 import inspect
 import itertools
 import threading
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -193,6 +194,10 @@ def custom_gradient(f: Callable | None = None) -> Callable:
         _GRAD_FNS[key] = _Entry(grad_fn, _name(f), len(xs), used)
         outs = apply_op("CustomGradient", [*xs, *reads, *ys],
                         {"num_outputs": len(ys), "key": key}, name=_name(f))
+        # grad_fn lives as long as what can still be differentiated: the graph being
+        # built, or (eagerly) the results, which the tapes that recorded them keep alive
+        owner = builder.graph if builder is not None else outs[0]
+        weakref.finalize(owner, _GRAD_FNS.pop, key, None)
         return nest.unflatten(y_tree, outs)
 
     return wrapper
