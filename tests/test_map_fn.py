@@ -168,3 +168,44 @@ def test_map_fn_without_back_prop_stops_gradients():
     g = tw.compile(tw.grad(lambda x: tw.reduce_sum(tw.map_fn(per_row, x, back_prop=False))
                            + tw.reduce_sum(x * 2.0)))(x)
     np.testing.assert_array_equal(g, np.full((3, 3), 2.0))
+
+
+CONST = rng.normal(size=(2, 3))
+BATCHED = [  # (fn of one element of shape [2, 3], the same in NumPy)
+    (lambda r: r[..., 0] + r[None, 1:, ::-1][0, :, 0], lambda r: r[..., 0] + r[None, 1:, ::-1][0, :, 0]),
+    (lambda r: tw.cast(tw.argmax(r, axis=-1), tw.float64) + tw.gather(r, [1, 0])[0, :2]
+     + tw.gather(r, [2, 0], axis=1)[:, 1],
+     lambda r: np.argmax(r, axis=-1).astype(np.float64) + r[[1, 0]][0, :2] + r[:, [2, 0]][:, 1]),
+    (lambda r: tw.concat([r, CONST], axis=0) @ tw.transpose(CONST),
+     lambda r: np.concatenate([r, CONST], 0) @ CONST.T),
+    (lambda r: tw.stack([r, CONST * 2.0], axis=-1), lambda r: np.stack([r, CONST * 2.0], -1)),
+    (lambda r: tw.squeeze(tw.expand_dims(r, 0)) + tw.pad(r, [[0, 0], [1, 0]])[:, :3],
+     lambda r: r + np.pad(r, [[0, 0], [1, 0]])[:, :3]),
+    (lambda r: tw.tile(r, [1, 2]) * tw.reduce_mean(r), lambda r: np.tile(r, [1, 2]) * r.mean()),
+    (lambda r: tw.nn.log_softmax(r, axis=0) - tw.reshape(r, [3, 2])[0, 0],
+     lambda r: r - np.log(np.exp(r).sum(0)) - r.reshape(3, 2)[0, 0]),
+    (lambda r: tw.one_hot(tw.argmax(r, axis=1), 3, dtype=tw.float64) * r,
+     lambda r: np.eye(3)[np.argmax(r, axis=1)] * r),
+]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_batching_rules_match_a_loop(mode, caplog):
+    x = rng.normal(size=(3, 2, 3))
+    with caplog.at_level(logging.WARNING, logger="tensorweave"):
+        for k, (fn, fn_np) in enumerate(BATCHED):
+            got = run(mode, lambda x, fn=fn: tw.vectorized_map(fn, x), x)
+            np.testing.assert_allclose(got, np.stack([fn_np(r) for r in x]), rtol=1e-12,
+                                       err_msg=f"function {k}")
+    assert not [r.getMessage() for r in caplog.records if "falling back" in r.getMessage()]
+
+
+def test_vectorized_map_with_an_unknown_batch_size():
+    f = tw.compile(lambda x: tw.vectorized_map(
+        lambda r: (tw.reshape(r, [3, 1]) * 2.0, tw.constant(np.arange(2.0)), tw.reduce_sum(r)),
+        x), input_signature=[tw.TensorSpec([None, 3], tw.float64)])
+    x = rng.normal(size=(4, 3))
+    shaped, constant, total = f(x)
+    np.testing.assert_allclose(shaped, x.reshape(4, 3, 1) * 2.0)
+    np.testing.assert_array_equal(constant, np.tile(np.arange(2.0), (4, 1)))  # repeated
+    np.testing.assert_allclose(total, x.sum(axis=1))
