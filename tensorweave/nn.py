@@ -36,6 +36,7 @@ from .frontend.ops.nn import (
     conv3d_backprop_filter,
     conv3d_backprop_input,
     conv3d_transpose,
+    convolution,
     depthwise_conv2d,
     depthwise_conv2d_backprop_filter,
     depthwise_conv2d_backprop_input,
@@ -48,6 +49,7 @@ from .frontend.ops.nn import (
     max_pool3d_grad,
     max_pool_grad,
     pool,
+    separable_conv2d,
     softmax,
     softmax_cross_entropy_with_logits,
     softmax_cross_entropy_with_logits_v2,
@@ -76,7 +78,8 @@ __all__ = ["nce_loss", "sampled_softmax_loss",
            "depthwise_conv2d", "depthwise_conv2d_backprop_input",
            "depthwise_conv2d_backprop_filter", "conv3d", "conv3d_backprop_input",
            "conv3d_backprop_filter", "conv3d_transpose", "max_pool1d", "avg_pool1d",
-           "max_pool3d", "avg_pool3d", "max_pool3d_grad", "avg_pool3d_grad", "pool"]
+           "max_pool3d", "avg_pool3d", "max_pool3d_grad", "avg_pool3d_grad", "pool",
+           "separable_conv2d", "convolution"]
 
 
 def __dir__() -> list[str]:

@@ -334,6 +334,53 @@ def test_conv3d_errors_name_op_line_and_shapes():
         tw.nn.conv3d(x, np.zeros((6, 1, 1, 2, 1), np.float32), 1, "VALID")
 
 
+# ------------------------------------------------- separable and N-D convolution
+
+@settings(max_examples=8)
+@given(case=window_case(2, explicit=True), c=st.integers(1, 3), mult=st.integers(1, 2),
+       cout=st.integers(1, 3), seed=st.integers(0, 2**16))
+def test_separable_conv2d_is_depthwise_then_pointwise(case, c, mult, cout, seed):
+    sizes, k, strides, dilations, padding, pads, ref_pads = case
+    r = rng(seed)
+    x = r.uniform(-1, 1, (2, *sizes, c)).astype(np.float32)
+    dw = r.uniform(-1, 1, (*k, c, mult)).astype(np.float32)
+    pw = r.uniform(-1, 1, (1, 1, c * mult, cout)).astype(np.float32)
+
+    def expected(a, b, p):
+        mid = depthwise_ref(a, b, strides, dilations, ref_pads)
+        return conv_ref(mid, p, (1, 1), (1, 1), ["VALID"] * 2)
+
+    check_against_numpy(
+        lambda a, b, p: tw.nn.separable_conv2d(a, b, p, [1, *strides, 1],
+                                               tf_padding(padding, pads), dilations=dilations),
+        expected, x, dw, pw, atol=1e-5)
+
+
+@settings(max_examples=8)
+@given(nd=st.integers(1, 3), data=st.data())
+def test_convolution_picks_the_dimension_from_the_filters(nd, data):
+    sizes, k, strides, dilations, padding, _, ref_pads = data.draw(
+        window_case(nd, max_side=4, max_k=2))
+    r = rng(data.draw(st.integers(0, 2**16)))
+    x = r.uniform(-1, 1, (2, *sizes, 2))
+    w = r.uniform(-1, 1, (*k, 2, 3))
+    check_against_numpy(
+        lambda a, b: tw.nn.convolution(a, b, strides, padding, dilations=dilations),
+        lambda a, b: conv_ref(a, b, strides, dilations, ref_pads), x, w)
+
+
+def test_separable_and_nd_convolution_errors():
+    x = np.zeros((1, 4, 4, 2), np.float32)
+    with pytest.raises(tw.errors.ShapeError,
+                       match=r"separable_conv2d.*test_nn_extra.*\[1, 1, in_channels.*f32\[3,3,2,1\]"):
+        tw.nn.separable_conv2d(x, np.zeros((2, 2, 2, 1), np.float32),
+                               np.zeros((3, 3, 2, 1), np.float32), 1, "SAME")
+    with pytest.raises(tw.errors.ShapeError, match=r"convolution.*test_nn_extra.*rank 3, 4 or 5"):
+        tw.nn.convolution(x, np.zeros((2, 2, 2, 2, 2, 2), np.float32))
+    with pytest.raises(tw.errors.ShapeError, match=r"convolution.*f32\[1,4,4,2\].*f32\[2,2,3\]"):
+        tw.nn.convolution(x, np.zeros((2, 2, 3), np.float32))
+
+
 # ------------------------------------------------------------------------- pooling
 
 @settings(max_examples=15)
@@ -610,7 +657,8 @@ def test_layer_normalization_errors():
 NEW_NAMES = ["fused_batch_norm", "layer_normalization", "depthwise_conv2d", "conv1d", "conv3d",
              "conv2d_transpose", "conv1d_transpose", "conv3d_transpose", "avg_pool1d",
              "avg_pool3d", "max_pool1d", "max_pool3d", "pool", "avg_pool2d", "max_pool2d",
-             "log_softmax", "embedding_lookup", "top_k", "in_top_k"]
+             "log_softmax", "embedding_lookup", "top_k", "in_top_k", "separable_conv2d",
+             "convolution"]
 
 
 def test_tf_nn_and_tw_nn_list_the_same_new_names():
@@ -644,8 +692,13 @@ def test_v1_spellings_of_depthwise_conv1d_and_pool():
         native = tf.nn.depthwise_conv2d_native(x, w, [1, 1, 1, 1], "VALID")
         c = tf.nn.conv1d(value=x1, filters=w1, stride=2, padding="VALID", use_cudnn_on_gpu=True)
         p = tf.nn.pool(x, [2, 2], "AVG", "SAME", dilation_rate=[1, 2])
+        conv = tf.nn.convolution(x1, w1, "SAME", dilation_rate=[2])
+        sep = tf.nn.separable_conv2d(x, w, np.ones((1, 1, 4, 1)), [1, 1, 1, 1], "SAME",
+                                     rate=[2, 1])
         with tf.Session() as sess:
-            d, native, c, p = sess.run([d, native, c, p])
+            d, native, c, p, conv, sep = sess.run([d, native, c, p, conv, sep])
+    assert_same(conv, conv_ref(x1, w1, (1,), (2,), ["SAME"]))
+    assert_same(sep, depthwise_ref(x, w, (1, 1), (2, 1), ["SAME"] * 2).sum(-1, keepdims=True))
     assert_same(d, depthwise_ref(x, w, (1, 1), (2, 2), ["SAME"] * 2))
     assert_same(native, depthwise_ref(x, w, (1, 1), (1, 1), ["VALID"] * 2))
     assert_same(c, conv_ref(x1, w1, (2,), (1,), ["VALID"]))

@@ -320,9 +320,31 @@ def _nn_extras() -> dict[str, Any]:
                             dilations=dilation_rate if dilations is None else dilations,
                             name=name)
 
+    @in_default_graph
+    def separable_conv2d(input: Any, depthwise_filter: Any, pointwise_filter: Any,  # noqa: A002
+                         strides: Any, padding: Any, rate: Any = None, name: str | None = None,
+                         data_format: Any = None, dilations: Any = None) -> Any:
+        """``tf.nn.separable_conv2d`` of TensorFlow 1: `rate` is the depthwise dilation."""
+        return _nn_src.separable_conv2d(input, depthwise_filter, pointwise_filter, strides,
+                                        padding, data_format=data_format,
+                                        dilations=rate if dilations is None else dilations,
+                                        name=name)
+
+    @in_default_graph
+    def convolution(input: Any, filter: Any = None, padding: Any = None,  # noqa: A002
+                    strides: Any = None, dilation_rate: Any = None, name: str | None = None,
+                    data_format: Any = None, filters: Any = None, dilations: Any = None) -> Any:
+        """``tf.nn.convolution`` with TensorFlow 1's argument order (padding third,
+        `dilation_rate`; `filters=` also accepted)."""
+        return _nn_src.convolution(input, filter if filters is None else filters, strides,
+                                   padding, data_format=data_format,
+                                   dilations=dilation_rate if dilations is None else dilations,
+                                   name=name)
+
     extras.update(softmax=softmax, log_softmax=log_softmax, dropout=dropout, in_top_k=in_top_k,
                   softmax_cross_entropy_with_logits=softmax_cross_entropy_with_logits,
                   depthwise_conv2d=depthwise_conv2d, conv1d=conv1d, pool=pool,
+                  separable_conv2d=separable_conv2d, convolution=convolution,
                   # TensorFlow 1's names of the native op (no `rate`, strides and dilations
                   # in NHWC order): the tf.nn.* functions of this module
                   depthwise_conv2d_native=in_default_graph(_nn_src.depthwise_conv2d),

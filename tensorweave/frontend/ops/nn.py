@@ -364,6 +364,41 @@ def conv3d_transpose(input: TensorLike, filters: TensorLike, output_shape: Any, 
                                  dilations=dilations, name=name or "conv3d_transpose")
 
 
+def separable_conv2d(input: TensorLike, depthwise_filter: TensorLike,  # noqa: A002
+                     pointwise_filter: TensorLike, strides: IntOrInts,
+                     padding: str | Sequence[Sequence[int]], data_format: str | None = None,
+                     dilations: IntOrInts | None = None, name: str | None = None) -> Tensor:
+    """`depthwise_conv2d` (with `strides`, `padding`, `dilations`) followed by a 1x1
+    `conv2d` with `pointwise_filter` ``[1, 1, in_channels * multiplier, out_channels]``
+    (``tf.nn.separable_conv2d``); both run natively on the cpu target."""
+    _require_nhwc(data_format, "separable_conv2d")
+    x, dw, pw = convert_operands(input, depthwise_filter, pointwise_filter)
+    if len(pw.shape) != 4 or tuple(pw.shape[:2]) != (1, 1):
+        raise ShapeError(f"pointwise_filter must be [1, 1, in_channels * multiplier, "
+                         f"out_channels], got {pw.type}", op="separable_conv2d",
+                         location=str(user_location()))
+    with name_scope(name or "separable_conv2d"):
+        depthwise = depthwise_conv2d(x, dw, strides, padding, dilations=dilations)
+        return conv2d(depthwise, pw, 1, "VALID")
+
+
+def convolution(input: TensorLike, filters: TensorLike, strides: IntOrInts | None = None,  # noqa: A002
+                padding: str = "VALID", data_format: str | None = None,
+                dilations: IntOrInts | None = None, name: str | None = None) -> Tensor:
+    """N-D convolution, N = 1, 2 or 3 from the filters' rank (``tf.nn.convolution``):
+    `conv1d`, `conv2d` or `conv3d` with channels-last layouts; `strides` and `dilations`
+    default to 1."""
+    x, w = convert_operands(input, filters)
+    rank = len(w.shape)
+    if rank not in (3, 4, 5) or len(x.shape) != rank:
+        raise ShapeError(f"input and filters must both have rank 3, 4 or 5 (1-D to 3-D), got "
+                         f"{x.type} and {w.type}", op="convolution", location=str(user_location()))
+    strides = 1 if strides is None else strides
+    fn = {3: conv1d, 4: conv2d, 5: conv3d}[rank]
+    return fn(x, w, strides, padding, data_format=data_format, dilations=dilations,
+              name=name or "convolution")
+
+
 # ------------------------------------------------------------------------------ pooling
 
 def _pool(op: str, input: TensorLike, ksize: IntOrInts, strides: IntOrInts,  # noqa: A002
@@ -604,4 +639,5 @@ __all__ = ["softmax", "log_softmax", "softmax_cross_entropy_with_logits",
            "conv1d", "conv1d_transpose", "depthwise_conv2d", "depthwise_conv2d_backprop_input",
            "depthwise_conv2d_backprop_filter", "conv3d", "conv3d_backprop_input",
            "conv3d_backprop_filter", "conv3d_transpose", "max_pool1d", "avg_pool1d",
-           "max_pool3d", "avg_pool3d", "max_pool3d_grad", "avg_pool3d_grad", "pool"]
+           "max_pool3d", "avg_pool3d", "max_pool3d_grad", "avg_pool3d_grad", "pool",
+           "separable_conv2d", "convolution"]
