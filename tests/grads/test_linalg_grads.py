@@ -255,26 +255,28 @@ def test_matrix_norm_grads(shape, data, keepdims, seed):
 # ------------------------------------------------------------------ diagonals, bands
 
 @EXAMPLES
-@given(batch=batches, mn=st.tuples(sides, sides), seed=seeds)
-def test_diagonal_trace_band_transpose_grads(batch, mn, seed):
+@given(batch=batches, mn=st.tuples(sides, sides), data=st.data(), seed=seeds)
+def test_diagonal_trace_band_transpose_grads(batch, mn, data, seed):
+    k = data.draw(st.integers(-mn[0], mn[1]))
     x = values(seed, batch + mn)
-    k = min(mn)
-    d = values(seed + 1, batch + (k,))
-    check_gradients(tw.linalg.diag_part, x)
+    length = np.diagonal(np.zeros(mn), k).shape[-1]
+    d = values(seed + 1, batch + (length,))
+    check_gradients(lambda t: tw.linalg.diag_part(t, k=k), x)
     check_gradients(tw.linalg.trace, x)
-    check_gradients(tw.linalg.set_diag, x, d)
+    check_gradients(lambda t, u: tw.linalg.set_diag(t, u, k=k), x, d)
     check_gradients(tw.linalg.transpose, x)
     for lower, upper in ((-1, 0), (0, -1), (1, 0), (0, 0), (-1, -1)):
         check_gradients(lambda t, lo=lower, up=upper: tw.linalg.band_part(t, lo, up), x)
 
 
 @EXAMPLES
-@given(batch=batches, n=sides, extra=st.integers(0, 2), seed=seeds)
-def test_diag_grad(batch, n, extra, seed):
+@given(batch=batches, n=sides, k=st.integers(-2, 2), extra=st.integers(0, 2), seed=seeds)
+def test_diag_grad(batch, n, k, extra, seed):
     d = values(seed, batch + (n,))
-    check_gradients(tw.linalg.diag, d)
-    check_gradients(lambda t: tw.linalg.diag(t, num_rows=n + extra, padding_value=3), d)
-    check_gradients(lambda t: tw.linalg.diag(t, num_cols=n + extra), d)
+    check_gradients(lambda t: tw.linalg.diag(t, k=k), d)
+    check_gradients(lambda t: tw.linalg.diag(t, k=k, num_rows=n + max(-k, 0) + extra,
+                                              padding_value=3), d)
+    check_gradients(lambda t: tw.linalg.diag(t, k=k, num_cols=n + max(k, 0) + extra), d)
 
 
 # ---------------------------------------------------------------- cpu target, unknown dims

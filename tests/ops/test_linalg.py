@@ -262,22 +262,25 @@ def test_norm_is_tw_norm_of_tensorflow():
 # ----------------------------------------------------------------- diagonals, bands, trace
 
 @EXAMPLES
-@given(batch=batches, mn=matrix_dims, dtype=st.sampled_from([F32, F64, np.dtype(np.int32)]),
-       seed=seeds)
-def test_diag_part_set_diag_trace_transpose_match_numpy(batch, mn, dtype, seed):
+@given(batch=batches, mn=matrix_dims, data=st.data(),
+       dtype=st.sampled_from([F32, F64, np.dtype(np.int32)]), seed=seeds)
+def test_diag_part_set_diag_trace_transpose_match_numpy(batch, mn, data, dtype, seed):
+    m, n = mn
+    k = data.draw(st.integers(-m, n))
     x = (randn(seed, batch + mn, np.float64) * 5).astype(dtype)
-    k = min(mn)
-    d = (randn(seed + 1, batch + (k,), np.float64) * 5).astype(dtype)
+    length = np.diagonal(np.zeros(mn), k).shape[-1]
+    d = (randn(seed + 1, batch + (length,), np.float64) * 5).astype(dtype)
 
     def np_set_diag(a, b):
         out = a.copy()
-        for i in range(k):
-            out[..., i, i] = b[..., i]
+        for i in range(length):
+            r, c = (i, i + k) if k >= 0 else (i - k, i)
+            out[..., r, c] = b[..., i]
         return out
 
-    check_against_numpy(tw.linalg.diag_part,
-                        lambda a: np.ascontiguousarray(np.diagonal(a, axis1=-2, axis2=-1)), x)
-    check_against_numpy(tw.linalg.set_diag, np_set_diag, x, d)
+    check_against_numpy(lambda a: tw.linalg.diag_part(a, k=k),
+                        lambda a: np.ascontiguousarray(np.diagonal(a, k, axis1=-2, axis2=-1)), x)
+    check_against_numpy(lambda a, b: tw.linalg.set_diag(a, b, k=k), np_set_diag, x, d)
     check_against_numpy(tw.linalg.trace,
                         lambda a: np.trace(a, axis1=-2, axis2=-1).astype(dtype), x)
     check_against_numpy(tw.linalg.transpose, swap, x)
@@ -285,23 +288,29 @@ def test_diag_part_set_diag_trace_transpose_match_numpy(batch, mn, dtype, seed):
 
 
 @EXAMPLES
-@given(batch=batches, n=sides, extra=st.integers(0, 2), rows_longer=st.booleans(),
-       dtype=dtypes, seed=seeds)
-def test_diag_matches_numpy(batch, n, extra, rows_longer, dtype, seed):
+@given(batch=batches, n=sides, k=st.integers(-2, 2), extra=st.integers(0, 2),
+       rows_longer=st.booleans(), dtype=dtypes, seed=seeds)
+def test_diag_matches_numpy(batch, n, k, extra, rows_longer, dtype, seed):
     d = randn(seed, batch + (n,), dtype)
-    rows, cols = (n + extra, n) if rows_longer else (n, n + extra)
+    # TensorFlow's sizes: at least n + max(-k, 0) rows and n + max(k, 0) columns, one of
+    # them exactly; the default is the smallest square
+    least_rows, least_cols = n + max(-k, 0), n + max(k, 0)
+    rows, cols = (least_rows + extra, least_cols) if rows_longer else \
+        (least_rows, least_cols + extra)
+    side = max(least_rows, least_cols)
 
     def np_diag(v, rows=rows, cols=cols, pad=0.0):
         out = np.full(v.shape[:-1] + (rows, cols), pad, v.dtype)
         for i in range(n):
-            out[..., i, i] = v[..., i]
+            r, c = (i, i + k) if k >= 0 else (i - k, i)
+            out[..., r, c] = v[..., i]
         return out
 
-    check_against_numpy(tw.linalg.diag, lambda v: np_diag(v, n, n), d)
-    check_against_numpy(lambda v: tw.linalg.diag(v, num_rows=rows, num_cols=cols),
+    check_against_numpy(lambda v: tw.linalg.diag(v, k=k), lambda v: np_diag(v, side, side), d)
+    check_against_numpy(lambda v: tw.linalg.diag(v, k=k, num_rows=rows, num_cols=cols),
                         np_diag, d)
     given_one = {"num_rows": rows} if rows_longer else {"num_cols": cols}
-    check_against_numpy(lambda v: tw.linalg.diag(v, padding_value=-1, **given_one),
+    check_against_numpy(lambda v: tw.linalg.diag(v, k=k, padding_value=-1, **given_one),
                         lambda v: np_diag(v, pad=-1.0), d)
 
 
@@ -361,7 +370,8 @@ def test_unknown_dims_that_are_not_square_fail_at_run_time():
 
 @pytest.mark.parametrize("bad", ["inv-nonsquare", "inv-int", "det-rank1", "cholesky-f16",
                                  "solve-rows", "solve-batch", "solve-dtype", "tri-batch",
-                                 "eigh-nonsquare", "set_diag-shape", "diag-size"])
+                                 "eigh-nonsquare", "set_diag-shape", "diag-size",
+                                 "diag_part-k"])
 def test_shape_and_dtype_errors_name_op_line_and_shape(bad):
     f32 = np.ones((2, 3), np.float32)
     sq = np.ones((3, 3), np.float32)
@@ -391,6 +401,8 @@ def test_shape_and_dtype_errors_name_op_line_and_shape(bad):
                            lambda: tw.linalg.set_diag(f32, np.ones(3, np.float32))),
         "diag-size": (tw.errors.ShapeError, "MatrixDiag", "num_rows = 4, num_cols = 5",
                       lambda: tw.linalg.diag(np.ones(3, np.float32), num_rows=4, num_cols=5)),
+        "diag_part-k": (tw.errors.ShapeError, "MatrixDiagPart", r"k = 5 .*f32\[2,3\]",
+                        lambda: tw.linalg.diag_part(f32, k=5)),
     }
     error, op, shape, thunk = cases[bad]
     for run in (thunk, tw.compile(thunk)):  # eagerly and while tracing
@@ -452,7 +464,9 @@ def test_python_level_misuse_is_reported_at_the_users_line():
         tw.linalg.norm(x, ord=-1, axis=1)
     with pytest.raises(tw.errors.ShapeError, match="rank >= 2"):
         tw.linalg.transpose(np.ones(3))
-    with pytest.raises(NotImplementedError, match="k=0"):
-        tw.linalg.diag_part(x, k=1)
+    with pytest.raises(NotImplementedError, match="single diagonal"):
+        tw.linalg.diag_part(x, k=(0, 1))
+    with pytest.raises(ValueError, match="align"):
+        tw.linalg.diag(np.ones(2), align="UP")
     with pytest.raises(TypeError, match="known when the graph is built"):
         tw.compile(lambda a, k: tw.linalg.band_part(a, k, 0))(x, np.int32(1))

@@ -93,6 +93,15 @@ def _why(what: str, numpy_message: str) -> str:
     return numpy_message
 
 
+def _runtime(check: Callable, *args):
+    """`check(*args)`, its ShapeError (for dims unknown at trace time) as TensorFlow's
+    run-time InvalidArgumentError."""
+    try:
+        return check(*args)
+    except ShapeError as e:
+        raise InvalidArgumentError(e.message) from None
+
+
 def _swap(x: np.ndarray) -> np.ndarray:
     return np.swapaxes(x, -1, -2)
 
@@ -369,84 +378,111 @@ def _eigh_kernel(x, *, compute_v):
 
 # ---------------------------------------------------------------- diagonals and bands
 
-def _diag_len(t: TensorType):
-    m, n = t.shape[-2:]
-    return None if m is None or n is None else min(m, n)
+def _diag_len(rows, cols, k: int):
+    """The length of diagonal `k` (0 main, > 0 above, < 0 below) of a [rows, cols] matrix
+    (None if a dim is unknown); 0 when it lies outside the matrix."""
+    if rows is None or cols is None:
+        return None
+    return max(0, min(rows + min(k, 0), cols - max(k, 0)))
 
 
-MatrixDiagPart = def_op("MatrixDiagPart", ["input"],
-                        doc="The main diagonal of each [M, N] matrix: [..., min(M, N)].")
+def _check_k(rows, cols, k: int, where: str) -> None:
+    """A diagonal index must touch the matrix: -rows <= k <= cols. (TensorFlow's bound is
+    strict; the two diagonals of length 0 at the ends are allowed here so that gradients
+    of empty diagonals work.)"""
+    if rows is not None and cols is not None and not -rows <= k <= cols:
+        raise ShapeError(f"diagonal k = {k} is outside the matrices of {where}: it must be in "
+                         f"[{-rows}, {cols}]")
+
+
+def _diag_index(n: int, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """(row, col) indices of the first `n` entries of diagonal `k`."""
+    i = np.arange(n)
+    return (i, i + k) if k >= 0 else (i - k, i)
+
+
+MatrixDiagPart = def_op("MatrixDiagPart", ["input"], {"k": attr("int", 0)},
+                        doc="Diagonal `k` of each [M, N] matrix (0: the main diagonal, > 0 "
+                            "above it, < 0 below), [..., its length].")
 
 
 @MatrixDiagPart.infer
-def _diag_part_infer(x):
+def _diag_part_infer(x, *, k):
     x = _matrices(x, "input", dtypes=ALL_DTYPES, what="of any dtype")
-    return x.with_shape(x.shape[:-2] + (_diag_len(x),))
+    m, n = x.shape[-2:]
+    _check_k(m, n, k, f"input {x}")
+    return x.with_shape(x.shape[:-2] + (_diag_len(m, n, k),))
 
 
 @MatrixDiagPart.kernel("reference")
-def _diag_part_kernel(x):
-    return np.ascontiguousarray(np.diagonal(x, axis1=-2, axis2=-1))
+def _diag_part_kernel(x, *, k):
+    m, n = x.shape[-2:]
+    _runtime(_check_k, m, n, k, f"shape {list(x.shape)}")
+    rows, cols = _diag_index(_diag_len(m, n, k), k)
+    return np.ascontiguousarray(x[..., rows, cols])
 
 
 MatrixDiag = def_op("MatrixDiag", ["diagonal"],
-                    {"num_rows": attr("int", -1), "num_cols": attr("int", -1),
-                     "padding_value": attr("float", 0.0)},
-                    doc="Matrices [..., R, C] with `diagonal` [..., N] on the main diagonal "
-                        "and `padding_value` elsewhere; R = C = N unless `num_rows`/`num_cols` "
-                        "say otherwise (one of them must be N and the other >= N, as in "
-                        "TensorFlow's MatrixDiagV3 with k = 0).")
+                    {"k": attr("int", 0), "num_rows": attr("int", -1),
+                     "num_cols": attr("int", -1), "padding_value": attr("float", 0.0)},
+                    doc="Matrices [..., R, C] with `diagonal` [..., N] as their diagonal `k` "
+                        "and `padding_value` elsewhere. R and C are at least N + max(-k, 0) and "
+                        "N + max(k, 0), one of them exactly, as in TensorFlow's MatrixDiagV3; "
+                        "-1 (the default) takes the smallest square that fits.")
 
 
-def _diag_rows_cols(n, num_rows: int, num_cols: int) -> tuple:
-    """(rows, cols) of MatrixDiag's result for a diagonal of length `n` (None: unknown):
-    a size not given (-1) is `n`; both must be >= n and one of them exactly n."""
-    rows = num_rows if num_rows >= 0 else n
-    cols = num_cols if num_cols >= 0 else n
-    if n is not None and not (rows >= n and cols >= n and (rows == n or cols == n)):
+def _diag_rows_cols(n, k: int, num_rows: int, num_cols: int) -> tuple:
+    """(rows, cols) of MatrixDiag's result for a diagonal of length `n` (None: unknown)."""
+    if n is None:
+        return (num_rows if num_rows >= 0 else None, num_cols if num_cols >= 0 else None)
+    min_rows, min_cols = n + max(-k, 0), n + max(k, 0)
+    if num_rows < 0 and num_cols < 0:
+        return (max(min_rows, min_cols),) * 2
+    rows = num_rows if num_rows >= 0 else min_rows
+    cols = num_cols if num_cols >= 0 else min_cols
+    if not (rows >= min_rows and cols >= min_cols and (rows == min_rows or cols == min_cols)):
         raise ShapeError(f"num_rows = {num_rows}, num_cols = {num_cols} do not fit a diagonal "
-                         f"of length {n}: one of them must be {n} (or -1) and the other >= {n}")
+                         f"of length {n} at k = {k}: rows must be >= {min_rows} and columns "
+                         f">= {min_cols}, one of them exactly")
     return rows, cols
 
 
 @MatrixDiag.infer
-def _diag_infer(d, *, num_rows, num_cols, padding_value):
+def _diag_infer(d, *, k, num_rows, num_cols, padding_value):
     d = expect_tensor(d, "diagonal")
     if d.rank < 1:
         raise ShapeError(f"diagonal must have rank >= 1, got diagonal is {d}")
-    rows, cols = _diag_rows_cols(d.shape[-1], num_rows, num_cols)
+    rows, cols = _diag_rows_cols(d.shape[-1], k, num_rows, num_cols)
     return d.with_shape(d.shape[:-1] + (rows, cols))
 
 
 @MatrixDiag.kernel("reference")
-def _diag_kernel(d, *, num_rows, num_cols, padding_value):
+def _diag_kernel(d, *, k, num_rows, num_cols, padding_value):
     n = d.shape[-1]
-    try:
-        rows, cols = _diag_rows_cols(n, num_rows, num_cols)
-    except ShapeError as e:
-        raise InvalidArgumentError(e.message) from None
+    rows, cols = _runtime(_diag_rows_cols, n, k, num_rows, num_cols)
     out = np.full(d.shape[:-1] + (rows, cols), padding_value).astype(d.dtype)
-    idx = np.arange(n)
-    out[..., idx, idx] = d
+    r, c = _diag_index(n, k)
+    out[..., r, c] = d
     return out
 
 
-MatrixSetDiag = def_op("MatrixSetDiag", ["input", "diagonal"],
-                       doc="`input` [..., M, N] with its main diagonal replaced by `diagonal` "
-                           "[..., min(M, N)].")
+MatrixSetDiag = def_op("MatrixSetDiag", ["input", "diagonal"], {"k": attr("int", 0)},
+                       doc="`input` [..., M, N] with its diagonal `k` (0: the main one) "
+                           "replaced by `diagonal` [..., its length].")
 
 
 @MatrixSetDiag.infer
-def _set_diag_infer(x, d):
+def _set_diag_infer(x, d, *, k):
     x = _matrices(x, "input", dtypes=ALL_DTYPES, what="of any dtype")
     d = expect_tensor(d, "diagonal")
     if d.dtype is not x.dtype:
         raise DTypeError(f"operands must have the same dtype: input is {x}, diagonal is {d}")
-    want = x.shape[:-2] + (_diag_len(x),)
+    _check_k(*x.shape[-2:], k, f"input {x}")
+    want = x.shape[:-2] + (_diag_len(*x.shape[-2:], k),)
     if d.rank != len(want) or any(a is not None and b is not None and a != b
                                   for a, b in zip(want, d.shape)):
-        raise ShapeError(f"diagonal must have shape {_fmt(want)} for input {x}, got "
-                         f"diagonal is {d}")
+        raise ShapeError(f"diagonal must have shape {_fmt(want)} for input {x} and k = {k}, "
+                         f"got diagonal is {d}")
     batch = tuple(a if a is not None else b for a, b in zip(x.shape[:-2], d.shape[:-1]))
     return x.with_shape(batch + x.shape[-2:])
 
@@ -456,14 +492,16 @@ def _fmt(shape) -> str:
 
 
 @MatrixSetDiag.kernel("reference")
-def _set_diag_kernel(x, d):
-    n = min(x.shape[-2:])
+def _set_diag_kernel(x, d, *, k):
+    _runtime(_check_k, *x.shape[-2:], k, f"shape {list(x.shape)}")
+    n = _diag_len(*x.shape[-2:], k)
     if d.shape != x.shape[:-2] + (n,):
         raise InvalidArgumentError(f"diagonal must have shape {list(x.shape[:-2] + (n,))} for "
-                                   f"input of shape {list(x.shape)}, got {list(d.shape)}")
+                                   f"input of shape {list(x.shape)} and k = {k}, got "
+                                   f"{list(d.shape)}")
     out = np.array(x, copy=True)
-    idx = np.arange(n)
-    out[..., idx, idx] = d
+    r, c = _diag_index(n, k)
+    out[..., r, c] = d
     return out
 
 

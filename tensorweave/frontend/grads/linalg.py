@@ -233,17 +233,18 @@ def _self_adjoint_eig(op, grad_e, *grad_v):
 
 @register_gradient("MatrixDiagPart")
 def _matrix_diag_part(op, g):
-    return [la.set_diag(a.zeros_like(op.inputs[0]), g)]
+    return [la.set_diag(a.zeros_like(op.inputs[0]), g, k=op.attrs["k"])]
 
 
 @register_gradient("MatrixDiag")
 def _matrix_diag(op, g):
-    return [la.diag_part(g)]
+    return [la.diag_part(g, k=op.attrs["k"])]
 
 
 @register_gradient("MatrixSetDiag")
 def _matrix_set_diag(op, g):
-    return [la.set_diag(g, a.zeros_like(op.inputs[1])), la.diag_part(g)]
+    k = op.attrs["k"]
+    return [la.set_diag(g, a.zeros_like(op.inputs[1]), k=k), la.diag_part(g, k=k)]
 
 
 @register_gradient("MatrixBandPart")

@@ -46,10 +46,19 @@ def _static_int(value: Any, fn: str, arg: str) -> int:
     return int(arr)
 
 
-def _only_main_diagonal(fn: str, k: Any) -> None:
-    if _static_int(k, fn, "k") != 0:
-        raise NotImplementedError(f"tw.linalg.{fn}: only the main diagonal (k=0) is "
+_ALIGNMENTS = ("LEFT_LEFT", "LEFT_RIGHT", "RIGHT_LEFT", "RIGHT_RIGHT")
+
+
+def _diagonal_index(fn: str, k: Any, align: str) -> int:
+    """A single diagonal index `k` (TensorFlow also takes a pair (low, high) for a band of
+    diagonals; not supported). `align` only matters for bands, so it is only checked."""
+    if align not in _ALIGNMENTS:
+        raise ValueError(f"tw.linalg.{fn}: align must be one of {list(_ALIGNMENTS)}, got "
+                         f"{align!r}")
+    if isinstance(k, (tuple, list)) or np.ndim(k) > 0:
+        raise NotImplementedError(f"tw.linalg.{fn}: only a single diagonal (an int k) is "
                                   f"supported, got k={k!r}")
+    return _static_int(k, fn, "k")
 
 
 # ------------------------------------------------------------------ products, transposes
@@ -274,32 +283,35 @@ def _matrix_2_norm(x: Result, axes: list[int]) -> Result:
 # -------------------------------------------------------------------- diagonals, bands
 
 def diag_part(input: TensorLike, name: str | None = None, k: int = 0,  # noqa: A002
-              padding_value: Any = 0) -> Result:
-    """The main diagonal of each [..., M, N] matrix: [..., min(M, N)]
-    (``tf.linalg.diag_part``; only k = 0 is supported, so `padding_value` is unused)."""
-    _only_main_diagonal("diag_part", k)
-    return apply_op1("MatrixDiagPart", [convert_to_tensor(input)], name=name)
+              padding_value: Any = 0, align: str = "RIGHT_LEFT") -> Result:
+    """Diagonal `k` of each [..., M, N] matrix (``tf.linalg.diag_part``): 0 is the main
+    diagonal ([..., min(M, N)]), k > 0 above it, k < 0 below; -M < k < N. A single
+    diagonal only (no (low, high) band of them), so `padding_value` and `align` change
+    nothing."""
+    k = _diagonal_index("diag_part", k, align)
+    return apply_op1("MatrixDiagPart", [convert_to_tensor(input)], {"k": k}, name=name)
 
 
 def diag(diagonal: TensorLike, name: str | None = None, k: int = 0, num_rows: int = -1,
-         num_cols: int = -1, padding_value: Any = 0) -> Result:
-    """Matrices with `diagonal` [..., N] on the main diagonal and `padding_value`
-    elsewhere (``tf.linalg.diag``): [..., N, N], or [..., num_rows, num_cols] where one of
-    them is N and the other >= N (-1: N). Only k = 0 is supported."""
-    _only_main_diagonal("diag", k)
-    attrs = {"num_rows": _static_int(num_rows, "diag", "num_rows"),
+         num_cols: int = -1, padding_value: Any = 0, align: str = "RIGHT_LEFT") -> Result:
+    """Matrices with `diagonal` [..., N] as their diagonal `k` (0 main, > 0 above, < 0
+    below) and `padding_value` elsewhere (``tf.linalg.diag``). By default the smallest
+    square that fits, [..., N + |k|, N + |k|]; `num_rows`/`num_cols` ask for more rows or
+    columns (one of them must be the least that fits). A single diagonal only."""
+    k = _diagonal_index("diag", k, align)
+    attrs = {"k": k, "num_rows": _static_int(num_rows, "diag", "num_rows"),
              "num_cols": _static_int(num_cols, "diag", "num_cols"),
              "padding_value": float(padding_value)}
     return apply_op1("MatrixDiag", [convert_to_tensor(diagonal)], attrs, name=name)
 
 
 def set_diag(input: TensorLike, diagonal: TensorLike, name: str | None = None,  # noqa: A002
-             k: int = 0) -> Result:
-    """`input` [..., M, N] with its main diagonal replaced by `diagonal` [..., min(M, N)]
-    (``tf.linalg.set_diag``; only k = 0 is supported)."""
-    _only_main_diagonal("set_diag", k)
+             k: int = 0, align: str = "RIGHT_LEFT") -> Result:
+    """`input` [..., M, N] with its diagonal `k` replaced by `diagonal` (whose last dim is
+    that diagonal's length; [..., min(M, N)] for k = 0) (``tf.linalg.set_diag``)."""
+    k = _diagonal_index("set_diag", k, align)
     x, d = convert_operands(input, diagonal)
-    return apply_op1("MatrixSetDiag", [x, d], name=name)
+    return apply_op1("MatrixSetDiag", [x, d], {"k": k}, name=name)
 
 
 def trace(x: TensorLike, name: str | None = None) -> Result:
