@@ -26,7 +26,7 @@ import numpy as np
 
 from ..compiler.registry import attr, def_op, register_gradient
 from ..compiler.types import TensorType
-from ..errors import CompileError, TracingError
+from ..errors import CompileError, DTypeError, TracingError
 from . import building, nest
 from .building import apply_op, convert_to_tensor, user_location
 from .context import current_builder
@@ -177,10 +177,10 @@ def custom_gradient(f: Callable | None = None) -> Callable:
             used = _traced_variables(builder, before)
         y, grad_fn = _split(out, f)
         if used and not _takes_variables(grad_fn):
-            raise TypeError(f"tw.custom_gradient: {_name(f)} uses the variables "
-                            f"{', '.join(v.name for v in used)}, so its grad_fn must take a "
-                            f"keyword argument 'variables' (and return (input gradients, "
-                            f"variable gradients))")
+            raise DTypeError(f"tw.custom_gradient: {_name(f)} uses the variables "
+                             f"{', '.join(v.name for v in used)}, so its grad_fn must take a "
+                             f"keyword argument 'variables' (and return (input gradients, "
+                             f"variable gradients))", location=str(user_location()))
         y_leaves, y_tree = nest.flatten(y)
         ys = [convert_to_tensor(v) for v in y_leaves]
         if not ys:
@@ -209,8 +209,8 @@ def _name(f: Callable) -> str:
 
 def _split(out: Any, f: Callable) -> tuple[Any, Callable]:
     if not (isinstance(out, tuple) and len(out) == 2 and callable(out[1])):
-        raise TypeError(f"tw.custom_gradient: {_name(f)} must return (y, grad_fn), it "
-                        f"returned {_describe(out)}")
+        raise DTypeError(f"tw.custom_gradient: {_name(f)} must return (y, grad_fn), it "
+                         f"returned {_describe(out)}", location=str(user_location()))
     return out
 
 

@@ -28,7 +28,7 @@ import numpy as np
 from ..compiler.dtypes import as_dtype, int32
 from ..compiler.ir import Graph, Node, Value
 from ..compiler.types import TensorType
-from ..errors import ShapeError, TracingError
+from ..errors import DTypeError, ShapeError, TracingError
 from . import nest
 from .building import apply_op, apply_op1, convert_to_tensor, user_location
 from .context import GraphBuilder, building, current_builder
@@ -528,8 +528,8 @@ def vmap(fn: Callable, in_axes: Any = 0, out_axes: Any = 0) -> Callable:
     def mapped(*args: Any) -> Any:
         axes = list(in_axes) if isinstance(in_axes, (list, tuple)) else [in_axes] * len(args)
         if len(axes) != len(args):
-            raise ValueError(f"tw.vmap: in_axes has {len(axes)} entries for {len(args)} "
-                             f"arguments")
+            raise ShapeError(f"tw.vmap: in_axes has {len(axes)} entries for {len(args)} "
+                             f"arguments", location=_where())
         mapped_leaves: list[Any] = []
         trees: list[Any] = []
         for x, ax in zip(args, axes):
@@ -564,8 +564,8 @@ def vmap(fn: Callable, in_axes: Any = 0, out_axes: Any = 0) -> Callable:
         o_axes = list(out_axes) if isinstance(out_axes, (list, tuple)) else \
             [out_axes] * len(leaves)
         if len(o_axes) != len(leaves):
-            raise ValueError(f"tw.vmap: out_axes has {len(o_axes)} entries for "
-                             f"{len(leaves)} results")
+            raise ShapeError(f"tw.vmap: out_axes has {len(o_axes)} entries for "
+                             f"{len(leaves)} results", location=_where())
         moved = []
         for t, ax in zip(leaves, o_axes):
             t = convert_to_tensor(t)
@@ -577,9 +577,9 @@ def vmap(fn: Callable, in_axes: Any = 0, out_axes: Any = 0) -> Callable:
 
 def _vmap_axis(ax: Any, rank: int) -> int:
     if not isinstance(ax, (int, np.integer)) or isinstance(ax, bool):
-        raise TypeError(f"tw.vmap: an axis must be an int or None, got {ax!r}")
+        raise DTypeError(f"tw.vmap: an axis must be an int or None, got {ax!r}", location=_where())
     if not -rank <= ax < rank:
-        raise ValueError(f"tw.vmap: axis {ax} is out of range for rank {rank}")
+        raise ShapeError(f"tw.vmap: axis {ax} is out of range for rank {rank}", location=_where())
     return int(ax) + rank if ax < 0 else int(ax)
 
 

@@ -33,9 +33,9 @@ import numpy as np
 
 from ..compiler.ir import Graph, Node, Value
 from ..compiler.types import TensorType
-from ..errors import CompileError
+from ..errors import CompileError, DTypeError, ShapeError
 from . import building, nest
-from .building import apply_op, convert_to_tensor
+from .building import apply_op, convert_to_tensor, user_location
 from .context import GraphBuilder, current_builder, name_scope
 from .context import building as building_ctx
 from .tensor import EagerTensor, Tensor
@@ -57,6 +57,11 @@ def _unconnected(value: Any) -> UnconnectedGradients:
     except ValueError:
         raise ValueError(f"unconnected_gradients must be 'none' or 'zero' (or a "
                          f"tw.UnconnectedGradients), got {value!r}") from None
+
+
+def _where() -> str | None:
+    loc = user_location()
+    return str(loc) if loc else None
 
 
 _ONCE = ("A non-persistent GradientTape can only be used to compute one set of gradients "
@@ -174,9 +179,9 @@ class GradientTape:
                 continue
             if self._builder is None:
                 if not isinstance(t, EagerTensor):
-                    raise TypeError(f"GradientTape.watch: expected a tensor or a variable, "
-                                    f"got {type(t).__name__} (convert it with "
-                                    f"tw.constant first)")
+                    raise DTypeError(f"GradientTape.watch: expected a tensor or a variable, "
+                                     f"got {type(t).__name__} (convert it with "
+                                     f"tw.constant first)", location=_where())
                 self._track_arg(t, "watched")
             else:
                 value = convert_to_tensor(t).value
@@ -332,8 +337,8 @@ class GradientTape:
                 entry = self._values.get(id(s))
                 xs.append([entry[1]] if entry is not None else [])
             else:
-                raise TypeError(f"GradientTape.gradient: sources must be tensors or "
-                                f"variables, got {type(s).__name__}")
+                raise DTypeError(f"GradientTape.gradient: sources must be tensors or "
+                                 f"variables, got {type(s).__name__}", location=_where())
         flat = [v for vs in xs for v in vs]
         if not ys or not flat:
             return [None] * len(sources)
@@ -514,8 +519,8 @@ class GradientTape:
         from .ops import array
         t, s = convert_to_tensor(target), convert_to_tensor(source)
         if not t.shape or not s.shape or t.shape[0] != s.shape[0]:
-            raise ValueError(f"GradientTape.batch_jacobian needs target and source with the "
-                             f"same first (batch) dim, got {t.type} and {s.type}")
+            raise ShapeError(f"GradientTape.batch_jacobian needs target and source with the "
+                             f"same first (batch) dim, got {t.type} and {s.type}", location=_where())
         batch = t.shape[0]
         y = int(np.prod(t.shape[1:], dtype=np.int64))
         x = int(np.prod(s.shape[1:], dtype=np.int64))
@@ -527,8 +532,8 @@ class GradientTape:
         from .ops import array
         t = convert_to_tensor(target)
         if any(d is None for d in t.shape):
-            raise ValueError(f"GradientTape.jacobian needs a target of known shape, got "
-                             f"{t.type}")
+            raise ShapeError(f"GradientTape.jacobian needs a target of known shape, got "
+                             f"{t.type}", location=_where())
         size = int(np.prod(t.shape, dtype=np.int64))
         s_leaves, s_tree = nest.flatten(sources)
         rows: list[list[Any]] = [[] for _ in s_leaves]

@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from ..compiler.dtypes import DType, as_dtype, int32
-from ..errors import InvalidArgumentError, ShapeError, TracingError
+from ..errors import DTypeError, InvalidArgumentError, ShapeError, TracingError
 from .building import apply_op1, convert_to_tensor, user_location
 from .context import current_builder
 from .tensor import EagerTensor
@@ -149,8 +149,8 @@ class TensorArray(tuple):
         """Every element, stacked along a new axis 0."""
         if not self._known():
             if self._static_size == 0 or self._static_size is None:
-                raise ValueError("TensorArray.stack: the array is empty and its element "
-                                 "shape is unknown; pass element_shape")
+                raise ShapeError("TensorArray.stack: the array is empty and its element "
+                                 "shape is unknown; pass element_shape", location=_where())
             self._need_shape("stack")
         return _array().identity(self.buffer, name=name)
 
@@ -165,17 +165,18 @@ class TensorArray(tuple):
         self._need_shape("concat")
         shape = self.element_shape
         if not shape:
-            raise ValueError("TensorArray.concat: the elements are scalars; use stack")
+            raise ShapeError("TensorArray.concat: the elements are scalars; use stack",
+                             location=_where())
         if None in shape[1:]:
-            raise ValueError(f"TensorArray.concat needs the element shape after axis 0, "
-                             f"got {list(shape)}")
+            raise ShapeError(f"TensorArray.concat needs the element shape after axis 0, "
+                             f"got {list(shape)}", location=_where())
         return _array().reshape(self.buffer, [-1, *shape[1:]], name=name)
 
     def _need_shape(self, what: str) -> None:
         if not self._known():
-            raise ValueError(f"TensorArray.{what}: nothing has been written yet and the "
+            raise ShapeError(f"TensorArray.{what}: nothing has been written yet and the "
                              f"element shape is unknown; pass element_shape (or write "
-                             f"first)")
+                             f"first)", location=_where())
 
     # -- writing -----------------------------------------------------------------------
     def write(self, index: Any, value: Any, name: str | None = None) -> TensorArray:
@@ -208,8 +209,8 @@ class TensorArray(tuple):
     def _element(self, value: Any, what: str) -> Any:
         v = convert_to_tensor(value, dtype_hint=self.dtype)
         if v.dtype is not self.dtype:
-            raise TypeError(f"TensorArray.{what}: the array's dtype is {self.dtype.name} but "
-                            f"the value is {v.dtype.name}")
+            raise DTypeError(f"TensorArray.{what}: the array's dtype is {self.dtype.name} but "
+                             f"the value is {v.dtype.name}", location=_where())
         if self._known() and not _compatible(tuple(v.shape), self.element_shape):
             raise ShapeError(f"TensorArray.{what}: the value's shape {list(v.shape)} is "
                              f"incompatible with the array's element shape "
@@ -238,8 +239,8 @@ class TensorArray(tuple):
         """A new array whose elements are the slices of `value` along axis 0."""
         v = convert_to_tensor(value, dtype_hint=self.dtype)
         if v.dtype is not self.dtype:
-            raise TypeError(f"TensorArray.unstack: the array's dtype is {self.dtype.name} "
-                            f"but the value is {v.dtype.name}")
+            raise DTypeError(f"TensorArray.unstack: the array's dtype is {self.dtype.name} "
+                             f"but the value is {v.dtype.name}", location=_where())
         if len(v.shape) < 1:
             raise ShapeError("TensorArray.unstack needs a value of rank >= 1",
                              location=_where())
@@ -297,8 +298,8 @@ def _compatible(shape: tuple, want: tuple) -> bool:
 def _index(index: Any, what: str) -> Any:
     t = convert_to_tensor(index, dtype_hint=int32)
     if t.dtype.name not in ("i32", "i64") or tuple(t.shape) != ():
-        raise TypeError(f"TensorArray.{what}: the index must be an integer scalar, got "
-                        f"{t.type}")
+        raise DTypeError(f"TensorArray.{what}: the index must be an integer scalar, got "
+                         f"{t.type}", location=_where())
     return t
 
 
@@ -358,7 +359,8 @@ def _create(dtype: Any, size: Any = None, dynamic_size: bool | None = None,
     dynamic = bool(dynamic_size)
     if size is None:
         if not dynamic:
-            raise ValueError("tw.TensorArray needs a size unless dynamic_size=True")
+            raise ShapeError("tw.TensorArray needs a size unless dynamic_size=True",
+                             location=_where())
         size = 0
     n = _static_size(size)
     shape = None
@@ -382,11 +384,11 @@ def _static_size(size: Any) -> int:
         from .ops.array import _const_array
         arr = _const_array(size)
         if arr is None or arr.ndim != 0:
-            raise TypeError(f"tw.TensorArray: size must be a static int (a Python int or a "
-                            f"constant), got {size!r}")
+            raise DTypeError(f"tw.TensorArray: size must be a static int (a Python int or a "
+                             f"constant), got {size!r}", location=_where())
         n = int(arr)
     if n < 0:
-        raise ValueError(f"tw.TensorArray: size must be >= 0, got {n}")
+        raise ShapeError(f"tw.TensorArray: size must be >= 0, got {n}", location=_where())
     return n
 
 

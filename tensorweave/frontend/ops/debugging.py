@@ -23,10 +23,16 @@ from ...compiler.dtypes import bool_
 from ...compiler.ir import Node
 from ...compiler.registry import attr, def_op
 from ...compiler.types import format_shape
-from ...errors import InvalidArgumentError
-from ..building import SIDE_EFFECTS_KEY, apply_op, convert_to_tensor
+from ...errors import DTypeError, InvalidArgumentError, ShapeError
+from ..building import SIDE_EFFECTS_KEY, apply_op, convert_to_tensor, user_location
 from ..context import control_dependencies, current_builder
 from ..tensor import EagerTensor, Tensor
+
+
+def _where() -> str | None:
+    loc = user_location()
+    return str(loc) if loc else None
+
 
 # ------------------------------------------------------------------------------ PrintV2
 
@@ -285,8 +291,8 @@ def assert_near(x: Any, y: Any, rtol: Any = None, atol: Any = None, message: str
     from . import math
     x, y = convert_operands(x, y)
     if not x.dtype.is_floating:
-        raise TypeError(f"tw.debugging.assert_near needs floating-point tensors, got "
-                        f"{x.dtype.name}")
+        raise DTypeError(f"tw.debugging.assert_near needs floating-point tensors, got "
+                         f"{x.dtype.name}", location=_where())
     eps = float(np.finfo(np.float32 if x.dtype.name == "bf16" else x.dtype.np).eps)
     rtol = 10 * eps if rtol is None else rtol
     atol = 10 * eps if atol is None else atol
@@ -320,8 +326,8 @@ def assert_shapes(shapes: Any, data: Any = None, summarize: int | None = None,
         rank = len(t.shape)
         label = f"tensor {k} ({t.dtype.name}{format_shape(t.shape)})"
         if (ellipsis and rank < len(dims)) or (not ellipsis and rank != len(dims)):
-            raise ValueError(f"{prefix}tw.debugging.assert_shapes: {label} has rank {rank}, "
-                             f"expected shape {spec}")
+            raise ShapeError(f"{prefix}tw.debugging.assert_shapes: {label} has rank {rank}, "
+                             f"expected shape {spec}", location=_where())
         offset = rank - len(dims)
         shape = None
         for j, d in enumerate(dims):
@@ -334,9 +340,9 @@ def assert_shapes(shapes: Any, data: Any = None, summarize: int | None = None,
                     other, where = symbols[d]
                     if isinstance(other, int) and static is not None:
                         if other != static:
-                            raise ValueError(f"{prefix}tw.debugging.assert_shapes: dim "
+                            raise ShapeError(f"{prefix}tw.debugging.assert_shapes: dim "
                                              f"{axis} of {label} is {static}, but '{d}' is "
-                                             f"{other} ({where})")
+                                             f"{other} ({where})", location=_where())
                         continue
                     shape = array.shape(t) if shape is None else shape
                     checks.append((math.equal(shape[axis], other),
@@ -350,8 +356,8 @@ def assert_shapes(shapes: Any, data: Any = None, summarize: int | None = None,
                 continue
             if static is not None:
                 if static != int(d):
-                    raise ValueError(f"{prefix}tw.debugging.assert_shapes: dim {axis} of "
-                                     f"{label} is {static}, expected {int(d)}")
+                    raise ShapeError(f"{prefix}tw.debugging.assert_shapes: dim {axis} of "
+                                     f"{label} is {static}, expected {int(d)}", location=_where())
                 continue
             shape = array.shape(t) if shape is None else shape
             checks.append((math.equal(shape[axis], int(d)),
@@ -377,8 +383,8 @@ def check_numerics(tensor: Any, message: str, name: str | None = None) -> Any:
     from . import array
     t = convert_to_tensor(tensor)
     if not t.dtype.is_floating:
-        raise TypeError(f"tw.debugging.check_numerics needs a floating-point tensor, got "
-                        f"{t.dtype.name}")
+        raise DTypeError(f"tw.debugging.check_numerics needs a floating-point tensor, got "
+                         f"{t.dtype.name}", location=_where())
     nodes = [n for n in _finite_checks(t, message, name or "check_numerics") if n is not None]
     with control_dependencies(nodes or None):
         return array.identity(t)
