@@ -79,11 +79,11 @@ def _lapack(what: str, fn: Callable, *args) -> object:
         if not all(np.isfinite(a).all() for a in args):
             raise InvalidArgumentError(f"{what} failed: the input contains NaN or Inf "
                                        f"(input shape {shape})") from None
-        raise InvalidArgumentError(f"{what} failed: {_why(what, str(e))} "
+        raise InvalidArgumentError(f"{what} failed: {_why(str(e))} "
                                    f"(input shape {shape})") from None
 
 
-def _why(what: str, numpy_message: str) -> str:
+def _why(numpy_message: str) -> str:
     if "Singular" in numpy_message:
         return "the input matrix is not invertible (it is singular: a zero pivot)"
     if "positive definite" in numpy_message:

@@ -196,7 +196,6 @@ def eigvalsh(tensor: TensorLike, name: str | None = None) -> Result:
 
 # -------------------------------------------------------------------------------- norms
 
-_VECTOR_ORDS = ("euclidean", 1, 2, np.inf)
 _MATRIX_ORDS = ("euclidean", "fro", 1, 2, np.inf)
 
 
@@ -213,8 +212,8 @@ def norm(tensor: TensorLike, ord: Any = "euclidean", axis: int | Sequence[int] |
     'euclidean' (= 2), 1, ``np.inf`` or any real p > 0 (``sum(|x|^p)^(1/p)``); for
     matrices 'euclidean'/'fro' (Frobenius), 1 (max column sum), ``np.inf`` (max row sum)
     or 2 (largest singular value). `keepdims` keeps the reduced axes as size 1. Built from
-    other ops, so its gradient is theirs (as in TensorFlow: undefined where the norm is
-    0 for 'euclidean', split between ties for 1/inf, distinct singular values for 2)."""
+    other ops, so its gradient is theirs, as in TensorFlow: NaN where a 'euclidean' norm is
+    0, shared between ties for 1 and inf, distinct largest singular values for 2."""
     x = convert_to_tensor(tensor)
     rank = len(x.shape)
     is_matrix = isinstance(axis, (tuple, list)) and len(axis) == 2
@@ -285,7 +284,7 @@ def _matrix_2_norm(x: Result, axes: list[int]) -> Result:
 def diag_part(input: TensorLike, name: str | None = None, k: int = 0,  # noqa: A002
               padding_value: Any = 0, align: str = "RIGHT_LEFT") -> Result:
     """Diagonal `k` of each [..., M, N] matrix (``tf.linalg.diag_part``): 0 is the main
-    diagonal ([..., min(M, N)]), k > 0 above it, k < 0 below; -M < k < N. A single
+    diagonal ([..., min(M, N)]), k > 0 above it, k < 0 below; -M <= k <= N. A single
     diagonal only (no (low, high) band of them), so `padding_value` and `align` change
     nothing."""
     k = _diagonal_index("diag_part", k, align)
