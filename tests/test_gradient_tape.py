@@ -275,3 +275,31 @@ def test_eager_embedding_lookup_of_a_variable():
     expected = np.zeros((4, 3))
     np.add.at(expected, ids, 2 * table.numpy()[ids])
     np.testing.assert_allclose(tape.gradient(y, table).numpy(), expected)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_compiled_training_step_with_a_tape(target):
+    x = rng.normal(size=(8, 3))
+    y = x @ np.array([[1.0], [-2.0], [0.5]]) + 0.3
+    w0 = rng.normal(size=(3, 1))
+    w = tw.Variable(w0.copy())
+    b = tw.Variable(np.zeros((1,)))
+    opt = tw.optimizers.SGD(0.1)
+
+    @tw.compile(target=target)
+    def step(x, y):
+        with tw.GradientTape() as tape:
+            loss = tw.reduce_mean((tw.matmul(x, w) + b - y) ** 2)
+        opt.apply_gradients(zip(tape.gradient(loss, [w, b]), [w, b]))
+        return loss
+
+    def loss_np(wv):
+        return float(np.mean((x @ wv - y) ** 2))
+
+    step(x, y)
+    np.testing.assert_allclose(w.numpy(), w0 - 0.1 * finite_difference(loss_np, w0),
+                               rtol=1e-6, atol=1e-8)
+    first = float(step(x, y))
+    for _ in range(200):
+        last = float(step(x, y))
+    assert last < 1e-3 * first  # it trains
