@@ -352,7 +352,7 @@ class GradientTape:
                 if weights is not None:
                     gy_values = [None if g is None else convert_to_tensor(
                         g, dtype=y.type.dtype).value for g, y in zip(gys, ys)]
-                flat_grads = add_gradients_dense(ys, flat, gy_values)
+                flat_grads = _add_gradients_dense(ys, flat, gy_values)
             wanted = [g.value if g is not None else None for g in flat_grads]
             computed = self._replay(graph.nodes[first_new:], [w for w in wanted if w])
         finally:
@@ -400,20 +400,11 @@ class GradientTape:
                     # read as users do, so that tapes watching the variable see it
                     env[n.outputs[0]] = convert_to_tensor(env[n.inputs[0]])
                     continue
-                ins = []
-                for v in n.inputs:
-                    if v not in env:
-                        producer = v.producer
-                        if producer is not None and producer.op == "Const":
-                            env[v] = EagerTensor(producer.attrs["value"])
-                        else:
-                            raise CompileError(f"GradientTape: no recorded value for "
-                                               f"'{v.name}'", **n.error_context())
-                    ins.append(env[v])
-                outs = apply_op(n.op, ins, dict(n.attrs))
+                outs = apply_op(n.op, [_lookup(env, v) for v in n.inputs], dict(n.attrs))
                 for v, o in zip(n.outputs, outs):
                     env[v] = o
-        return {w: env[w] for w in wanted}
+        # a gradient may also be a recorded value or a constant of the forward pass
+        return {w: _lookup(env, w) for w in wanted}
 
     # -- traced mode ------------------------------------------------------------------
     def _recorded_now(self) -> set[int]:
@@ -581,6 +572,17 @@ class GradientTape:
         return bool(xs) and y in tracked and _depends(y, xs)
 
 
+def _lookup(env: dict[Value, Any], v: Value) -> Any:
+    """The eager value of `v`: computed or recorded (in `env`), or a constant's."""
+    got = env.get(v)
+    if got is None:
+        producer = v.producer
+        if producer is None or producer.op != "Const":
+            raise CompileError(f"GradientTape: no recorded value for '{v.name}'")
+        got = env[v] = EagerTensor(producer.attrs["value"])
+    return got
+
+
 def _depends(y: Value, xs: set[Value]) -> bool:
     seen: set[int] = set()
     stack = [y]
@@ -596,7 +598,7 @@ def _depends(y: Value, xs: set[Value]) -> bool:
     return False
 
 
-def add_gradients_dense(ys: list[Value], xs: list[Value],
+def _add_gradients_dense(ys: list[Value], xs: list[Value],
                         grad_ys: list[Value | None] | None) -> list[Tensor | None]:
     """`passes.autodiff.add_gradients` with dense results."""
     from ..passes.autodiff import add_gradients
