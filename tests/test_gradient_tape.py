@@ -303,3 +303,23 @@ def test_compiled_training_step_with_a_tape(target):
     for _ in range(200):
         last = float(step(x, y))
     assert last < 1e-3 * first  # it trains
+
+
+@pytest.mark.parametrize("mode", ["eager", *TARGETS])
+def test_hessian_vector_product_of_a_variable(mode):
+    w = tw.Variable(rng.normal(size=(3,)))
+    x, v = rng.normal(size=(3,)), rng.normal(size=(3,))
+
+    def hvp(x, v):
+        with tw.GradientTape() as outer:
+            with tw.GradientTape() as inner:
+                y = tw.reduce_sum(tw.sin(w * x) ** 2)
+            gv = tw.reduce_sum(inner.gradient(y, w) * v)
+        return outer.gradient(gv, w)
+
+    def gv_np(wv):  # the first derivative in closed form, differenced once more
+        return float(np.sum(np.sin(2 * wv * x) * x * v))
+
+    got = hvp(tw.constant(x), tw.constant(v)).numpy() if mode == "eager" else \
+        tw.compile(hvp, target=mode)(x, v)
+    np.testing.assert_allclose(got, finite_difference(gv_np, w.numpy()), rtol=1e-5, atol=1e-7)
