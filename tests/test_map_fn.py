@@ -186,6 +186,10 @@ BATCHED = [  # (fn of one element of shape [2, 3], the same in NumPy)
      lambda r: r - np.log(np.exp(r).sum(0)) - r.reshape(3, 2)[0, 0]),
     (lambda r: tw.one_hot(tw.argmax(r, axis=1), 3, dtype=tw.float64) * r,
      lambda r: np.eye(3)[np.argmax(r, axis=1)] * r),
+    (lambda r: tw.math.cumsum(r, axis=-1) + tw.roll(r, shift=1, axis=0),
+     lambda r: np.cumsum(r, axis=-1) + np.roll(r, 1, axis=0)),
+    (lambda r: tw.add_n([*tw.unstack(r, axis=1), tw.split(r, 3, axis=1)[2][:, 0]]),
+     lambda r: r[:, 0] + r[:, 1] + r[:, 2] + r[:, 2]),
 ]
 
 

@@ -478,6 +478,12 @@ def _one_hot(node: Node, flags: list[bool], n_static: int | None) -> Callable:
     return lambda ins: apply_op("OneHot", ins, attrs)
 
 
+def _roll(node: Node, flags: list[bool], n_static: int | None) -> Callable:
+    r = _rank(node.inputs[0])
+    attrs = _with(node, axis=tuple(_axis(a, r, "roll") + 1 for a in node.attrs["axis"]))
+    return lambda ins: apply_op("Roll", ins, attrs)
+
+
 def _shape(node: Node, flags: list[bool], n_static: int | None) -> Callable:
     def emit(ins: list[Any]) -> list[Any]:
         from .ops import array
@@ -501,6 +507,12 @@ _RULES: dict[str, Callable] = {
     "LogSoftmax": _shift_axis("axis", lambda n: _rank(n.inputs[0])),
     "ArgMax": _shift_axis("axis", lambda n: _rank(n.inputs[0])),
     "ArgMin": _shift_axis("axis", lambda n: _rank(n.inputs[0])),
+    "ArgSort": _shift_axis("axis", lambda n: _rank(n.inputs[0])),
+    "Cumsum": _shift_axis("axis", lambda n: _rank(n.inputs[0])),
+    "Cumprod": _shift_axis("axis", lambda n: _rank(n.inputs[0])),
+    "Split": _shift_axis("axis", lambda n: _rank(n.inputs[0])),
+    "Unpack": _shift_axis("axis", lambda n: _rank(n.inputs[0])),
+    "Roll": _roll,
     "Concat": _concat_like("axis", 0),
     "Pack": _concat_like("axis", 1),
     "Gather": _gather,
