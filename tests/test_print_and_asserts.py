@@ -200,3 +200,18 @@ def _runs_after(node, earlier) -> bool:
             return True
         stack.extend(preds)
     return False
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_print_and_assert_inside_a_loop_body(mode, capsys):
+    def count(n):
+        def body(i):
+            tw.print("i =", i)
+            tw.debugging.assert_less(i, 3, message="too many iterations")
+            return i + 1
+        return tw.while_loop(lambda i: i < n, body, [tw.constant(np.int32(0))])[0]
+
+    assert int(run(mode, count, np.int32(3))) == 3
+    assert capsys.readouterr().err == "i = 0\ni = 1\ni = 2\n"
+    with pytest.raises(tw.errors.InvalidArgumentError, match="too many iterations"):
+        run(mode, count, np.int32(5))
