@@ -27,8 +27,13 @@ from ...frontend.ops.dropout import dropout_v1 as _dropout_v1
 from . import layers, operation_run, summary, train  # noqa: F401
 from .graph import (  # noqa: F401  (the public names of this module)
     Graph,
+    GraphKeys,
     Variable,
+    add_to_collection,
+    add_to_collections,
     all_variables,
+    get_collection,
+    get_collection_ref,
     get_default_graph,
     global_variables,
     global_variables_initializer,
@@ -39,6 +44,7 @@ from .graph import (  # noqa: F401  (the public names of this module)
     local_variables_initializer,
     placeholder,
     placeholder_with_default,
+    report_uninitialized_variables,
     reset_default_graph,
     trainable_variables,
     variables_initializer,

@@ -74,8 +74,27 @@ class Graph:
     def add_to_collection(self, name: str, value: Any) -> None:
         self._collections.setdefault(name, []).append(value)
 
-    def get_collection(self, name: str) -> list[Any]:
-        return list(self._collections.get(name, []))
+    def add_to_collections(self, names: Any, value: Any) -> None:
+        for name in ([names] if isinstance(names, str) else names):
+            self.add_to_collection(name, value)
+
+    def get_collection(self, name: str, scope: str | None = None) -> list[Any]:
+        """The values in collection `name` (those whose name starts with `scope`, a
+        regular expression as in TensorFlow, when given)."""
+        items = list(self._collections.get(name, []))
+        if scope is None:
+            return items
+        import re
+        pattern = re.compile(scope)
+        return [v for v in items
+                if pattern.match(str(getattr(v, "shared_name", getattr(v, "name", ""))))]
+
+    def get_collection_ref(self, name: str) -> list[Any]:
+        """The collection's list itself: changing it changes the collection."""
+        return self._collections.setdefault(name, [])
+
+    def get_all_collection_keys(self) -> list[str]:
+        return sorted(self._collections)
 
     def unique_variable_name(self, base: str) -> str:
         """A variable name not used yet in this graph (``w``, ``w_1``, ...)."""
@@ -307,6 +326,95 @@ def local_variables() -> list[Variable]:
 def local_variables_initializer() -> ir.Node:
     """An op that initializes every local variable of the default graph."""
     return variables_initializer(local_variables(), name="init_local")
+
+
+class UninitializedVariables:
+    """What `report_uninitialized_variables` returns: fetched with ``Session.run``, a 1-D
+    NumPy array (dtype object) of the names, as bytes, of the variables that hold no
+    value yet; empty when the model is ready (TensorFlow's string tensor, without a
+    string dtype in the graph: the graph computes one flag per variable, the session
+    turns the flags into names)."""
+
+    def __init__(self, names: list[str], initialized: Tensor) -> None:
+        self.names = names
+        self.initialized = initialized  # bool [len(names)]
+
+    def _session_fetch(self) -> Tensor:
+        return self.initialized
+
+    def _session_result(self, initialized: Any) -> Any:
+        import numpy as np
+        return np.array([n.encode() for n, ok in zip(self.names, initialized) if not ok],
+                        dtype=object)
+
+    def __repr__(self) -> str:
+        return f"<report_uninitialized_variables of {len(self.names)} variables>"
+
+
+def report_uninitialized_variables(var_list: Any = None,
+                                   name: str = "report_uninitialized_variables"
+                                   ) -> UninitializedVariables:
+    """The variables of `var_list` (default: every global and local variable) that are
+    not initialized yet, as names: what ``tf.train.Supervisor`` and
+    ``SyncReplicasOptimizer.ready_for_local_init_op`` wait on."""
+    from ...frontend.ops.array import stack
+    if var_list is None:
+        var_list = global_variables() + local_variables()
+    var_list = list(var_list)
+    graph = get_default_graph()
+    with graph.as_default():
+        if not var_list:
+            flags = convert_to_tensor(_empty_flags())
+        else:
+            flags = stack([is_variable_initialized(v) for v in var_list], name=name)
+    return UninitializedVariables([v.shared_name for v in var_list], flags)
+
+
+def _empty_flags() -> Any:
+    import numpy as np
+    return np.zeros(0, np.bool_)
+
+
+class GraphKeys:
+    """TensorFlow 1's standard graph collection names."""
+
+    GLOBAL_VARIABLES = GLOBAL_VARIABLES
+    VARIABLES = GLOBAL_VARIABLES
+    TRAINABLE_VARIABLES = TRAINABLE_VARIABLES
+    LOCAL_VARIABLES = LOCAL_VARIABLES
+    MODEL_VARIABLES = "model_variables"
+    GLOBAL_STEP = "global_step"
+    QUEUE_RUNNERS = "queue_runners"
+    SUMMARIES = "summaries"
+    LOSSES = "losses"
+    REGULARIZATION_LOSSES = "regularization_losses"
+    UPDATE_OPS = "update_ops"
+    INIT_OP = "init_op"
+    LOCAL_INIT_OP = "local_init_op"
+    READY_OP = "ready_op"
+    READY_FOR_LOCAL_INIT_OP = "ready_for_local_init_op"
+    SAVERS = "savers"
+    TRAIN_OP = "train_op"
+
+
+def add_to_collection(name: str, value: Any) -> None:
+    """Add `value` to the default graph's collection `name`."""
+    get_default_graph().add_to_collection(name, value)
+
+
+def add_to_collections(names: Any, value: Any) -> None:
+    """Add `value` to each of the default graph's collections `names`."""
+    get_default_graph().add_to_collections(names, value)
+
+
+def get_collection(key: str, scope: str | None = None) -> list[Any]:
+    """A copy of the default graph's collection `key` (filtered by `scope`)."""
+    return get_default_graph().get_collection(key, scope)
+
+
+def get_collection_ref(key: str) -> list[Any]:
+    """The default graph's collection `key` itself."""
+    return get_default_graph().get_collection_ref(key)
 
 
 def is_variable_initialized(variable: Variable) -> Tensor:

@@ -113,6 +113,9 @@ class Session:
         if self._closed:
             raise InvalidArgumentError("attempted to use a closed Session")
         leaves, tree = nest.flatten(fetches)
+        # fetches computed in the graph and finished here (report_uninitialized_variables)
+        finish = [getattr(f, "_session_result", None) for f in leaves]
+        leaves = [f._session_fetch() if fin is not None else f for f, fin in zip(leaves, finish)]
         kinds: list[tuple[str, Any]] = [self._resolve_fetch(f) for f in leaves]
         values = [x for k, x in kinds if k == "value"]
         targets = [x for k, x in kinds if k == "op"]
@@ -139,7 +142,8 @@ class Session:
             results = iter(step(*feed_arrays, timeout=timeout) if timeout is not None
                            else step(*feed_arrays))
         out = [next(results) if k == "value" else None for k, _ in kinds]
-        return nest.unflatten(tree, [own_result(r, feed_arrays) for r in out])
+        return nest.unflatten(tree, [own_result(r, feed_arrays) if fin is None else fin(r)
+                                     for r, fin in zip(out, finish)])
 
     def _resolve_fetch(self, f: Any) -> tuple[str, Any]:
         g = self.graph

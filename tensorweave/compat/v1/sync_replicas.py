@@ -43,7 +43,14 @@ from ...frontend.context import device as device_scope
 from ...frontend.grouping import group, no_op
 from ...frontend.indexed_slices import IndexedSlices
 from ...frontend.queue_runner import Coordinator, QueueRunner
-from .graph import LOCAL_VARIABLES, Variable, get_default_graph, placeholder
+from .graph import (
+    LOCAL_VARIABLES,
+    Variable,
+    get_default_graph,
+    global_variables,
+    placeholder,
+    report_uninitialized_variables,
+)
 from .replica_watchdog import ReplicaWatchdog
 
 TOKEN_QUEUE_CAPACITY = 1 << 30  # TensorFlow's token queue is unbounded
@@ -230,7 +237,10 @@ class SyncReplicasOptimizer:
             with colocate_with(global_step):
                 self.chief_init_op = group(*[a.set_global_step(global_step.read_value())
                                              for a in self._accumulators])
-            self.ready_for_local_init_op = None
+            # TensorFlow's: the workers' local init (local_step from global_step) waits
+            # until every global variable holds a value
+            self.ready_for_local_init_op = report_uninitialized_variables(
+                global_variables())
         return train_op
 
     def get_chief_queue_runner(self) -> QueueRunner:

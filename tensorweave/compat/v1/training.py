@@ -37,8 +37,8 @@ from .graph import (
     get_default_graph,
     global_variables,
     global_variables_initializer,
-    is_variable_initialized,
     local_variables_initializer,
+    report_uninitialized_variables,
 )
 from .session import Session
 
@@ -373,7 +373,8 @@ class Scaffold:
         self.init_feed_dict = init_feed_dict
         self.local_init_op = local_init_op
         self.saver = saver
-        self._ready_op = ready_op
+        self.ready_op = ready_op
+        self.ready_for_local_init_op = ready_for_local_init_op
 
     def finalize(self, graph: Graph) -> None:
         """Build the default ops in `graph` (called once, before the first session)."""
@@ -385,8 +386,11 @@ class Scaffold:
             if self.saver is None and graph.get_collection(GLOBAL_VARIABLES):
                 from .train import Saver
                 self.saver = Saver()
-            variables = global_variables()
-            self.ready_ops = [is_variable_initialized(v) for v in variables]
+            if self.ready_op is None:  # TensorFlow's default: every variable
+                self.ready_op = report_uninitialized_variables()
+            if self.ready_for_local_init_op is None:
+                self.ready_for_local_init_op = report_uninitialized_variables(
+                    global_variables())
 
 
 class _SessionMaker:
@@ -399,8 +403,11 @@ class _SessionMaker:
         self.is_chief, self.checkpoint_dir, self.config = is_chief, checkpoint_dir, config
         self.recovery_wait_secs, self.max_wait_secs = recovery_wait_secs, max_wait_secs
 
-    def ready(self, sess: Session) -> bool:
-        return all(sess.run(self.scaffold.ready_ops)) if self.scaffold.ready_ops else True
+    def ready(self, sess: Session, op: Any = None) -> bool:
+        """Whether `op` (a ``report_uninitialized_variables``; by default the one the
+        local init op waits for) reports nothing uninitialized."""
+        op = self.scaffold.ready_for_local_init_op if op is None else op
+        return op is None or len(sess.run(op)) == 0
 
     def make(self) -> Session:
         sess = Session(self.master, graph=self.graph, config=self.config)
@@ -419,6 +426,13 @@ class _SessionMaker:
                 self._wait_until_ready(sess)
             if self.scaffold.local_init_op is not None:
                 sess.run(self.scaffold.local_init_op)
+            missing = sess.run(self.scaffold.ready_op) if self.scaffold.ready_op is not None \
+                else ()
+            if len(missing):
+                raise RuntimeError(  # TensorFlow's choice too: no retry can help
+                    f"init operations did not make the model ready: variables "
+                    f"{[m.decode() for m in missing]} hold no value (neither init_op, the "
+                    f"checkpoint nor local_init_op set them)")
         except BaseException:
             sess.close()
             raise
@@ -597,7 +611,10 @@ class Supervisor:
         self._scaffold = Scaffold(init_op=None if init_op is use else init_op,
                                   init_feed_dict=init_feed_dict,
                                   local_init_op=None if local_init_op is use else local_init_op,
-                                  saver=None if saver is use else saver)
+                                  saver=None if saver is use else saver,
+                                  ready_op=None if ready_op is use else ready_op,
+                                  ready_for_local_init_op=None if ready_for_local_init_op is use
+                                  else ready_for_local_init_op)
         self._scaffold.finalize(self._graph)
         if saver is None:
             self._scaffold.saver = None
