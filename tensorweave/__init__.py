@@ -81,10 +81,8 @@ __all__ = ["errors", "DType", "as_dtype", "bfloat16", "bool", "bool_", "float16"
            "Variable", "IndexedSlices", "Module", "group", "no_op", "grad", "gradients", "stop_gradient",
            "value_and_grad",
            "case", "cond", "foldl", "scan", "while_loop",
-           "TensorArray",
-           "map_fn", "vectorized_map", "vmap",
-           "print",
-           "GradientTape", "UnconnectedGradients", "custom_gradient",
+           "GradientTape", "UnconnectedGradients", "custom_gradient", "map_fn", "vectorized_map",
+           "vmap", "TensorArray", "print",
            "nn", "optimizers", "profiler", "random", "train", "config", "debugging", "math", "queue",
            "summary", "experimental",
            "linalg", "compat", "distribute", *_ops_all]  # noqa: F405 (compat, distribute: __getattr__)
