@@ -81,8 +81,20 @@ def test_dynamic_size_grows_in_a_loop(mode):
     stacked, size = run(mode, grow, x)
     np.testing.assert_allclose(stacked, x * 2.0, rtol=1e-12)
     assert int(size) == 5
+
+    def sparse(x):  # writes past the end leave zero rows between
+        ta = tw.TensorArray(tw.float64, size=1, dynamic_size=True, element_shape=[3])
+        _, ta = tw.while_loop(lambda i, ta: i < 3,
+                              lambda i, ta: (i + 1, ta.write(i * 3 + 1, tw.sin(tw.gather(x, i)))),
+                              (0, ta))
+        return ta.stack()
+
+    expected = np.zeros((8, 3))
+    expected[[1, 4, 7]] = np.sin(x[:3])
+    np.testing.assert_allclose(run(mode, sparse, x), expected, rtol=1e-12)
     if mode != "eager":
         check_gradients(lambda x: grow(x)[0] ** 2, x, target=mode)
+        check_gradients(sparse, x, target=mode)
 
 
 @pytest.mark.parametrize("mode", MODES)

@@ -12,9 +12,10 @@ Element shape: given as `element_shape`, or fixed by the first write (or unstack
 While it is unknown the buffer is a scalar placeholder, so an array must learn its
 element shape before it enters a traced loop.
 
-`dynamic_size`: eagerly the buffer grows to any index written. Traced, the buffer's row
-count is left unknown (so the loop variable may change size) and a write at index
-``size`` appends one row; writing further beyond the end fails with the op's error.
+`dynamic_size`: a write past the end grows the buffer with zero rows up to the index.
+Traced, the buffer's row count is left unknown (so the loop variable may change size),
+and the growth is a ``tw.cond`` that appends a row at a time in a ``tw.while_loop``
+(once for the usual append at ``size()``).
 
 `clear_after_read` (default True) is enforced eagerly, as TensorFlow does (reading an
 element twice raises); traced arrays keep their elements, like TensorFlow 2's.
@@ -198,12 +199,17 @@ class TensorArray(tuple):
             return self._with(apply_op1("DynamicUpdateRow", [buf, index, value], name=name),
                               shape, read)
         if self.dynamic_size:
-            from .control_flow import cond
+            from .control_flow import cond, while_loop
             from .ops import math
-            rows = array.shape(buf)[0]
             row = array.expand_dims(array.zeros_like(value), 0)
-            buf = cond(math.less(index, rows), lambda: buf,
-                       lambda: array.concat([buf, row], 0))
+
+            def grow() -> Any:
+                # one zero row at a time until index fits (usually once: an append)
+                return while_loop(lambda b: math.less_equal(array.shape(b)[0], index),
+                                  lambda b: array.concat([b, row], 0), buf,
+                                  shape_invariants=[None, *shape])
+
+            buf = cond(math.less(index, array.shape(buf)[0]), lambda: buf, grow)
         return self._with(apply_op1("DynamicUpdateRow", [buf, index, value], name=name), shape)
 
     def _element(self, value: Any, what: str) -> Any:
