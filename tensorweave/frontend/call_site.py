@@ -30,6 +30,16 @@ _PUBLIC_PREFIX = {
     "tensorweave.frontend.ops.nn": "tw.nn.",
     "tensorweave.nn": "tw.nn.",
     "tensorweave.frontend.ops.random": "tw.random.",
+    "tensorweave.frontend.ops.linalg": "tw.linalg.",
+    "tensorweave.frontend.ops.indexing": "tw.",
+    "tensorweave.frontend.ops.einsum": "tw.",
+    "tensorweave.frontend.ops.segments": "tw.math.",
+    "tensorweave.frontend.ops.activations": "tw.nn.",
+    "tensorweave.frontend.ops.normalization": "tw.nn.",
+    "tensorweave.frontend.ops.dropout": "tw.nn.",
+    "tensorweave.frontend.ops.embedding": "tw.nn.",
+    "tensorweave.frontend.ops.sampled": "tw.nn.",
+    "tensorweave.frontend.ops.ranking": "tw.math.",
 }
 
 # frames of decorators that only forward to the function the user named

@@ -364,6 +364,13 @@ def _nn_extras() -> dict[str, Any]:
 nn = _graph_mode_module("nn", _nn_src, _nn_extras())
 random = _graph_mode_module("random", _random_src, {})
 math = _graph_mode_module("math", importlib.import_module("tensorweave.math"), {})
+linalg = _graph_mode_module("linalg", importlib.import_module("tensorweave.linalg"), {})
+
+
+@in_default_graph
+def boolean_mask(tensor: Any, mask: Any, name: str = "boolean_mask", axis: Any = None) -> Any:
+    """``tf.boolean_mask`` with TensorFlow 1's argument order (`name` third)."""
+    return _tw.boolean_mask(tensor, mask, axis=axis, name=name)
 if _random_src is not None:
     for _name in ("random_normal", "random_uniform", "truncated_normal", "random_shuffle",
                   "multinomial"):

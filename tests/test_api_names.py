@@ -1,0 +1,39 @@
+"""Errors name the function as users spell it (``tw.linalg.inv``, ``tw.nn.gelu``), and
+TensorFlow 1's namespaces reach the newer op families with TF1's argument orders."""
+
+import re
+
+import numpy as np
+import pytest
+
+import tensorweave as tw
+import tensorweave.compat.v1 as tf
+
+
+@pytest.mark.parametrize("call, name", [
+    (lambda: tw.linalg.inv(None), "tw.linalg.inv"),
+    (lambda: tw.gather_nd(None, [0]), "tw.gather_nd"),
+    (lambda: tw.nn.gelu(None), "tw.nn.gelu"),
+    (lambda: tw.nn.l2_normalize(None), "tw.nn.l2_normalize"),
+    (lambda: tw.math.unsorted_segment_max(None, [0], 1), "tw.math.unsorted_segment_max"),
+    (lambda: tw.einsum("ij->j", None), "tw.einsum"),
+])
+def test_a_none_argument_names_the_public_function_and_this_line(call, name):
+    with pytest.raises(tw.errors.DTypeError) as info:
+        call()
+    assert re.match(rf"{re.escape(name)} \(\S*test_api_names.py:\d+\)", str(info.value)), \
+        str(info.value)
+
+
+def test_v1_reaches_linalg_and_takes_boolean_mask_name_third():
+    g = tf.Graph()
+    with g.as_default():
+        x = tf.placeholder(tf.float32, [3, 3])
+        inverse = tf.linalg.inv(x)
+        rows = tf.boolean_mask(x, [True, False, True], "rows")
+        with tf.Session() as sess:
+            a = np.diag([2.0, 4.0, 8.0]).astype(np.float32)
+            got_inverse, got_rows = sess.run([inverse, rows], {x: a})
+    np.testing.assert_allclose(got_inverse, np.diag([0.5, 0.25, 0.125]))
+    np.testing.assert_array_equal(got_rows, a[[0, 2]])
+    assert rows.name.startswith("rows")
