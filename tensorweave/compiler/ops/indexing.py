@@ -1,14 +1,15 @@
 """Ops that move elements by index or by value: sorting (ArgSort, TakeAlongAxis), n-d
 gathers and scatters (GatherNd, ScatterNd, TensorScatter*), BooleanMask, Roll,
-SequenceMask, SearchSorted and the segment reductions UnsortedSegmentMax/Min/Prod, with
-TensorFlow's semantics.
+SequenceMask, SearchSorted, Where (the coordinates of true elements) and the segment
+reductions UnsortedSegmentMax/Min/Prod, with TensorFlow's semantics.
 
 Indices are int32 or int64. An index out of range is an InvalidArgumentError naming the
 bad index (as on TensorFlow's CPU): no kernel reads or writes out of bounds, and none
 wraps negative indices around. Dims unknown at trace time stay ``None`` in inference and
-are checked by the kernels on the run-time shapes (`_runtime_types`). Two outputs depend
-on the data, not only on the input shapes: BooleanMask's masked dim and SequenceMask's
-length when no maxlen is given; graphs that use them run on the dataflow executor.
+are checked by the kernels on the run-time shapes (`_runtime_types`). Three outputs
+depend on the data, not only on the input shapes: BooleanMask's masked dim, Where's
+number of true elements and SequenceMask's length when no maxlen is given; graphs that
+use them run on the dataflow executor.
 
 TakeAlongAxisGrad, BooleanMaskGrad and the ``batch_dims`` attribute of the TensorScatter
 ops exist for gradients: each is the linear adjoint of its forward op.
@@ -23,7 +24,7 @@ import numpy as np
 
 from ...errors import DTypeError, InvalidArgumentError, ShapeError
 from ..dtypes import NUMERIC_DTYPES, as_dtype, bool_, int32, int64
-from ..registry import attr, def_op
+from ..registry import attr, def_op, not_differentiable
 from ..types import TensorType, format_shape
 from .array import _accumulator, _axis, _merge_dims, _owned, _runtime_types
 from .array import _unsorted_segment_sum_infer as _segment_infer
@@ -417,6 +418,33 @@ def _boolean_mask_grad_kernel(grad, mask, *, axis):
     out = np.zeros(t.shape, grad.dtype)
     _flatten_mask_dims(out, axis, mask.ndim)[_mask_index(axis, mask)] = grad
     return out
+
+
+# ---------------------------------------------------------------------------- Where
+
+Where = def_op(
+    "Where", ["condition"],
+    doc="The coordinates of the true (nonzero) elements of `condition` (tf.where with one "
+        "argument, np.argwhere): int64 of shape [num_true, rank], in row-major order; "
+        "num_true is known only at run time.")
+# its output is integer coordinates: nothing flows back through it (as in TensorFlow)
+not_differentiable("Where")
+
+
+@Where.infer
+def _where_infer(condition):
+    # every dtype is bool or numeric: nonzero counts as true
+    c = expect_tensor(condition, "condition")
+    # none true when the condition is empty; otherwise a count known at run time
+    n: Dim = 0 if 0 in c.shape else None
+    return TensorType(int64, (n, c.rank))
+
+
+@Where.kernel("reference")
+def _where_kernel(condition):
+    _runtime_types(_where_infer, condition)
+    # np.argwhere counts NaN as true, as TensorFlow's nonzero test does
+    return np.ascontiguousarray(np.argwhere(condition).astype(np.int64, copy=False))
 
 
 # ----------------------------------------------------------------------------- Roll

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from ...compiler.dtypes import DType, as_dtype, float32, float64, int8, int16, int32, int64, uint8
-from ...errors import DTypeError, ShapeError, UnimplementedError
+from ...errors import DTypeError, ShapeError
 from ..building import apply_op1, convert_operands, convert_to_tensor, user_location
 from ..indexed_slices import IndexedSlices
 from ..tensor import EagerTensor, Tensor
@@ -317,10 +317,13 @@ def logical_not(x: TensorLike, name: str | None = None) -> Result:
 def where(condition: TensorLike, x: TensorLike = None, y: TensorLike = None,
           name: str | None = None) -> Result:
     """Elementwise ``x if condition else y``; `condition`, `x` and `y` broadcast together
-    (TensorFlow 2's ``tf.where``). Only the three-argument form is supported."""
+    (TensorFlow 2's ``tf.where``).
+
+    With `condition` alone: the coordinates of its true (nonzero) elements, an int64
+    tensor of shape ``[num_true, rank]`` in row-major order (``np.argwhere``); num_true
+    is known only at run time. Not differentiable (its result is integer)."""
     if x is None and y is None:
-        raise UnimplementedError("tw.where(condition) without x and y (the coordinates of "
-                                 "true elements) is not supported; pass x and y")
+        return apply_op1("Where", [convert_to_tensor(condition)], name=name)
     if x is None or y is None:
         raise ValueError("tw.where needs both x and y, or neither")
     cond = convert_to_tensor(condition)
