@@ -33,7 +33,7 @@ from ...runtime.kernel_context import CallCounters, StepContext
 from ...runtime.resources import ResourceManager, default_resource_manager
 from ...runtime.threads import limit_blas_threads
 from ..step_cache import StepCache
-from . import jit
+from . import allocator, jit
 from .lowering import status_error
 from .step import (
     OBJECTS_STEP_NAME,
@@ -164,15 +164,17 @@ class NativeStep:
     # ------------------------------------------------------------------ results
     def _results(self) -> list[np.ndarray]:
         """Result buffers: an earlier call's, where nobody else holds them any more (so
-        large results do not page-fault fresh memory every step), else new ones."""
+        large results do not page-fault fresh memory every step), else blocks that other
+        results left behind (`allocator`: the caller may still hold the last result)."""
         try:
             spare = self._spares.pop()  # atomic: concurrent calls never share a set
         except IndexError:
-            return [np.empty(shape, dt) for shape, dt in self._result_specs]
+            return [allocator.empty(shape, dt) for shape, dt in self._result_specs]
         out = []
         for k, (shape, dt) in enumerate(self._result_specs):
             # references: `spare`'s list and getrefcount's argument: nobody else has it
-            out.append(spare[k] if sys.getrefcount(spare[k]) <= 2 else np.empty(shape, dt))
+            out.append(spare[k] if sys.getrefcount(spare[k]) <= 2
+                       else allocator.empty(shape, dt))
         return out
 
     # ------------------------------------------------------------------ calling
