@@ -53,17 +53,17 @@ def np_inverse_time(step, lr, decay_steps, rate, staircase):
     return lr / (1 + rate * (math.floor(p) if staircase else p))
 
 
-def check_schedule(schedule, expected_fn, steps=STEPS, rtol=2e-6):
+def check_schedule(schedule, expected_fn, steps=STEPS, rtol=2e-6, atol=1e-9):
     """`schedule` at each step, eagerly and compiled on every target (one trace for all
     steps), equals `expected_fn(step)` within float32 rounding."""
     want = np.array([expected_fn(int(s)) for s in steps], np.float64)
     eager = np.array([float(schedule(int(s))) for s in steps])
-    np.testing.assert_allclose(eager, want, rtol=rtol, atol=1e-9)
+    np.testing.assert_allclose(eager, want, rtol=rtol, atol=atol)
     for target in TARGETS:
         fn = tw.compile(lambda step: schedule(step), target=target)
         got = np.array([fn(np.int64(s)) for s in steps], np.float64)
         assert fn.tracing_count == 1, target
-        np.testing.assert_allclose(got, want, rtol=rtol, atol=1e-9, err_msg=target)
+        np.testing.assert_allclose(got, want, rtol=rtol, atol=atol, err_msg=target)
 
 
 @settings(max_examples=8, deadline=None)
@@ -106,7 +106,10 @@ def test_cosine_decay(lr, decay_steps, alpha, warmup):
        power=st.floats(0.5, 3.0), cycle=st.booleans())
 def test_polynomial_decay(lr, decay_steps, end, power, cycle):
     check_schedule(S.PolynomialDecay(lr, decay_steps, end, power, cycle),
-                   lambda s: np_polynomial(s, lr, decay_steps, end, power, cycle), rtol=1e-5)
+                   lambda s: np_polynomial(s, lr, decay_steps, end, power, cycle), rtol=1e-5,
+                   # 1 - step / (decay_steps * cycles) cancels: float32 rounding of the
+                   # quotient (~6e-8) is absolute in units of the learning rate
+                   atol=1e-6 * max(lr, end))
 
 
 @settings(max_examples=8, deadline=None)

@@ -125,8 +125,8 @@ class Optimizer:
             restored = pending_slot_value(var.shared_name)
             if restored is not None:
                 var._state.assign(restored)
-        else:  # TensorFlow 1 graph variables: their slots take the initial value's dtype
-            var = like._create_slot(f"{self.name}/{name}", initial)
+        else:  # TensorFlow 1 graph variables: named by the optimizer alone
+            var = like._create_non_slot(f"{self.name}/{name}", initial)
         restored = self._deferred_non_slot.pop(name, None)
         if restored is not None:
             _restore_into(var, restored, f"{self.name}'s {name}")

@@ -26,7 +26,7 @@ from .checkpoint_index import SUFFIX, latest_checkpoint, read_index, record_chec
 # callers that treat checkpoint_io as the one checkpoint module (compat.v1's Saver).
 __all__ = ["SUFFIX", "data_path", "write_tensors", "read_tensors", "latest_checkpoint",
            "shard_prefix", "write_manifest", "shard_files",
-           "read_index", "record_checkpoint"]
+           "read_index", "record_checkpoint", "has_tensor", "read_slice"]
 
 
 def data_path(prefix: str) -> str:
@@ -40,11 +40,20 @@ def _crc(a: np.ndarray) -> str:
     return format(zlib.crc32(data) & 0xFFFFFFFF, "08x")
 
 
-def write_tensors(prefix: str, tensors: Mapping[str, np.ndarray]) -> str:
-    """Save named arrays as checkpoint `prefix`; returns the file written."""
+SLICES_KEY = "tw_slices"  # metadata: tensor -> the part of a larger variable it holds
+
+
+def write_tensors(prefix: str, tensors: Mapping[str, np.ndarray],
+                  slices: Mapping[str, dict] | None = None) -> str:
+    """Save named arrays as checkpoint `prefix`; returns the file written. `slices` maps
+    the names of tensors that are shards of a partitioned variable to
+    ``{"full": name, "shape": full shape, "offset": offset of the shard}``, so a model
+    partitioned differently can restore them (`read_slice`)."""
     arrays = {k: np.require(v, requirements="C") for k, v in tensors.items()}
     meta = {"format": "tensorweave-checkpoint-1",
             "crc32": json.dumps({k: _crc(v) for k, v in arrays.items()})}
+    if slices:
+        meta[SLICES_KEY] = json.dumps(dict(slices))
     path = data_path(prefix)
     atomic_files.write_bytes(path, safetensors.numpy.save(arrays, metadata=meta))
     return path
@@ -124,4 +133,74 @@ def _read_sharded(prefix: str, shard_of: dict[str, str],
     out: dict[str, np.ndarray] = {}
     for shard, shard_names in by_shard.items():
         out.update(read_tensors(os.path.join(directory, shard), shard_names))
+    return out
+
+
+def _contents(prefix: str) -> tuple[dict[str, tuple], dict[str, dict]]:
+    """The tensors of checkpoint `prefix` as {name: shape} and its slice table."""
+    path = data_path(prefix)
+    if not os.path.exists(path):
+        raise NotFoundError(f"checkpoint file '{path}' does not exist")
+    try:
+        with safetensors.safe_open(path, framework="numpy") as f:
+            meta = f.metadata() or {}
+            slices = json.loads(meta.get(SLICES_KEY, "{}"))
+            if SHARDS_KEY not in meta:
+                return {k: tuple(f.get_slice(k).get_shape()) for k in f.keys()}, slices
+            shard_of = json.loads(meta[SHARDS_KEY])
+    except (safetensors.SafetensorError, json.JSONDecodeError, OSError) as e:
+        raise DataLossError(f"checkpoint '{path}' is truncated or corrupt: {e}") from None
+    shapes: dict[str, tuple] = {}
+    directory = os.path.dirname(prefix)
+    for shard in sorted(set(shard_of.values())):
+        shard_shapes, shard_slices = _contents(os.path.join(directory, shard))
+        shapes.update({k: v for k, v in shard_shapes.items() if shard_of.get(k) == shard})
+        slices.update(shard_slices)
+    return shapes, slices
+
+
+def has_tensor(prefix: str, name: str, shape: tuple) -> bool:
+    """Whether checkpoint `prefix` holds tensor `name` with exactly `shape`."""
+    shapes, _ = _contents(prefix)
+    return tuple(shapes.get(name, (None,))) == tuple(shape)
+
+
+def read_slice(prefix: str, full_name: str, full_shape: tuple, offset: tuple,
+               shape: tuple, dtype: np.dtype) -> np.ndarray:
+    """The part ``[offset, offset + shape)`` of variable `full_name` (of `full_shape`),
+    assembled from whatever checkpoint `prefix` holds of it: the whole variable, or
+    shards of it saved from a model partitioned differently (TensorFlow restores
+    partitioned variables across partitionings the same way)."""
+    shapes, slices = _contents(prefix)
+    pieces = []  # (name, its offset)
+    if tuple(shapes.get(full_name, (None,))) == tuple(full_shape):
+        pieces.append((full_name, (0,) * len(full_shape)))
+    for name, info in slices.items():
+        if info.get("full") == full_name:
+            if tuple(info["shape"]) != tuple(full_shape):
+                raise DataLossError(
+                    f"checkpoint '{prefix}' holds '{full_name}' with shape "
+                    f"{list(info['shape'])}, the model's has shape {list(full_shape)}")
+            pieces.append((name, tuple(info["offset"])))
+    if not pieces:
+        raise NotFoundError(f"checkpoint '{prefix}' has no tensor '{full_name}' nor any "
+                            f"slice of it (it has: {', '.join(sorted(shapes)[:10])})")
+    out = np.zeros(shape, dtype)
+    covered = np.zeros(shape, np.bool_)
+    want_lo, want_hi = np.array(offset), np.array(offset) + np.array(shape)
+    for name, piece_offset in pieces:
+        lo = np.array(piece_offset)
+        hi = lo + np.array(shapes[name])
+        a, b = np.maximum(lo, want_lo), np.minimum(hi, want_hi)
+        if np.any(a >= b) and len(shape):
+            continue
+        arr = read_tensors(prefix, [name])[name]
+        src = tuple(slice(int(x - y), int(z - y)) for x, z, y in zip(a, b, lo))
+        dst = tuple(slice(int(x - y), int(z - y)) for x, z, y in zip(a, b, want_lo))
+        out[dst] = arr[src]
+        covered[dst] = True
+    if not covered.all():
+        raise NotFoundError(f"checkpoint '{prefix}' holds only part of '{full_name}' rows "
+                            f"{list(offset)}..: {int(covered.sum())} of {covered.size} "
+                            f"elements")
     return out

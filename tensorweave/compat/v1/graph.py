@@ -241,7 +241,21 @@ class Variable(_Variable):
         with self._graph.as_default(), device_scope(None), \
                 device_scope(self.op.device), colocate_with(self.op):
             slot = Variable(initial, trainable=False, name=f"{self._shared_name}/{slot_name}")
+        info = getattr(self, "_save_slice_info", None)
+        if info is not None and tuple(slot.shape) == tuple(self.shape):
+            slot._save_slice_info = info.for_slot(slot_name)
         return slot
+
+    def _create_non_slot(self, name: str, initial: Any) -> Variable:
+        """Optimizer state that belongs to no one variable (Adam's step counter), named
+        `name` whatever the variables are (as TensorFlow 1's ``beta1_power``), so a model
+        whose first variable changed, or is partitioned differently, still restores it;
+        placed beside this variable."""
+        from ...frontend.context import colocate_with
+        from ...frontend.context import device as device_scope
+        with self._graph.as_default(), device_scope(None), \
+                device_scope(self.op.device), colocate_with(self.op):
+            return Variable(initial, trainable=False, name=name)
 
     def handle(self) -> ir.Value:
         if getattr(current_builder(), "capture", None) is not None:

@@ -16,6 +16,7 @@ from ...frontend.grouping import group
 from ...frontend.queue_runner import Coordinator, QueueRunner, add_queue_runner, start_queue_runners
 from ...runtime import checkpoint_io
 from .graph import get_default_graph, global_variables, in_default_graph, placeholder
+from .var_scope import slice_spec
 
 
 class _GraphModeOptimizer:
@@ -187,7 +188,9 @@ class Saver:
                             if sharded else self._filename)
                 with colocate_with(named[names[0]]) if sharded else _no_scope():
                     apply_op("Save", [filename] + [named[n].snapshot() for n in names],
-                             {"names": tuple(names)}, name=f"{name}/save")
+                             {"names": tuple(names),
+                              "slices": tuple(slice_spec(named[n], n) for n in names)},
+                             name=f"{name}/save")
                 save_ops.append(self._graph.ir.nodes[-1])
                 self._shards.append((filename, names))
             self.save_op = save_ops[0] if len(save_ops) == 1 else group(*save_ops,
@@ -197,7 +200,8 @@ class Saver:
             for key, v in named.items():
                 with colocate_with(v) if sharded else _no_scope():
                     value = apply_op1("Restore", [self._filename],
-                                      {"name": key, "dtype": v.dtype, "shape": v.shape},
+                                      {"name": key, "dtype": v.dtype, "shape": v.shape,
+                                       "slice": slice_spec(v, key)},
                                       name=f"{name}/restore")
                     assigns.append(v.assign(value, read_value=False))
             self.restore_op = group(*assigns, name=f"{name}/restore_all")

@@ -12,6 +12,8 @@ round robin to the PS tasks) and held by a `PartitionedVariable`, which
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import json
 import threading
 import weakref
 from collections.abc import Iterator
@@ -38,6 +40,37 @@ class _ReuseMode:
 
 
 AUTO_REUSE = _ReuseMode()
+
+
+@dataclasses.dataclass(frozen=True)
+class SaveSliceInfo:
+    """Where a shard sits in its partitioned variable (TensorFlow's
+    ``Variable._save_slice_info``): checkpoints record it, so a model partitioned
+    differently (or not at all) restores the variable from the shards."""
+
+    full_name: str
+    full_shape: tuple
+    var_offset: tuple
+
+    def spec(self) -> str:
+        """The JSON the Save and Restore ops take."""
+        return json.dumps({"full": self.full_name, "shape": list(self.full_shape),
+                           "offset": list(self.var_offset)})
+
+    def for_slot(self, slot_name: str) -> SaveSliceInfo:
+        """The slice info of an optimizer slot of the shard (a shard of the slot of the
+        whole variable)."""
+        return SaveSliceInfo(f"{self.full_name}/{slot_name}", self.full_shape,
+                             self.var_offset)
+
+
+def slice_spec(variable: Any, name: str) -> str:
+    """The slice spec a Saver records for `variable` saved as `name`: its shard info,
+    or the whole variable (so a partitioned model can restore a single variable)."""
+    info = getattr(variable, "_save_slice_info", None)
+    if info is None:
+        info = SaveSliceInfo(name, tuple(variable.shape), (0,) * len(tuple(variable.shape)))
+    return info.spec()
 
 
 class PartitionedVariable:
@@ -310,8 +343,10 @@ def _make_partitioned(name: str, shape: tuple, dtype: Any, initializer: Any, par
         info = PartitionInfo(shape, var_offset)
         shards.append(_make(f"{name}/part_{k}", shard_shape, dtype, initializer, info,
                             trainable, collections, regularizer))
+        # what a Saver records so that another partitioning can restore it
+        shards[-1]._save_slice_info = SaveSliceInfo(name, tuple(shape), var_offset)
     return PartitionedVariable(name, shape, dtype, shards, partitions, axis)
 
 
-__all__ = ["AUTO_REUSE", "PartitionedVariable", "VariableScope", "get_variable",
+__all__ = ["AUTO_REUSE", "PartitionedVariable", "SaveSliceInfo", "VariableScope", "get_variable",
            "get_variable_scope", "variable_scope"]
