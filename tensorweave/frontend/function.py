@@ -76,7 +76,8 @@ class TensorSpec:
 
 
 def _is_array_arg(x: Any) -> bool:
-    return isinstance(x, (np.ndarray, np.generic, EagerTensor, TensorSpec)) or _is_foreign(x)
+    return isinstance(x, (np.ndarray, np.generic, EagerTensor, TensorSpec)) or _is_foreign(x) \
+        or _is_device_arg(x)
 
 
 # Python values that are never arrays of another library, whatever they define
@@ -92,6 +93,23 @@ def _is_foreign(x: Any) -> bool:
         return False
     return (hasattr(x, "__dlpack__") or hasattr(x, "__array_interface__")
             or hasattr(x, "__array_struct__") or hasattr(x, "__array__"))
+
+
+def _is_device_arg(x: Any) -> bool:
+    """Whether `x` is an array in GPU memory (a numba device array, a gpu-target
+    `DeviceTensor`, an object with ``__cuda_array_interface__``, a DLPack producer on a
+    CUDA device): the gpu target takes it without a host round trip."""
+    if isinstance(x, _NOT_FOREIGN) or x is None or isinstance(x, EagerTensor):
+        return False
+    from ..targets.gpu.interop import is_device_object
+    return is_device_object(x)
+
+
+def _device_argument(x: Any, target: str, what: str) -> Any:
+    """A GPU array argument as the target takes it: a numba device array viewing it for
+    the gpu target, a host copy for the others."""
+    from ..targets.gpu import interop
+    return interop.as_device_array(x, what) if target == "gpu" else interop.to_host(x)
 
 
 def as_numpy(x: Any, what: str = "argument", op: str | None = None) -> np.ndarray:
@@ -128,6 +146,8 @@ def _viewed_arrays(args: tuple) -> tuple | None:
     for a in args:
         if type(a) is np.ndarray:
             out.append(a)
+        elif _is_device_arg(a):
+            return None  # GPU memory: the full path views it for the gpu target
         elif isinstance(a, EagerTensor) or _is_foreign(a):
             try:
                 out.append(as_numpy(a))
@@ -139,7 +159,11 @@ def _viewed_arrays(args: tuple) -> tuple | None:
 
 
 def _spec_of(x: Any) -> TensorSpec:
-    return x if isinstance(x, TensorSpec) else TensorSpec.from_array(x)
+    if isinstance(x, TensorSpec):
+        return x
+    if not isinstance(x, np.ndarray) and _is_device_arg(x):  # viewed by _bind: has both
+        return TensorSpec(tuple(x.shape), as_dtype(np.dtype(x.dtype)))
+    return TensorSpec.from_array(x)
 
 
 def _location() -> str | None:
@@ -165,8 +189,9 @@ class ConcreteFunction:
 
     def __init__(self, graph: Graph, output_tree: Any, output_leaves: list[Any],
                  specs: list[TensorSpec], target: str, timeout: float | None = None,
-                 lower_control_flow: bool | None = None) -> None:
+                 lower_control_flow: bool | None = None, keep_on_device: bool = False) -> None:
         self.graph = graph
+        self.keep_on_device = keep_on_device  # gpu target: DeviceTensor results
         self.input_specs = specs
         self.target = target
         self.timeout = timeout
@@ -223,6 +248,8 @@ class ConcreteFunction:
             trace: list = []
             results = exe.run(list(arrays), timeout=self.timeout, trace=trace)
             recorder.add(trace)
+        elif self.keep_on_device:
+            results = exe(*arrays, timeout=self.timeout, keep_on_device=True)
         elif self.timeout is None:
             results = exe(*arrays)
         else:
@@ -255,7 +282,9 @@ class ConcreteFunction:
         return nest.unflatten(self._output_tree, leaves)
 
     def __call__(self, *arrays: Any) -> Any:
-        return self.structured(self.call_flat([as_numpy(a) for a in arrays]))
+        return self.structured(self.call_flat(
+            [_device_argument(a, self.target, "argument") if _is_device_arg(a) else as_numpy(a)
+             for a in arrays]))
 
 
 def own_result(result: np.ndarray, inputs: Sequence[np.ndarray]) -> np.ndarray:
@@ -273,10 +302,16 @@ class Function:
     def __init__(self, fn: Callable, input_signature: Sequence[Any] | None, target: str | None,
                  name: str | None, timeout: float | None = None,
                  lower_control_flow: bool | None = None, reduce_retracing: bool = False,
-                 max_traces: int | None = None, jit_compile_stats: bool = False) -> None:
+                 max_traces: int | None = None, jit_compile_stats: bool = False,
+                 keep_on_device: bool = False) -> None:
         self.python_function = fn
         self.input_signature = None if input_signature is None else list(input_signature)
         self.target = target or DEFAULT_TARGET
+        if keep_on_device and self.target != "gpu":
+            raise InvalidArgumentError(f"keep_on_device=True returns GPU tensors: it needs "
+                                       f"target='gpu', got target={self.target!r}",
+                                       op="tw.compile", location=_location())
+        self.keep_on_device = bool(keep_on_device)
         self.name = name or getattr(fn, "__name__", "function")
         self.timeout = timeout
         self.lower_control_flow = lower_control_flow
@@ -311,7 +346,9 @@ class Function:
         leaves, tree = nest.flatten(structure)
         names = _leaf_names(self._signature, bound)
         for i, leaf in enumerate(leaves):
-            if _is_foreign(leaf):  # another library's array: viewed as NumPy, not copied
+            if _is_device_arg(leaf):  # GPU memory: viewed for the gpu target, else copied
+                leaves[i] = _device_argument(leaf, self.target, f"argument '{names[i]}'")
+            elif _is_foreign(leaf):  # another library's array: viewed as NumPy, not copied
                 leaves[i] = as_numpy(leaf, f"argument '{names[i]}'", f"{self.name}()")
         return leaves, tree, names
 
@@ -365,7 +402,7 @@ class Function:
             for i, spec in zip(tensor_idx, specs_flat):
                 if isinstance(leaves[i], TensorSpec):
                     continue
-                arr = np.asarray(leaves[i])
+                arr = leaves[i] if _is_device_arg(leaves[i]) else np.asarray(leaves[i])
                 if arr.dtype != spec.dtype.np or not spec.type.accepts(spec.dtype, arr.shape):
                     raise InvalidArgumentError(
                         f"argument '{names[i]}' must match {spec}, got "
@@ -409,7 +446,7 @@ class Function:
             graph.set_results(results, result_names)
         self.tracing_count += 1
         return ConcreteFunction(graph, out_tree, mapping, specs, self.target, self.timeout,
-                                self.lower_control_flow)
+                                self.lower_control_flow, self.keep_on_device)
 
     def _concrete(self, args: tuple, kwargs: dict) -> tuple[ConcreteFunction, list[np.ndarray],
                                                             Any]:
@@ -418,8 +455,9 @@ class Function:
         leaves, tree, names = self._bind(args, kwargs)
         tensor_idx, specs, key = self._classify(leaves, names)
         key = (tree, key)
-        arrays = [leaves[i] if isinstance(leaves[i], TensorSpec) else np.asarray(leaves[i])
-                  for i in tensor_idx]
+        arrays = [leaves[i] if isinstance(leaves[i], TensorSpec)
+                  or (type(leaves[i]) is not np.ndarray and _is_device_arg(leaves[i]))
+                  else np.asarray(leaves[i]) for i in tensor_idx]
         cf = self._cache.get(key)
         if cf is None:
             with self._lock:
@@ -548,7 +586,7 @@ def compile(fn: Callable | None = None, *, input_signature: Sequence[Any] | None
             target: str | None = None, name: str | None = None,
             timeout: float | None = None, lower_control_flow: bool | None = None,
             reduce_retracing: bool = False, max_traces: int | None = None,
-            jit_compile_stats: bool = False) -> Any:
+            jit_compile_stats: bool = False, keep_on_device: bool = False) -> Any:
     """Compile a Python function into a graph: ``@tw.compile`` or
     ``@tw.compile(input_signature=[tw.TensorSpec([None, 784], tw.float32)])``.
 
@@ -571,8 +609,15 @@ def compile(fn: Callable | None = None, *, input_signature: Sequence[Any] | None
     the time of each phase (``fn.experimental_get_compile_stats()``: this function's); a
     compile over 1 s logs one INFO line, and with `jit_compile_stats=True` every trace and
     compile of this function does.
+
+    With ``target="gpu"``, arguments may be GPU arrays (numba device arrays, objects with
+    ``__cuda_array_interface__`` such as CuPy arrays and PyTorch CUDA tensors, CUDA
+    DLPack producers): they are copied device-to-device, never through the host (other
+    targets copy them to the host). `keep_on_device=True` (gpu target only) returns
+    `DeviceTensor`s (``__cuda_array_interface__`` v3, ``__dlpack__``) instead of NumPy
+    arrays, for ``torch.from_dlpack``, ``cupy.asarray`` or the next gpu function.
     """
     def wrap(f: Callable) -> Function:
         return Function(f, input_signature, target, name, timeout, lower_control_flow,
-                        reduce_retracing, max_traces, jit_compile_stats)
+                        reduce_retracing, max_traces, jit_compile_stats, keep_on_device)
     return wrap if fn is None else wrap(fn)

@@ -18,6 +18,7 @@ from ...runtime.kernel_context import CallCounters
 from ...runtime.resources import ResourceManager, default_resource_manager
 from ..step_cache import StepCache
 from .device import require
+from .interop import DeviceTensor, as_device_array, is_device_object, to_host
 from .runner import GpuStep, Mismatch
 from .step import Ineligible, StepPlan, plan_step
 
@@ -73,16 +74,16 @@ class GpuExecutable:
         """The step plan for arguments of `shapes` (raises `Ineligible`)."""
         return plan_step(specialized(self.graph, shapes))
 
-    def step(self, arrays: list[np.ndarray]) -> GpuStep | None:
+    def step(self, arrays: list[Any]) -> GpuStep | None:
         """The bound step for these arguments' shapes (built on first use), or None."""
-        key = tuple(a.shape for a in arrays)
+        key = tuple(tuple(a.shape) for a in arrays)
         return self._cache.get(key, lambda: self._build(arrays))
 
-    def _build(self, arrays: list[np.ndarray]) -> GpuStep | None:
+    def _build(self, arrays: list[Any]) -> GpuStep | None:
         if len(arrays) != len(self.graph.args):
             return None
         try:
-            plan = self.plan([a.shape for a in arrays])
+            plan = self.plan([tuple(a.shape) for a in arrays])
         except (Ineligible, TensorWeaveError) as e:
             self.native_reason = str(e)
             _log.debug("gpu: %s runs on the reference executor: %s", self.graph.name, e)
@@ -91,18 +92,32 @@ class GpuExecutable:
             _log.info("gpu: %s runs on the host: %s", name, reason)
         return GpuStep(plan, self.resources, self.counters, self.cuda, self.allocator)
 
-    def __call__(self, *args: Any, timeout: float | None = None) -> list[Any]:
-        """Run one step on `args`; returns the graph's results as NumPy arrays."""
-        arrays = [np.asarray(a) for a in args]
+    def __call__(self, *args: Any, timeout: float | None = None,
+                 keep_on_device: bool = False) -> list[Any]:
+        """Run one step on `args`: host arrays or GPU arrays (numba device arrays,
+        `DeviceTensor`s, objects with ``__cuda_array_interface__`` or CUDA DLPack
+        producers: copied device-to-device, never through the host). Returns NumPy
+        arrays, or with `keep_on_device` `interop.DeviceTensor`s."""
+        arrays = [as_device_array(a) if is_device_object(a) else np.asarray(a) for a in args]
         step = self.step(arrays)
         # a loop run on the host cannot be interrupted: with a deadline, such steps go to
         # the dataflow executor, which enforces it (as the cpu target does)
         if step is not None and (timeout is None or not step.has_loops):
             try:
-                return step(arrays)
+                return step(arrays, keep_on_device)
             except Mismatch:
                 pass
-        return [np.array(r, copy=True) for r in self.dataflow.run(arrays, timeout=timeout)]
+        host = [a if isinstance(a, np.ndarray) else to_host(a) for a in arrays]
+        results = [np.array(r, copy=True) for r in self.dataflow.run(host, timeout=timeout)]
+        return [self._upload(r) for r in results] if keep_on_device else results
+
+    def _upload(self, value: np.ndarray) -> DeviceTensor:
+        """A host result as a `DeviceTensor` (graphs run on the dataflow executor)."""
+        blk = self.allocator.allocate(max(1, value.nbytes))
+        out = blk.view(value.dtype, value.shape)
+        if value.size:
+            out.copy_to_device(np.ascontiguousarray(value))
+        return DeviceTensor(out, blk, self.allocator)
 
     def run(self, args: Any, timeout: float | None = None, **kw: Any) -> list[Any]:
         """The dataflow executor's `run` (node traces, shared step ids)."""

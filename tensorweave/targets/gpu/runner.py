@@ -172,22 +172,26 @@ class GpuStep:
                 message, node = launch.errors(code)
                 raise InvalidArgumentError(message, **node.error_context())
 
-    def __call__(self, arrays: Sequence[np.ndarray]) -> list[np.ndarray]:
-        """Run the step on host arrays (one per graph argument); returns host results."""
+    def __call__(self, arrays: Sequence[Any], keep_on_device: bool = False) -> list[Any]:
+        """Run the step on one array per graph argument: host arrays, or C-contiguous
+        numba device arrays (copied device-to-device into the step's argument buffers,
+        never through the host). Returns host results, or with `keep_on_device` fresh
+        `interop.DeviceTensor`s (one device-to-device copy each: the step's own result
+        buffers are reused by the next call)."""
         plan = self.plan
         for a, s in zip(arrays, plan.args):
-            if a.dtype != s.dtype.np or a.shape != s.shape:
+            if a.dtype != s.dtype.np or tuple(a.shape) != s.shape:
                 raise Mismatch
         with self._lock:
             for lock in self._locks:
                 lock.acquire()
             try:
-                return self._run(arrays)
+                return self._run(arrays, keep_on_device)
             finally:
                 for lock in self._locks:
                     lock.release()
 
-    def _run(self, arrays: Sequence[np.ndarray]) -> list[np.ndarray]:
+    def _run(self, arrays: Sequence[Any], keep_on_device: bool = False) -> list[Any]:
         plan = self.plan
         for k, m in enumerate(self._mirrors):
             if not m.to_device() and plan.var_first_access[k] == "read":
@@ -195,18 +199,32 @@ class GpuStep:
                     f"attempting to use uninitialized variable '{m.state.name}'")
         for dev, a in zip(self._args, arrays):
             if a.size:
-                dev.copy_to_device(np.ascontiguousarray(a))
+                dev.copy_to_device(a if not isinstance(a, np.ndarray)
+                                   else np.ascontiguousarray(a))
         if self._failing:
             self._status.copy_to_device(self._zeros)
         for call in self._calls:
             call()
         if self._failing:
             self._check_status()
-        results = [r.copy_to_host() if r.size else np.empty(r.shape, r.dtype)
-                   for r in self._results]
+        if keep_on_device:
+            results = [self._fresh_device_copy(r) for r in self._results]
+        else:
+            results = [r.copy_to_host() if r.size else np.empty(r.shape, r.dtype)
+                       for r in self._results]
         for name in plan.assigned:
             self._by_name[name].to_host()
         return results
+
+    def _fresh_device_copy(self, array: Any) -> Any:
+        """A `DeviceTensor` in a block of its own holding a copy of device `array`."""
+        from .interop import DeviceTensor
+        dtype, shape = np.dtype(array.dtype), tuple(array.shape)
+        blk = self.allocator.allocate(max(1, array.size * dtype.itemsize))
+        out = blk.view(dtype, shape)
+        if array.size:
+            out.copy_to_device(array)
+        return DeviceTensor(out, blk, self.allocator)
 
     def release(self) -> None:
         """Give the step's blocks back to the allocator's pool."""
