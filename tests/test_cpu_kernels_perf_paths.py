@@ -1,5 +1,7 @@
 """Correctness of the cpu target's speed paths of issue 13: the caching allocator of
-result buffers (`targets/cpu/allocator.py`), ..."""
+result buffers (`targets/cpu/allocator.py`); GEMMs split over threads by columns or by
+rows of C, whichever `lowering.gemm_split` picks for the shape, bit for bit one BLAS
+call."""
 
 from __future__ import annotations
 
@@ -8,9 +10,13 @@ import gc
 import numpy as np
 import pytest
 
+import llvmlite.ir as ir
+
 import tensorweave as tw
+from tensorweave.compiler.dtypes import as_dtype
 from tensorweave.errors import InvalidArgumentError
-from tensorweave.targets.cpu import allocator
+from tensorweave.targets.cpu import allocator, lowering, parallel
+from tests.lowerings.helpers import single_node
 
 # ---------------------------------------------------------------------- allocator
 
@@ -90,3 +96,101 @@ def test_held_results_never_alias_and_dropped_ones_are_reused():
         held = [f(x, np.float32(s))]
         np.testing.assert_array_equal(held[0], x * np.float32(s) + 1.0)
     assert allocator.POOL.hits > hits
+
+
+# ------------------------------------------------------------------ GEMM splits
+
+
+def _matmul_on_threads(monkeypatch, a, b, ta, tb, threads):
+    """The MatMul lowering of op(a) @ op(b) built for `threads` threads: its result and
+    the names of the module's GEMM wrappers."""
+    monkeypatch.setenv("TW_NUM_THREADS", str(threads))
+    node = single_node("MatMul", [a, b], transpose_a=ta, transpose_b=tb)
+    module = ir.Module()
+    lowering.emit_node_function(module, node, "f", "blas")
+    text = str(module)
+    called = {how for how in ("cols", "rows") if f"tw_gemm_{node.outputs[0].type.dtype.name}"
+              f".{how}" in text}
+    return lowering.compile_node(node, "blas")([a, b])[0], called, text
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("ta,tb", [(False, False), (True, False), (False, True), (True, True)])
+@pytest.mark.parametrize("m,n,k", [(72, 700, 100),   # m < n: columns first
+                                   (520, 40, 230)])  # m > n: rows first
+def test_gemm_split_is_one_blas_call_bit_for_bit(monkeypatch, dtype, ta, tb, m, n, k):
+    if not lowering.blas_row_align(as_dtype(dtype).name):
+        pytest.skip("this BLAS is never split")
+    assert m * n * k >= parallel.MIN_GEMM_FLOPS
+    rng = np.random.default_rng(m + n)
+    a = rng.standard_normal((k, m) if ta else (m, k)).astype(dtype)
+    b = rng.standard_normal((n, k) if tb else (k, n)).astype(dtype)
+    one, _, text1 = _matmul_on_threads(monkeypatch, a, b, ta, tb, 1)
+    assert "pthread_create" not in text1
+    split = lowering.gemm_split(as_dtype(dtype), ta, tb, m, n, k)  # (2 threads: set above)
+    two, called, text2 = _matmul_on_threads(monkeypatch, a, b, ta, tb, 2)
+    if split == "cols":
+        assert "cols" in called
+    assert one.tobytes() == two.tobytes()
+    want = (a.T if ta else a).astype(np.float64) @ (b.T if tb else b).astype(np.float64)
+    np.testing.assert_allclose(two, want, rtol=1e-4, atol=1e-4)
+    # a third thread count cuts elsewhere, still the same bits
+    three, _, _ = _matmul_on_threads(monkeypatch, a, b, ta, tb, 3)
+    assert one.tobytes() == three.tobytes()
+
+
+def test_gemm_split_model_and_fallbacks(monkeypatch):
+    monkeypatch.setenv("TW_NUM_THREADS", "2")
+    f32 = as_dtype(np.float32)
+    probed = []
+
+    def probe(dt, ta, tb, m, n, k, threads, align, how="rows"):
+        probed.append(how)
+        return verdict[how]
+
+    monkeypatch.setattr(lowering, "_probe_split", probe)
+    monkeypatch.setattr(lowering, "blas_row_align", lambda name: 12)
+    verdict = {"cols": True, "rows": True}
+    # the split that packs the smaller shared operand again is tried first
+    assert lowering.gemm_split(f32, False, False, 256, 1024, 784) == "cols"
+    assert lowering.gemm_split(f32, False, False, 3136, 64, 800) == "rows"
+    # a split that would change bits is not taken: the other one, else none
+    verdict = {"cols": False, "rows": True}
+    assert lowering.gemm_split(f32, False, False, 256, 1024, 784) == "rows"
+    verdict = {"cols": False, "rows": False}
+    probed.clear()
+    assert lowering.gemm_split(f32, False, False, 256, 1024, 784) is None
+    assert probed == ["cols", "rows"]
+    # too small, unknown sizes, one thread: never split, nothing probed
+    probed.clear()
+    assert lowering.gemm_split(f32, False, False, 16, 16, 16) is None
+    assert lowering.gemm_split(f32, False, False, ir.Constant(ir.IntType(64), 256), 1024,
+                               784) is None
+    monkeypatch.setenv("TW_NUM_THREADS", "1")
+    assert lowering.gemm_split(f32, False, False, 256, 1024, 784) is None
+    assert probed == []
+    assert lowering.col_align(f32) == 16 and lowering.col_align(as_dtype(np.float64)) == 8
+
+
+def test_mlp_step_with_column_splits_is_identical_on_one_and_two_threads(monkeypatch):
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((64, 300)).astype(np.float32)
+    w1 = rng.standard_normal((300, 512)).astype(np.float32) * 0.05
+    w2 = rng.standard_normal((512, 10)).astype(np.float32) * 0.05
+
+    def loss(x, w1, w2):
+        h = tw.nn.relu(tw.matmul(x, w1))
+        y = tw.reduce_sum(tw.square(tw.matmul(h, w2)))
+        return (y,) + tuple(tw.gradients(y, [w1, w2]))
+
+    outs = []
+    for threads in (1, 2):
+        monkeypatch.setenv("TW_NUM_THREADS", str(threads))
+        outs.append(tw.compile(loss, target="cpu")(x, w1, w2))
+    assert lowering.gemm_split(as_dtype(np.float32), False, False, 64, 512, 300) in (
+        "cols", None)
+    for a, b in zip(*outs):
+        assert a.tobytes() == b.tobytes()
+    ref = tw.compile(loss, target="reference")(x, w1, w2)
+    for a, b in zip(outs[0], ref):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-3)

@@ -64,7 +64,8 @@ def _blas_key(plan: StepPlan) -> str:
     import os
 
     from .lowering import blas_row_align
-    return (f"blas_align={blas_row_align('f32')},{blas_row_align('f64')} "
+    # (split=cols: products may be cut by columns too, `lowering.gemm_split`)
+    return (f"blas_align={blas_row_align('f32')},{blas_row_align('f64')} split=cols "
             f"blas_threads={os.environ.get('TW_BLAS_THREADS', '')}")
 
 

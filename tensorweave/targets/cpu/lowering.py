@@ -237,9 +237,12 @@ class LoweringContext:
         and op(B) k x n; lda/ldb/ldc are row strides in elements (as in cblas)."""
         fn = gemm_function(self.module, dtype, self.gemm_mode)
         serial = self.module.globals.get(fn.name + ".serial")
-        if serial is not None and self.gemm_mode == "blas" and not _split_is_exact(
-                dtype, trans_a, trans_b, m, n, k):
-            fn = serial  # cutting this product would change its bits: one call
+        if serial is not None and self.gemm_mode == "blas":
+            split = gemm_split(dtype, trans_a, trans_b, m, n, k)
+            if split is None:
+                fn = serial  # cutting this product would change its bits: one call
+            elif split == "cols":
+                fn = _gemm_cols_function(self.module, fn, serial, dtype)
         t = scalar_type(dtype)
         self.b.call(fn, [I32(int(trans_a)), I32(int(trans_b)), _i64(m), _i64(n), _i64(k),
                          ir.Constant(t, alpha), a, _i64(lda), b, _i64(ldb), ir.Constant(t, beta),
@@ -419,27 +422,50 @@ PROBE_MAX_MACS = 1 << 31
 time, ~0.1 s at this size); bigger products are not split."""
 
 
-def _split_is_exact(dtype: DType, ta: bool, tb: bool, m: Any, n: Any, k: Any) -> bool:
-    """Whether the row split `_gemm_split_rows` would apply to this product gives the
-    bits of one BLAS call. `blas_row_align` probes one shape, but OpenBLAS picks kernels
-    by shape: on SkylakeX a dgemm with an odd n changes bits at nearly every cut while
-    n = 256 changes none. So each static shape big enough to be split is checked once,
-    at its own size and transposes; dynamic shapes are not split."""
+def col_align(dtype: DType) -> int:
+    """Where `_gemm_split_cols` may cut the columns of C: at multiples of a cache line
+    (64 bytes), so that no two threads write the same line of C."""
+    return max(1, 64 // np.dtype(dtype.np).itemsize)
+
+
+def gemm_split(dtype: DType, ta: bool, tb: bool, m: Any, n: Any, k: Any) -> str | None:
+    """How the step splits this BLAS product over threads: ``"rows"`` (blocks of rows of
+    C, `_gemm_split_rows`), ``"cols"`` (blocks of columns of C with all of K,
+    `_gemm_split_cols`) or None (one serial call).
+
+    Each thread's BLAS call packs its own copy of the operand the threads share: all of
+    op(B) (k x n) for a row split, all of op(A) (m x k) for a column split. So the split
+    that copies less is tried first (columns when m <= n: on the AVX-512 host of issue 13
+    the products of the MLP's step, m = 256 and n = 1024, ran at ~260 GFLOP/s cut by rows
+    and ~300 cut by columns), the other one next. Either must give the bits of one BLAS
+    call: `blas_row_align` probes one shape, but OpenBLAS picks kernels by shape (on
+    SkylakeX a dgemm with an odd n changes bits at nearly every row cut while n = 256
+    changes none), so each static shape big enough to be split is checked once, at its
+    own size, transposes and cuts (`_probe_split`); dynamic shapes are not split."""
     if not all(isinstance(x, (int, np.integer)) for x in (m, n, k)):
-        return False
+        return None
     m, n, k = int(m), int(n), int(k)
     threads = parallel.num_threads()
-    align = blas_row_align(dtype.name)
-    if align is None or m * n * k < parallel.MIN_GEMM_FLOPS or m < 2 * align:
-        return True  # the split code calls the serial GEMM once for these anyway
-    if m * n * k > PROBE_MAX_MACS:
-        return False
-    return _probe_split(dtype.name, bool(ta), bool(tb), m, n, k, threads, align)
+    if threads == 1 or m * n * k < parallel.MIN_GEMM_FLOPS or m * n * k > PROBE_MAX_MACS:
+        return None
+    row = blas_row_align(dtype.name)
+    col = col_align(dtype)
+    candidates = []
+    if row is not None and m >= 2 * row:
+        candidates.append(("rows", row))
+    if row is not None and n >= 2 * col:  # (no row alignment: the BLAS runs threads)
+        candidates.insert(0 if m <= n else len(candidates), ("cols", col))
+    for how, align in candidates:
+        if _probe_split(dtype.name, bool(ta), bool(tb), m, n, k, threads, align, how):
+            return how
+    return None
 
 
 @functools.cache
 def _probe_split(dtype_name: str, ta: bool, tb: bool, m: int, n: int, k: int, threads: int,
-                 align: int) -> bool:
+                 align: int, how: str = "rows") -> bool:
+    """Whether C computed as `threads` BLAS calls on blocks of rows (or columns) starting
+    at multiples of `align` is bit for bit C computed in one call."""
     from .blas import _GEMM, blas_addresses
     dt = np.float32 if dtype_name == "f32" else np.float64
     ptr = ctypes.c_void_p
@@ -449,22 +475,27 @@ def _probe_split(dtype_name: str, ta: bool, tb: bool, m: int, n: int, k: int, th
     scal = np.array([1.0, 0.0], dt)
     flag = {False: ctypes.c_char(b"N"), True: ctypes.c_char(b"T")}
 
-    def rows(lo: int, hi: int, c: np.ndarray) -> None:
-        # as _gemm_via_blas: row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T
-        a_ptr = a.ctypes.data + (lo if ta else lo * k) * a.itemsize
-        i32 = [ctypes.c_int32(v) for v in (n, hi - lo, k, k if tb else n, m if ta else k, n)]
+    def part(r0: int, r1: int, c0: int, c1: int, c: np.ndarray) -> None:
+        # C[r0:r1, c0:c1] as _gemm_via_blas computes it: row-major C = op(A) op(B) is
+        # column-major C^T = op(B)^T op(A)^T
+        a_ptr = a.ctypes.data + (r0 if ta else r0 * k) * a.itemsize
+        b_ptr = b.ctypes.data + (c0 * k if tb else c0) * b.itemsize
+        i32 = [ctypes.c_int32(v) for v in (c1 - c0, r1 - r0, k, k if tb else n,
+                                           m if ta else k, n)]
         blas(ctypes.byref(flag[tb]), ctypes.byref(flag[ta]), *[ctypes.byref(v) for v in i32[:3]],
-             scal[0:].ctypes.data, b.ctypes.data, ctypes.byref(i32[3]), a_ptr,
-             ctypes.byref(i32[4]), scal[1:].ctypes.data, c[lo:hi].ctypes.data,
+             scal[0:].ctypes.data, b_ptr, ctypes.byref(i32[3]), a_ptr,
+             ctypes.byref(i32[4]), scal[1:].ctypes.data, c[r0:r1, c0:].ctypes.data,
              ctypes.byref(i32[5]))
 
     whole = np.zeros((m, n), dt)
-    rows(0, m, whole)
+    part(0, m, 0, n, whole)
     cut = np.zeros((m, n), dt)
-    per = -(-m // threads)
+    total = m if how == "rows" else n
+    per = -(-total // threads)
     per = -(-per // align) * align
-    for lo in range(0, m, per):
-        rows(lo, min(m, lo + per), cut)
+    for lo in range(0, total, per):
+        hi = min(total, lo + per)
+        part(lo, hi, 0, n, cut) if how == "rows" else part(0, m, lo, hi, cut)
     return bool(np.array_equal(whole, cut))
 
 
@@ -503,6 +534,41 @@ def _gemm_split_rows(module: ir.Module, fn: ir.Function, serial: ir.Function,
         with whole:
             b.call(serial, list(fn.args))
     b.ret_void()
+
+
+def _gemm_cols_function(module: ir.Module, fn: ir.Function, serial: ir.Function,
+                        dtype: DType) -> ir.Function:
+    """``<fn>.cols`` (defined once per module, same signature as `serial`): C cut into
+    blocks of columns (of op(B) too) starting at multiples of `col_align`, one per
+    thread, each a `serial` call over all of K; products that `gemm_split` sends here
+    are big enough to repay the threads."""
+    name = fn.name + ".cols"
+    cols = module.globals.get(name)
+    if cols is not None:
+        return cols
+    cols = ir.Function(module, serial.function_type, name)
+    cols.linkage = "internal"
+    ctx_type = ir.LiteralStructType([a.type for a in cols.args])
+    chunk = parallel.define_chunk(module, name + ".chunk")
+    cb = ir.IRBuilder(chunk.append_basic_block("entry"))
+    ctx = cb.bitcast(chunk.args[0], ir.PointerType(ctx_type))
+    ta, tb, m, n, k, alpha, a, lda, b_, ldb, beta, c, ldc = (
+        cb.load(cb.gep(ctx, [I32(0), I32(j)])) for j in range(len(cols.args)))
+    begin, end = chunk.args[1], chunk.args[2]
+    # column j of op(B) is column j of B, or row j of B when B is transposed
+    b_off = cb.select(cb.icmp_signed("==", tb, I32(0)), begin, cb.mul(begin, ldb))
+    cb.call(serial, [ta, tb, m, cb.sub(end, begin), k, alpha, a, lda, cb.gep(b_, [b_off]),
+                     ldb, beta, cb.gep(c, [begin]), ldc])
+    cb.ret(I32(0))
+
+    b = ir.IRBuilder(cols.append_basic_block("entry"))
+    slot = b.alloca(ctx_type, name="ctx")
+    for j, arg in enumerate(cols.args):
+        b.store(arg, b.gep(slot, [I32(0), I32(j)]))
+    parallel.parallel_for(b, chunk, slot, cols.args[3], parallel.num_threads(),
+                          align=col_align(dtype))
+    b.ret_void()
+    return cols
 
 
 # --------------------------------------------------------------------- emission
@@ -582,7 +648,7 @@ def compile_node(node: Node, gemm_mode: str = "blas") -> NodeKernel:
 
 
 __all__ = ["F32", "F64", "GEMM_MODES", "I1", "I8", "I8P", "I8PP", "I32", "I64", "LOWERINGS",
-           "LoweringContext", "NativeLowering", "NodeKernel", "compile_node",
-           "emit_node_function", "find_lowering", "gemm_function", "lowering", "native_dtype",
-           "static_types", "status_error"]
+           "LoweringContext", "NativeLowering", "NodeKernel", "col_align", "compile_node",
+           "emit_node_function", "find_lowering", "gemm_function", "gemm_split", "lowering",
+           "native_dtype", "static_types", "status_error"]
 
