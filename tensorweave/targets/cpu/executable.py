@@ -35,6 +35,7 @@ from ...runtime.threads import limit_blas_threads
 from ..step_cache import StepCache
 from . import allocator, jit
 from .lowering import status_error
+from .stacks import ARENA_OFFSET, ARENA_RELEASE_NAME
 from .step import (
     OBJECTS_STEP_NAME,
     WORKSPACE_HEADER,
@@ -45,6 +46,7 @@ from .step import (
     emit_step,
     numpy_data_offset,
     plan_step,
+    uses_stacks,
 )
 
 _UNSET: Any = object()
@@ -110,10 +112,15 @@ class NativeStep:
         from .parallel import num_threads
         key = (f"step objects data_offset={_data_offset()} threads={num_threads()} "
                f"{_blas_key(plan)}\n" + print_graph(plan.graph))
+        # a step with loop-gradient stacks keeps their arena in each workspace's header
+        self._arena = uses_stacks(plan)
         self._compiled = jit.compile_keyed(
             key, lambda: str(emit_step(plan, data_offset=_data_offset())),
-            [OBJECTS_STEP_NAME], loop_vectorize=True)
+            [OBJECTS_STEP_NAME] + ([ARENA_RELEASE_NAME] if self._arena else []),
+            loop_vectorize=True)
         self._fn = ObjectsStepFn(self._compiled.address(OBJECTS_STEP_NAME))
+        self._release = (ctypes.CFUNCTYPE(None, ctypes.c_void_p)(
+            self._compiled.address(ARENA_RELEASE_NAME)) if self._arena else None)
         graph = plan.graph
         self._arg_specs = [(v.type.dtype.np, tuple(v.type.shape)) for v in graph.args]
         self._result_specs = [(tuple(v.type.shape), v.type.dtype.np) for v in graph.results]
@@ -199,6 +206,7 @@ class NativeStep:
                 ws = self._workspaces.pop()
             except IndexError:
                 ws = np.empty(self._ws_bytes, np.uint8)
+                ws[:WORKSPACE_HEADER] = 0  # (an empty arena)
             if self._callback_kernels:
                 state = self._state
                 state.error, state.step = None, step
@@ -216,6 +224,14 @@ class NativeStep:
                 lock.release()
         self._spares.append(list(results))
         return results
+
+    def __del__(self) -> None:
+        # the arenas' chunks are malloc'd by the step's code: give them back
+        release = getattr(self, "_release", None)
+        if release is not None:
+            for ws in self._workspaces:
+                release(ws.__array_interface__["data"][0] + ARENA_OFFSET)
+            self._workspaces = []
 
     def _raise(self, status: int, position: int) -> None:
         error, self._state.error = self._state.error, None

@@ -592,6 +592,9 @@ def emit_node_function(module: ir.Module, node: Node, name: str, gemm_mode: str 
 def status_error(node: Node, status: int) -> tuple[str, Node]:
     """The message of `node`'s lowering for a failing `status`, and the node to name in
     the error (`node`, or the op inside a fused cluster)."""
+    from .stacks import MESSAGES, STACK_OPS
+    if node.op in STACK_OPS and status in MESSAGES:  # (step actions, not lowerings)
+        return MESSAGES[status], node
     low = LOWERINGS.get(node.op)
     if low is not None and low.describe is not None:
         return low.describe(node, status)

@@ -21,8 +21,21 @@ Planning (`plan_step`), all at compile time because every shape is known:
   the schedule (first fit), so memory is reused within the step, and the workspace is
   reused across steps (one per concurrent call).
 
-A graph that cannot run this way (several devices, Send/Recv, blocking or region ops,
-resources other than variables, shapes known only at run time) raises `Ineligible` and
+Control flow: an If/While whose regions plan natively (static shapes, no callbacks) is
+a branch or a loop calling the regions' own step functions (`_emit_if`, `_emit_while`).
+Regions read and assign variables through the step's variable table (one index per
+variable for the whole step, so a region's function takes the caller's table), and a
+region that assigns a variable counts as an assignment of it where the If/While runs
+(so an earlier read of the variable takes a snapshot if still used afterwards). A
+variable whose first access in the step would be an assignment inside a region declines
+the native path (were the loop to run no iteration, the variable would look initialized).
+Loop gradients' stacks (``Stack``/``StackPush``/``StackPop``) are handles in ordinary
+storage whose entries live in the call's arena (`stacks`), so the forward loop's pushes
+and the backward loop's pops never leave native code. ``ResourceGather`` gathers rows
+straight from the variable's buffer (the ``Gather`` lowering on it).
+
+A graph that cannot run this way (several devices, Send/Recv, blocking ops, resources
+other than variables and stacks, shapes known only at run time) raises `Ineligible` and
 runs on the dataflow executor instead (`executable.CpuExecutable`).
 """
 
@@ -36,10 +49,12 @@ import llvmlite.ir as ir
 import numpy as np
 
 from ...compiler.ir import Graph, Node, Value
-from ...compiler.types import ResourceType, TensorType
+from ...compiler.types import ResourceType, TensorType, Type
 from ...errors import UnimplementedError
+from . import stacks
 from .loops import counted_loop
 from .lowering import I8, I8P, I8PP, I32, I64, emit_node_function, find_lowering
+from .stacks import STACK_OPS, is_stack_type
 
 ALIAS_OPS = frozenset({"Identity", "StopGradient", "Reshape", "ExpandDims", "Squeeze",
                        "ReshapeLike"})
@@ -73,7 +88,8 @@ class Storage:
 class Action:
     """One thing the step does, in order."""
 
-    kind: str                  # "native", "callback", "snapshot", "assign", "result"
+    kind: str                  # "native", "callback", "snapshot", "assign", "result",
+                               # "region", "stack"
     node: Node | None = None
     ins: list[Storage] = field(default_factory=list)
     outs: list[Storage] = field(default_factory=list)
@@ -133,8 +149,20 @@ def _tensor(v: Value) -> TensorType:
     return t
 
 
-def _nbytes(t: TensorType) -> int:
+def _nbytes(t: Type) -> int:
+    if is_stack_type(t):
+        return stacks.HANDLE_BYTES
     return int(t.num_elements) * np.dtype(t.dtype.np).itemsize
+
+
+def _value_type(v: Value) -> Type:
+    """A value's type when the step can store it: a tensor of known shape or a stack
+    handle."""
+    return v.type if is_stack_type(v.type) else _tensor(v)
+
+
+# ops that may take or make stack handles (copies of a handle are handles too)
+_STACK_USERS = STACK_OPS | {"While", "If"} | ALIAS_OPS
 
 
 def _const_value(node: Node) -> np.ndarray:
@@ -144,15 +172,17 @@ def _const_value(node: Node) -> np.ndarray:
 
 
 class _Planner:
-    def __init__(self, graph: Graph) -> None:
+    def __init__(self, graph: Graph, parent: _Planner | None = None) -> None:
         self.graph = graph
         self.order = graph.topological_order()
         self.storage: dict[Value, Storage] = {}
         self.root: dict[Value, Value] = {}        # alias groups: value -> its root
-        self.var_index: dict[str, int] = {}
-        self.var_names: list[str] = []
-        self.var_types: list[TensorType] = []
-        self.var_first: list[str] = []
+        # one variable table for the whole step: regions share their parent's
+        self.in_region = parent is not None
+        self.var_index: dict[str, int] = parent.var_index if parent else {}
+        self.var_names: list[str] = parent.var_names if parent else []
+        self.var_types: list[TensorType] = parent.var_types if parent else []
+        self.var_first: list[str] = parent.var_first if parent else []
         self.handle_var: dict[Value, int] = {}
         self.consts: list[np.ndarray] = []
         self.region_plans: dict[Node, list[StepPlan]] = {}
@@ -169,26 +199,40 @@ class _Planner:
                                                             for r in node.regions):
                 raise Ineligible(f"{node.op} '{node.name}' has regions that read values of "
                                  f"the enclosing graph")
-            if node.regions and node.op != "Fusion" and _uses_resources(node):
-                # run by a callback, its regions would take variable locks the step holds
-                raise Ineligible(f"{node.op} '{node.name}' uses variables inside regions")
             if node.op == "VarHandle":
                 continue
             for v in list(node.inputs) + list(node.outputs):
-                if isinstance(v.type, ResourceType):
-                    if node.op not in ("ReadVariable",) + tuple(ASSIGN_OPS) or \
-                            v.producer is None or v.producer.op != "VarHandle":
+                if is_stack_type(v.type):
+                    self._check_stack(node, v)
+                elif isinstance(v.type, ResourceType):
+                    if node.op not in ("ReadVariable", "ResourceGather") + tuple(ASSIGN_OPS) \
+                            or v.producer is None or v.producer.op != "VarHandle":
                         raise Ineligible(f"{node.op} '{node.name}' uses a resource")
                 else:
                     _tensor(v)
         for v in self.graph.args:
-            _tensor(v)
+            if not (self.in_region and is_stack_type(v.type)):
+                _tensor(v)
+        for v in self.graph.results:
+            if not (self.in_region and is_stack_type(v.type)):
+                _tensor(v)
+
+    def _check_stack(self, node: Node, v: Value) -> None:
+        """A resource without a value type must be a loop-gradient stack: made by Stack,
+        passed on by the stack ops, loops and branches (or a region's argument)."""
+        p = v.producer
+        if node.op not in _STACK_USERS or (p is None and not self.in_region) or \
+                (p is not None and p.op not in _STACK_USERS):
+            raise Ineligible(f"{node.op} '{node.name}' uses a resource")
 
     def _var_of(self, handle: Value, access: str) -> int:
         node = handle.producer
         name = node.attrs.get("shared_name") or node.name
         k = self.var_index.get(name)
         if k is None:
+            if access == "write" and self.in_region:
+                raise Ineligible(f"variable '{name}' is first assigned inside a loop or "
+                                 f"branch")
             k = self.var_index[name] = len(self.var_names)
             self.var_names.append(name)
             vt = handle.type.value_type
@@ -216,6 +260,11 @@ class _Planner:
             elif op == "ReadVariable":
                 steps.append(("read", node))
                 self._var_of(node.inputs[0], "read")
+            elif op == "ResourceGather":
+                steps.append(("rgather", node))
+                self._var_of(node.inputs[0], "read")
+            elif op in STACK_OPS:
+                steps.append(("stack", node))
             elif op in ASSIGN_OPS:
                 steps.append(("assign", node))
                 self._var_of(node.inputs[0], "write" if op == "AssignVariable" else "read")
@@ -238,6 +287,9 @@ class _Planner:
         for k, (kind, node) in enumerate(steps):
             if kind == "assign":
                 assigns.setdefault(self._var_of(node.inputs[0], "read"), []).append(k)
+            elif kind == "region":
+                for name in _assigned_in_regions(node):
+                    assigns.setdefault(self.var_index[name], []).append(k)
         snapshot: set[Node] = set()
         for kind, node in steps:
             if kind != "read":
@@ -266,7 +318,7 @@ class _Planner:
                 if v in result_of:
                     self.storage[v] = Storage("out", result_of[v])
                 else:
-                    computed.append((k, v, _nbytes(v.type)))
+                    computed.append((k, v, _nbytes(_value_type(v))))
         ws_bytes = self._place(computed, last_use)
         actions = self._actions(steps, snapshot)
         for a in actions:
@@ -280,22 +332,32 @@ class _Planner:
 
     def _region_plans(self, node: Node) -> list[StepPlan] | None:
         """Plans of an If's branches or a While's cond and body when they can run natively
-        inside this step: static shapes, no variables, no callbacks (at any depth)."""
+        inside this step: static shapes, no callbacks (at any depth); variables go in
+        the step's table. None when they cannot (then a region using resources makes
+        the whole graph ineligible: run by a callback, it would take variable locks
+        that the step holds, or need stacks that live in native memory)."""
         if node in self.region_plans:
             return self.region_plans[node]
         plans = []
         for region in node.regions:
             if _reads_enclosing(region):
-                return None
+                return self._no_region_plans(node)
             try:
-                sub = _Planner(region).plan()
+                sub = _Planner(region, self).plan()
             except (Ineligible, KeyError):
-                return None
-            if sub.var_names or not _all_native(sub):
-                return None
+                return self._no_region_plans(node)
+            if not _all_native(sub):
+                return self._no_region_plans(node)
             plans.append(sub)
         self.region_plans[node] = plans
         return plans
+
+    @staticmethod
+    def _no_region_plans(node: Node) -> None:
+        if _uses_resources(node):
+            raise Ineligible(f"{node.op} '{node.name}' uses variables or stacks inside "
+                             f"regions that cannot run natively")
+        return None
 
     def _root(self, v: Value) -> Value:
         return self.root.get(v, v)
@@ -342,6 +404,14 @@ class _Planner:
                                       [st(v) for v in node.outputs],
                                       regions=self.region_plans[node],
                                       scratch=self.scratch[node]))
+            elif kind == "stack":
+                actions.append(Action(kind, node, [st(v) for v in node.inputs],
+                                      [st(v) for v in node.outputs]))
+            elif kind == "rgather":
+                var = self._var_of(node.inputs[0], "read")
+                actions.append(Action("native", _gather_node(node, self.var_types[var]),
+                                      [Storage("var", var), st(node.inputs[1])],
+                                      [st(node.outputs[0])]))
             elif kind == "read":
                 if node in snapshot:
                     t = node.outputs[0].type
@@ -361,7 +431,7 @@ class _Planner:
             if src.kind == "out" and src.index == r:
                 continue
             actions.append(Action("result", None, ins=[src], outs=[Storage("out", r)],
-                                  nbytes=_nbytes(_tensor(v))))
+                                  nbytes=_nbytes(_value_type(v))))
         return actions
 
 
@@ -376,6 +446,32 @@ def _reads_enclosing(region: Graph) -> bool:
         if any(_reads_enclosing(r) for r in n.regions) and n.op != "Fusion":
             return True
     return any(v.graph is not region for v in region.results)
+
+
+def _gather_node(node: Node, var_type: TensorType) -> Node:
+    """A stand-in ``Gather`` (axis 0) over the variable's value for a ResourceGather
+    node: the Gather lowering emits it (same name and source line for errors)."""
+    table = Value(var_type, None, 0, node.graph)
+    return Node(node.graph, "Gather", [table, node.inputs[1]], {"axis": 0, "batch_dims": 0},
+                [node.outputs[0].type], node.name, loc=node.loc)
+
+
+def _assigned_in_regions(node: Node) -> set[str]:
+    """Names of the variables that `node`'s regions (at any depth) assign."""
+    names = set()
+    for region in node.regions:
+        for n in region.walk():
+            if n.op in ASSIGN_OPS and n.inputs[0].producer is not None:
+                h = n.inputs[0].producer
+                names.add(h.attrs.get("shared_name") or h.name)
+    return names
+
+
+def uses_stacks(plan: StepPlan) -> bool:
+    """Whether `plan` (or a region's plan in it) runs stack ops (and so needs the
+    call's arena)."""
+    return any(a.kind == "stack" or any(uses_stacks(r) for r in a.regions)
+               for a in plan.actions)
 
 
 def _uses_resources(node: Node) -> bool:
@@ -436,6 +532,8 @@ def plan_step(graph: Graph) -> StepPlan:
     `Ineligible` when it cannot run that way."""
     plan = _Planner(graph).plan()
     plan.number()  # ids of nested actions: errors are reported by id, cached code or not
+    if uses_stacks(plan):
+        stacks.register_symbols()  # (before any code that allocates is loaded)
     return plan
 
 
@@ -452,6 +550,10 @@ def emit_step(plan: StepPlan, gemm_mode: str = "blas", allow_callbacks: bool = T
               data_offset: int | None = None) -> ir.Module:
     """The LLVM module of `plan`: its node functions and ``tw_step``; with
     `data_offset`, also the JIT entry ``tw_step_objects`` (`_emit_objects_entry`)."""
+    if data_offset is None and uses_stacks(plan):
+        # (the arena lives in the JIT entry's workspace header)
+        raise UnimplementedError("loop gradients (stacks) run only in JIT-compiled steps, "
+                                 "not in ahead-of-time libraries")
     module = ir.Module(name=f"step_{plan.graph.name}")
     fn = _emit_plan(module, plan, STEP_NAME, gemm_mode, allow_callbacks)
     if data_offset is not None:
@@ -473,6 +575,12 @@ def _emit_plan(module: ir.Module, plan: StepPlan, name: str, gemm_mode: str,
         elif a.kind == "region":
             region_fns[k] = [_emit_plan(module, r, f"r{ident}.{j}.{a.node.op}", gemm_mode,
                                         allow_callbacks) for j, r in enumerate(a.regions)]
+        elif a.kind == "stack":
+            node = a.node
+            types = [v.type for v in (node.inputs[1:] if node.op == "StackPush" else
+                                      node.outputs[1:])]
+            node_fns[k] = stacks.emit_stack_function(module, node.op, f"s{ident}.{node.op}",
+                                                     node.attrs, types)
         elif a.kind == "callback" and not allow_callbacks:
             raise UnimplementedError(f"op {a.node.op} ('{a.node.name}') has no native "
                                      f"lowering", **a.node.error_context())
@@ -522,7 +630,7 @@ def _emit_plan(module: ir.Module, plan: StepPlan, name: str, gemm_mode: str,
     memmove = module.globals.get("llvm.memmove.p0i8.p0i8.i64") or ir.Function(
         module, ir.FunctionType(ir.VoidType(), [I8P, I8P, I64, ir.IntType(1)]),
         "llvm.memmove.p0i8.p0i8.i64")
-    env = _RegionEnv(b, pointer, pointer_array, copy, check, ws, consts, failed, cb_ctx,
+    env = _RegionEnv(b, pointer, pointer_array, copy, check, ws, vars_, consts, failed, cb_ctx,
                      callback)
     for k, a in enumerate(plan.actions):
         if a.kind in ("native", "callback"):
@@ -533,6 +641,10 @@ def _emit_plan(module: ir.Module, plan: StepPlan, name: str, gemm_mode: str,
             else:
                 status = b.call(callback, [cb_ctx, I32(plan.base + k), ins, outs])
             check(status, plan.base + k)
+        elif a.kind == "stack":
+            ins = pointer_array([pointer(s) for s in a.ins])
+            outs = pointer_array([pointer(s) for s in a.outs])
+            check(b.call(node_fns[k], [cb_ctx, ins, outs]), plan.base + k)
         elif a.kind == "region":
             if a.node.op == "If":
                 _emit_if(env, a, region_fns[k])
@@ -562,6 +674,7 @@ class _RegionEnv:
     copy: Any
     check: Any
     ws: ir.Value
+    vars: ir.Value
     consts: ir.Value
     failed: ir.Value
     cb_ctx: ir.Value
@@ -571,8 +684,7 @@ class _RegionEnv:
              sub_ws: ir.Value) -> ir.Value:
         b = self.b
         consts = b.gep(self.consts, [I64(plan.const_base)])
-        no_vars = ir.Constant(I8PP, None)
-        return b.call(fn, [args, results, no_vars, consts, sub_ws, self.failed, self.cb_ctx,
+        return b.call(fn, [args, results, self.vars, consts, sub_ws, self.failed, self.cb_ctx,
                            self.callback])
 
 
@@ -677,8 +789,14 @@ def _emit_objects_entry(module: ir.Module, step: ir.Function, plan: StepPlan,
     raw_ws = data(n_args + n_res + n_vars)
     failed = b.bitcast(raw_ws, ir.PointerType(I32))
     ws = b.gep(raw_ws, [I64(WORKSPACE_HEADER)])
-    b.ret(b.call(step, [args, results, vars_, consts, ws, failed, ir.Constant(I8P, None),
-                        callback]))
+    context = ir.Constant(I8P, None)
+    if uses_stacks(plan):
+        # the step's context (handed on to every function, callbacks ignore it) is the
+        # call's arena, in the workspace header
+        context = b.gep(raw_ws, [I64(stacks.ARENA_OFFSET)])
+        stacks.emit_arena_reset(b, module, context)
+        stacks.emit_arena_release(module)
+    b.ret(b.call(step, [args, results, vars_, consts, ws, failed, context, callback]))
 
 
 def _emit_update(b: ir.IRBuilder, a: Action, dst: ir.Value, src: ir.Value) -> None:
@@ -733,5 +851,5 @@ def numpy_data_offset() -> int:
 
 
 __all__ = ["Action", "Ineligible", "StepPlan", "Storage", "array_at", "describe", "emit_step",
-           "numpy_data_offset", "plan_step"]
+           "numpy_data_offset", "plan_step", "uses_stacks"]
 
