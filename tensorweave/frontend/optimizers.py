@@ -15,10 +15,12 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import CompileError, TracingError
+from ..compiler.types import format_shape
+from ..errors import CompileError, DTypeError, ShapeError, TracingError
+from . import eager_update
 from . import ops as _ops  # noqa: F401  (registers the op functions used below)
 from .autodiff import sparse_gradients
-from .building import constant, convert_to_tensor
+from .building import constant, convert_to_tensor, user_location
 from .context import colocate_with, current_builder, name_scope
 from .grouping import group
 from .indexed_slices import IndexedSlices, to_dense
@@ -44,13 +46,23 @@ class Optimizer:
 
     `learning_rate` is a number, a tensor, a callable of no arguments, or a
     `tw.optimizers.schedules.LearningRateSchedule`, evaluated at `iterations` (the
-    number of steps applied so far) inside the step being built."""
+    number of steps applied so far) inside the step being built.
+
+    Outside any graph (TensorFlow 2's eager loop: gradients from a `tw.GradientTape`),
+    `apply_gradients` and `minimize` update the variables at once: the update is traced
+    once into a compiled function and called (`frontend/eager_update.py`), so an eager
+    step leaves the same variables and state as the same step inside ``@tw.compile``."""
 
     _slot_inits: dict[str, float] = {}
     # tw.optimizers count their steps in `iterations` (as Keras' do); TensorFlow 1's
     # optimizers only when a schedule or their rule needs it
     _always_count_steps = True
     _needs_step = False
+    # private attributes that change the update an eager step traces (its public ones
+    # all do: `eager_update._hyper_key`)
+    _eager_key_attrs: tuple[str, ...] = ("_slot_inits",)
+    # while an eager step traces its update: the learning rate (already evaluated) it uses
+    _lr_override: Any = None
 
     def __init__(self, learning_rate: Any, name: str, clipnorm: float | None = None,
                  clipvalue: float | None = None, global_clipnorm: float | None = None) -> None:
@@ -143,11 +155,17 @@ class Optimizer:
         return self._non_slot[name]
 
     # -- public API ----------------------------------------------------------------------
-    def compute_gradients(self, loss: Any, var_list: Sequence[Variable] | None = None
-                          ) -> list[tuple[Any, Variable]]:
+    def compute_gradients(self, loss: Any, var_list: Sequence[Variable] | None = None, *,
+                          tape: Any = None) -> list[tuple[Any, Variable]]:
         """``[(gradient, variable), ...]`` for `loss` (a tensor, or a callable returning one).
         The gradient of a variable that only Gathers read (an embedding) is a
-        `tw.IndexedSlices` of the rows looked up."""
+        `tw.IndexedSlices` of the rows looked up.
+
+        Outside any graph, `loss` is a callable run under a `tw.GradientTape` (or a tensor
+        that `tape` recorded), `var_list` may be a callable, and None means the trainable
+        variables the loss read."""
+        if current_builder() is None and not eager_update.is_symbolic(loss):
+            return eager_update.eager_gradients(self, loss, var_list, tape)
         if callable(loss):
             loss = loss()
         variables = self._default_var_list(var_list)
@@ -158,20 +176,28 @@ class Optimizer:
         """Add the update ops for ``(gradient, variable)`` pairs; returns an op grouping them.
         Pairs whose gradient is None are skipped (that variable does not affect the loss).
         Gradients are clipped first when the optimizer was given `clipnorm`, `clipvalue`
-        or `global_clipnorm`."""
-        if current_builder() is None:
-            raise TracingError(f"{type(self).__name__}.apply_gradients builds update ops: call "
-                               f"it inside @tw.compile or a tw.compat.v1 Graph")
+        or `global_clipnorm`.
+
+        Outside any graph the update runs at once (see the class docstring) and
+        `iterations` is returned."""
         pairs = [(g, v) for g, v in grads_and_vars if g is not None]
         if not pairs:
             raise CompileError("no gradients provided for any variable")
         for _, var in pairs:
             if not isinstance(var, Variable):
                 raise TypeError(f"apply_gradients expects variables, got {var!r}")
+        if current_builder() is None:
+            if any(eager_update.is_symbolic(g) for g, _ in pairs):
+                raise TracingError(f"{type(self).__name__}.apply_gradients got gradients "
+                                   f"of a graph: call it inside @tw.compile or the "
+                                   f"tw.compat.v1 Graph (as_default) they belong to")
+            return eager_update.apply_eagerly(self, pairs, name)
         updates = []
         with name_scope(name or self.name):
             pairs = [(g if isinstance(g, IndexedSlices) else convert_to_tensor(g), v)
                      for g, v in pairs]
+            for g, v in pairs:
+                self._check_gradient(g, v)
             pairs = self._clip(pairs)
             self._call = {}
             if self._always_count_steps or self._needs_step or _is_schedule(self.learning_rate):
@@ -200,14 +226,46 @@ class Optimizer:
                 self._call = {}
         return group(*updates)
 
+    def _check_gradient(self, grad: Any, var: Variable) -> None:
+        """A gradient of the variable's dtype and shape (the rows of it, for slices);
+        otherwise an error naming both, rather than a failing op inside the update."""
+        sparse = isinstance(grad, IndexedSlices)
+        values = convert_to_tensor(grad.values) if sparse else grad
+        what = "IndexedSlices values" if sparse else "gradient"
+        got = tuple(values.shape)
+        want = tuple(var.shape)
+        if sparse:  # one row per index: only the dims after the first must agree
+            got, want = got[1:], want[1:]
+        fits = values.dtype is var.dtype and len(got) == len(want) and all(
+            a is None or b is None or a == b for a, b in zip(got, want))
+        if not fits:
+            loc = user_location()
+            err = DTypeError if values.dtype is not var.dtype else ShapeError
+            rows = " (after the first dim)" if sparse else ""
+            raise err(f"the {what} for variable '{var.name}' must have the variable's "
+                      f"dtype and shape{rows}: expected {var.dtype.name}"
+                      f"{format_shape(var.shape)}, got {values.dtype.name}"
+                      f"{format_shape(values.shape)}",
+                      op=f"{type(self).__name__}.apply_gradients",
+                      location=str(loc) if loc is not None else None)
+
     def minimize(self, loss: Any, var_list: Sequence[Variable] | None = None,
-                 global_step: Variable | None = None, name: str | None = None) -> Any:
-        """Compute gradients of `loss` and apply them; returns the training op."""
-        grads_and_vars = self.compute_gradients(loss, var_list)
+                 global_step: Variable | None = None, name: str | None = None, *,
+                 tape: Any = None) -> Any:
+        """Compute gradients of `loss` and apply them; returns the training op.
+
+        Outside any graph (Keras style): ``opt.minimize(loss_fn, var_list)`` with a
+        callable `loss` updates the variables at once and returns `iterations`; a loss
+        tensor needs the `tape` that recorded it."""
+        grads_and_vars = self.compute_gradients(loss, var_list, tape=tape)
         if all(g is None for g, _ in grads_and_vars):
             names = ", ".join(v.name for _, v in grads_and_vars)
             raise CompileError(f"no gradients: none of the variables [{names}] affects the loss")
         train = self.apply_gradients(grads_and_vars, name=name)
+        if current_builder() is None:
+            if global_step is not None:
+                global_step.assign_add(1, read_value=False)
+            return train
         if global_step is not None:
             from .context import control_dependencies
             with control_dependencies([train]):
@@ -246,7 +304,9 @@ class Optimizer:
         """The learning rate of the step being built (a schedule evaluated once per call)."""
         if "lr" not in self._call:
             lr = self.learning_rate
-            if _is_schedule(lr):
+            if self._lr_override is not None:  # an eager step evaluated it already
+                lr = self._lr_override
+            elif _is_schedule(lr):
                 lr = lr(self._call["step"])
             elif callable(lr):
                 lr = lr()
@@ -520,6 +580,8 @@ class AdamW(Adam):
     each step first shrinks the variable, ``var -= learning_rate * weight_decay * var``,
     then applies the Adam update. Variables named by `exclude_from_weight_decay` are
     not decayed."""
+
+    _eager_key_attrs = (*Optimizer._eager_key_attrs, "_excluded_vars", "_excluded_names")
 
     def __init__(self, learning_rate: Any = 0.001, weight_decay: float = 0.004,
                  beta_1: float = 0.9, beta_2: float = 0.999, epsilon: float = 1e-7,
