@@ -25,6 +25,7 @@ from ..compiler.types import TensorType, as_shape, format_shape
 from ..errors import DTypeError, InvalidArgumentError, TracingError
 from ..runtime import profiler as _profiler
 from . import compile_log, nest
+from . import context as _context
 from .building import convert_to_tensor, python_array
 from .call_site import user_location
 from .context import GraphBuilder, building, current_builder
@@ -42,6 +43,11 @@ from .variables import Variable
 # The target of `tw.compile` and `Session` when none is named; the environment variable
 # TW_DEFAULT_TARGET changes it (``cpu``: native code, ``reference``: the NumPy oracle).
 DEFAULT_TARGET = os.environ.get("TW_DEFAULT_TARGET") or "cpu"
+
+# what a native dispatcher returns when no entry takes the arguments: `dispatch.MISS`,
+# set when the first dispatcher is made (importing the cpu target here would slow down
+# `import tensorweave`)
+_MISS: Any = object()
 
 
 class TensorSpec:
@@ -93,6 +99,23 @@ def _is_foreign(x: Any) -> bool:
         return False
     return (hasattr(x, "__dlpack__") or hasattr(x, "__array_interface__")
             or hasattr(x, "__array_struct__") or hasattr(x, "__array__"))
+
+
+def _is_device_arg(x: Any) -> bool:
+    """Whether `x` is an array in GPU memory (a numba device array, a gpu-target
+    `DeviceTensor`, an object with ``__cuda_array_interface__``, a DLPack producer on a
+    CUDA device): the gpu target takes it without a host round trip."""
+    if isinstance(x, _NOT_FOREIGN) or x is None or isinstance(x, EagerTensor):
+        return False
+    from ..targets.gpu.interop import is_device_object
+    return is_device_object(x)
+
+
+def _device_argument(x: Any, target: str, what: str) -> Any:
+    """A GPU array argument as the target takes it: a numba device array viewing it for
+    the gpu target, a host copy for the others."""
+    from ..targets.gpu import interop
+    return interop.as_device_array(x, what) if target == "gpu" else interop.to_host(x)
 
 
 def _is_device_arg(x: Any) -> bool:
@@ -250,6 +273,8 @@ class ConcreteFunction:
             recorder.add(trace)
         elif self.keep_on_device:
             results = exe(*arrays, timeout=self.timeout, keep_on_device=True)
+        elif self.keep_on_device:
+            results = exe(*arrays, timeout=self.timeout, keep_on_device=True)
         elif self.timeout is None:
             results = exe(*arrays)
         else:
@@ -326,6 +351,13 @@ class Function:
         self._last_described: dict[str, tuple[str, str]] | None = None
         self.jit_compile_stats = bool(jit_compile_stats)
         self.tracing_count = 0
+        # native dispatch (`targets/cpu/dispatch.py`): `_native` answers calls whose
+        # arrays match a signature that ran natively before, without Python; None until
+        # one has. `_native_tried`: the `_fast` keys an entry was asked for.
+        self._dispatcher: Any = None
+        self._native: Any = None
+        self._native_tried: set[tuple] = set()
+        self._native_seen: dict[int, int] = {}  # entry -> its hits when last synced
         functools.update_wrapper(self, fn)
 
     def __get__(self, obj: Any, objtype: Any = None) -> Any:
@@ -475,10 +507,16 @@ class Function:
                                                                     trace_specs),
                                        relaxed=trace_specs != specs)
                     self._retraces.record(described)
+                    if len(self._cache) >= self._cache.max_size:
+                        self._sync_native_hits()
                     evicted = self._cache.put(key, cf)
                     if evicted:
                         self._fast = {k: v for k, v in self._fast.items()
                                       if not any(v[0] is e for e in evicted)}
+                        self._native_tried = set(self._fast)
+                        if self._dispatcher is not None:
+                            live = {k for k, _ in self._cache.items()}
+                            self._dispatcher.remove(lambda entry: entry.key in live)
         return cf, [a for a in arrays if not isinstance(a, TensorSpec)], key
 
     def _record_trace(self, cf: ConcreteFunction, seconds: float,
@@ -516,6 +554,14 @@ class Function:
         return key, None
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        native = self._native
+        if native is not None and not kwargs and not _profiler._recorders and \
+                not getattr(_context._state, "stack", None):
+            # (not while tracing: a call inside another trace is inlined; not inside
+            # tw.profiler.trace: those steps run on the dataflow executor with traces)
+            result = native(*args)
+            if result is not _MISS:
+                return result
         if not kwargs:
             key = tuple([(a.shape, a.dtype) for a in args if type(a) is np.ndarray])
             if len(key) != len(args):
@@ -529,7 +575,10 @@ class Function:
             if hit is not None and current_builder() is None:
                 cf, cache_key = hit
                 self._cache.touch(cache_key)
-                return cf.structured(cf.call_flat(args))
+                out = cf.structured(cf.call_flat(args))
+                if key not in self._native_tried:
+                    self._install_native(key, cf, cache_key, args)
+                return out
         if current_builder() is not None:
             # Called while another function is traced: inline into that graph.
             return self.python_function(*args, **kwargs)
@@ -539,8 +588,46 @@ class Function:
             # the arrays are the arguments, in order: later calls skip binding
             if len(self._fast) >= 4 * self._cache.max_size:  # many shapes, one relaxed trace
                 self._fast.clear()
+                self._native_tried.clear()
             self._fast[tuple((a.shape, a.dtype) for a in args)] = (cf, cache_key)
         return cf.structured(cf.call_flat(arrays))
+
+    def _install_native(self, key: tuple, cf: ConcreteFunction, cache_key: Any,
+                        arrays: tuple) -> None:
+        """After a Python-path call with these arrays: let the native dispatcher answer
+        later calls with their signature, when the target can (the cpu target's native
+        steps without variables)."""
+        self._native_tried.add(key)
+        exe = cf._executable
+        if not hasattr(exe, "dispatch_entry") or not all(
+                type(a) is np.ndarray for a in arrays):
+            return
+        from ..targets.cpu import dispatch
+        if not dispatch.enabled():
+            return
+        global _MISS
+        _MISS = dispatch.MISS
+        finish = None if cf._single_result else cf.structured
+        entry = exe.dispatch_entry(arrays, cf.timeout, cache_key, finish)
+        if entry is None:
+            return
+        with self._lock:
+            if self._dispatcher is None:
+                self._dispatcher = dispatch.Dispatcher()
+            if self._dispatcher.install(entry):
+                self._native = self._dispatcher.function
+
+    def _sync_native_hits(self) -> None:
+        """Calls the native dispatcher answered skip the trace cache's LRU bookkeeping:
+        before the cache evicts, mark the traces it answered since the last time as
+        used (in the order of their entries, the most recently installed last)."""
+        d = self._dispatcher
+        if d is None:
+            return
+        for entry in reversed(d.entries):
+            if entry.hits != self._native_seen.get(id(entry)):
+                self._cache.touch(entry.key)
+        self._native_seen = {id(e): e.hits for e in d.entries}
 
     def get_concrete_function(self, *args: Any, **kwargs: Any) -> ConcreteFunction:
         """The trace for these arguments (arrays or `TensorSpec`s); traces if needed.

@@ -233,6 +233,34 @@ class NativeStep:
                 release(ws.__array_interface__["data"][0] + ARENA_OFFSET)
             self._workspaces = []
 
+    def dispatch_entry(self, key: Any, finish: Any) -> Any:
+        """A `dispatch.Entry` that runs this step from native code (the call path of
+        `tw.compile` on a signature hit), or None for steps that take variables (their
+        locks and buffers are managed here) or keep stacks in their workspaces' arenas
+        (released with `_workspaces`). `finish`: see `dispatch.Entry`."""
+        if self.plan.var_names or self._arena:
+            return None
+        from functools import partial
+
+        from .allocator import empty
+        from .dispatch import Entry
+
+        def on_error(status: int, ws: np.ndarray) -> None:
+            self._raise(status, int(ws[:4].view(np.int32)[0]))
+
+        try:  # the last call's results: recycled by the entry once the caller drops them
+            pool = self._spares.pop()
+        except IndexError:
+            pool = None
+        ws = np.empty(self._ws_bytes, np.uint8)
+        ws[:WORKSPACE_HEADER] = 0
+        return Entry(key, self._compiled.address(OBJECTS_STEP_NAME),
+                     ctypes.addressof(self._consts),
+                     ctypes.cast(self._callback, ctypes.c_void_p).value,
+                     [(np.dtype(dt), shape) for dt, shape in self._arg_specs],
+                     [partial(empty, shape, dt) for shape, dt in self._result_specs],
+                     finish, on_error, ws, release_gil=True, keep=self, pool=pool)
+
     def _raise(self, status: int, position: int) -> None:
         error, self._state.error = self._state.error, None
         if error is not None:
@@ -384,6 +412,18 @@ class CpuExecutable:
         from ...frontend.function import own_result
         arrays = [np.asarray(a) for a in args]
         return [own_result(r, arrays) for r in self.dataflow.run(args, timeout=t)]
+
+    def dispatch_entry(self, arrays: Sequence[np.ndarray], timeout: float | None,
+                       key: Any, finish: Any) -> Any:
+        """A native-dispatch entry (`dispatch.Entry`) for calls with the shapes of
+        `arrays`, when their step is native and may run without Python (no variables;
+        no deadline on a step with loops, which only the dataflow executor enforces);
+        else None."""
+        step = self._steps.get(tuple([a.shape for a in arrays]))
+        t = self.timeout if timeout is None else timeout
+        if step is None or (t is not None and step.has_loops):
+            return None
+        return step.dispatch_entry(key, finish)
 
     def run(self, args: Sequence[Any], timeout: float | None = None, trace: Any = None,
             **kw: Any) -> list[Any]:

@@ -1,0 +1,512 @@
+"""Native dispatch: a `tw.compile` call that hits a compiled signature without Python.
+
+`Dispatcher` is one Python-callable native function per `tw.compile` function (a
+``PyCFunction`` with ``METH_FASTCALL`` whose code is `_IR`, generated once per process
+and cached like every kernel). A call walks the dispatcher's table of entries, one per
+argument signature that ran natively before: it checks that every argument is exactly a
+NumPy array (``type(a) is np.ndarray``) with the entry's rank, dims and dtype
+(type number, native byte order) and C-contiguous, reads nothing else, reuses the entry's
+result buffers when only the entry still holds them (their reference count is 1;
+otherwise a fresh buffer from the entry's allocator), releases the GIL around the step
+as ctypes does, and returns the result (or the structure that ``finish`` builds). Any
+mismatch returns `MISS` and the caller takes its Python path, which handles everything
+else (other array types, DLPack producers, static arguments, keywords, errors) exactly
+as before.
+
+Each entry runs one call at a time (a ``busy`` word, set and cleared under the GIL): a
+concurrent call on another thread, or a re-entrant one from a callback, takes the
+Python path, which has its own buffers. The entry's Python object (`Entry`) is
+referenced for the duration of the call, so removing an entry while a step runs on
+another thread is safe. A failing step stores its status in the entry and calls
+``on_error``, which raises the same error as the Python path.
+
+Only steps without variables are dispatched natively (variable locks and buffers stay
+in Python). ``TW_NATIVE_DISPATCH=0`` turns native dispatch off; it is also off where
+the layout of NumPy's array objects cannot be verified or the interpreter is not a
+64-bit build with a GIL.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import sysconfig
+import threading
+from collections.abc import Callable
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+
+MAX_ENTRIES = 8  # signatures per function checked natively (most recent installs)
+MAX_INSTALLS = 64  # past this many installs a function's shapes churn: stop installing
+
+
+class _Miss:
+    """The dispatcher's answer when no entry takes the arguments."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "MISS"
+
+
+MISS: Any = _Miss()
+_TAKEN = np.empty(0)  # a pool slot no call may reuse: its refcount is never 1
+
+# table words (int64) of a dispatcher
+_T_COUNT, _T_MISS, _T_NDARRAY, _T_INCREF, _T_DECREF, _T_GETITEM, _T_SETITEM, _T_CALL, \
+    _T_SAVE, _T_RESTORE = range(10)
+_T_ENTRIES = 10
+# words of an entry
+(_E_NARGS, _E_SPEC, _E_STEP, _E_CONSTS, _E_CALLBACK, _E_OBJECTS, _E_NRES, _E_POOL,
+ _E_ALLOCS, _E_WS, _E_BUSY, _E_FINISH, _E_ON_ERROR, _E_STATUS, _E_HITS, _E_RELEASE,
+ _E_OWNER) = range(17)
+_E_WORDS = 17
+
+
+@lru_cache(maxsize=1)
+def layout() -> dict[str, int] | None:
+    """Offsets of the fields the dispatcher reads in NumPy's array and dtype objects,
+    found on sample objects and checked (None when they cannot be verified)."""
+    if ctypes.sizeof(ctypes.c_void_p) != 8 or sysconfig.get_config_var("Py_GIL_DISABLED"):
+        return None
+    from .step import numpy_data_offset
+    try:
+        data = numpy_data_offset()
+    except Exception:  # noqa: BLE001 - unknown layout: no native dispatch
+        return None
+    # NumPy's PyArrayObject: data, nd, dimensions, strides, base, descr, flags (public ABI)
+    off = {"data": data, "nd": data + 8, "dims": data + 16, "descr": data + 40,
+           "flags": data + 48, "type_num": 28, "byteorder": 26, "type": 8}
+    samples = [np.empty((2, 3), np.float32), np.zeros(5, np.int64), np.empty((), np.float64),
+               np.ones((4, 1, 2), np.uint8)[:, :, ::2], np.empty((3, 2), np.int32, order="F"),
+               np.empty(3, ">f8")]
+
+    def i32(addr: int) -> int:
+        return ctypes.c_int32.from_address(addr).value
+
+    for a in samples:
+        base = id(a)
+        if ctypes.c_void_p.from_address(base + off["type"]).value != id(np.ndarray) \
+                or i32(base + off["nd"]) != a.ndim:
+            return None
+        dims = ctypes.c_void_p.from_address(base + off["dims"]).value
+        if a.ndim and [ctypes.c_int64.from_address(dims + 8 * k).value
+                       for k in range(a.ndim)] != list(a.shape):
+            return None
+        descr = ctypes.c_void_p.from_address(base + off["descr"]).value
+        if descr != id(a.dtype) or i32(descr + off["type_num"]) != a.dtype.num \
+                or ctypes.c_char.from_address(descr + off["byteorder"]).value \
+                != a.dtype.byteorder.encode():
+            return None
+        if bool(i32(base + off["flags"]) & 1) != a.flags.c_contiguous:
+            return None
+    return off
+
+
+def enabled() -> bool:
+    """Whether calls may be dispatched natively in this process."""
+    return os.environ.get("TW_NATIVE_DISPATCH", "1") != "0" and layout() is not None
+
+
+_IR = """
+define ptr @tw_dispatch(ptr %self, ptr %args, i64 %nargs) {{
+entry:
+  %tblp = getelementptr i8, ptr %self, i64 {data}
+  %tbl = load ptr, ptr %tblp
+  %n = load i64, ptr %tbl
+  %missp = getelementptr i64, ptr %tbl, i64 1
+  %miss = load ptr, ptr %missp
+  %atp = getelementptr i64, ptr %tbl, i64 2
+  %arrtype = load ptr, ptr %atp
+  %increfp = getelementptr i64, ptr %tbl, i64 3
+  %incref = load ptr, ptr %increfp
+  br label %entry_loop
+
+entry_loop:
+  %ei = phi i64 [0, %entry], [%ei1, %next_entry]
+  %more = icmp slt i64 %ei, %n
+  br i1 %more, label %entry_body, label %miss_out
+
+entry_body:
+  %eidx = add i64 %ei, {entries}
+  %epp = getelementptr i64, ptr %tbl, i64 %eidx
+  %e = load ptr, ptr %epp
+  %enargs = load i64, ptr %e
+  %okn = icmp eq i64 %enargs, %nargs
+  br i1 %okn, label %args_start, label %next_entry
+
+args_start:
+  %specpp = getelementptr i64, ptr %e, i64 1
+  %spec = load ptr, ptr %specpp
+  br label %arg_loop
+
+arg_loop:
+  %i = phi i64 [0, %args_start], [%i1, %arg_done]
+  %pos = phi i64 [0, %args_start], [%pos1, %arg_done]
+  %amore = icmp slt i64 %i, %nargs
+  br i1 %amore, label %arg_body, label %hit
+
+arg_body:
+  %ap = getelementptr ptr, ptr %args, i64 %i
+  %a = load ptr, ptr %ap
+  %tp = getelementptr i8, ptr %a, i64 8
+  %t = load ptr, ptr %tp
+  %isarr = icmp eq ptr %t, %arrtype
+  br i1 %isarr, label %arg_nd, label %miss_out
+
+arg_nd:
+  %ndp = getelementptr i8, ptr %a, i64 {nd}
+  %nd32 = load i32, ptr %ndp
+  %nd = sext i32 %nd32 to i64
+  %snp = getelementptr i64, ptr %spec, i64 %pos
+  %snd = load i64, ptr %snp
+  %ndok = icmp eq i64 %nd, %snd
+  br i1 %ndok, label %arg_dtype, label %next_entry
+
+arg_dtype:
+  %dp = getelementptr i8, ptr %a, i64 {descr}
+  %d = load ptr, ptr %dp
+  %tnp = getelementptr i8, ptr %d, i64 {type_num}
+  %tn32 = load i32, ptr %tnp
+  %tn = sext i32 %tn32 to i64
+  %post = add i64 %pos, 1
+  %stp = getelementptr i64, ptr %spec, i64 %post
+  %stn = load i64, ptr %stp
+  %tnok = icmp eq i64 %tn, %stn
+  %bop = getelementptr i8, ptr %d, i64 {byteorder}
+  %bo = load i8, ptr %bop
+  %bo_eq = icmp eq i8 %bo, 61
+  %bo_pipe = icmp eq i8 %bo, 124
+  %bo_ok = or i1 %bo_eq, %bo_pipe
+  %flp = getelementptr i8, ptr %a, i64 {flags}
+  %fl = load i32, ptr %flp
+  %cbit = and i32 %fl, 1
+  %cok = icmp ne i32 %cbit, 0
+  %ok1 = and i1 %tnok, %bo_ok
+  %ok2 = and i1 %ok1, %cok
+  br i1 %ok2, label %dims_start, label %next_entry
+
+dims_start:
+  %dimsp = getelementptr i8, ptr %a, i64 {dims}
+  %dims = load ptr, ptr %dimsp
+  %sdims = add i64 %pos, 2
+  br label %dim_loop
+
+dim_loop:
+  %k = phi i64 [0, %dims_start], [%k1, %dim_body]
+  %dmore = icmp slt i64 %k, %nd
+  br i1 %dmore, label %dim_body, label %arg_done
+
+dim_body:
+  %dkp = getelementptr i64, ptr %dims, i64 %k
+  %dk = load i64, ptr %dkp
+  %sk = add i64 %sdims, %k
+  %skp = getelementptr i64, ptr %spec, i64 %sk
+  %sv = load i64, ptr %skp
+  %k1 = add i64 %k, 1
+  %dok = icmp eq i64 %dk, %sv
+  br i1 %dok, label %dim_loop, label %next_entry
+
+arg_done:
+  %i1 = add i64 %i, 1
+  %pos1 = add i64 %sdims, %nd
+  br label %arg_loop
+
+next_entry:
+  %ei1 = add i64 %ei, 1
+  br label %entry_loop
+
+miss_out:
+  call void %incref(ptr %miss)
+  ret ptr %miss
+
+hit:
+  %busyp = getelementptr i64, ptr %e, i64 10
+  %busy = load i64, ptr %busyp
+  %isbusy = icmp ne i64 %busy, 0
+  br i1 %isbusy, label %miss_out, label %take
+
+take:
+  store i64 1, ptr %busyp
+  %ownerp = getelementptr i64, ptr %e, i64 16
+  %owner = load ptr, ptr %ownerp
+  call void %incref(ptr %owner)
+  %decrefp = getelementptr i64, ptr %tbl, i64 4
+  %decref = load ptr, ptr %decrefp
+  %getitemp = getelementptr i64, ptr %tbl, i64 5
+  %getitem = load ptr, ptr %getitemp
+  %setitemp = getelementptr i64, ptr %tbl, i64 6
+  %setitem = load ptr, ptr %setitemp
+  %callp = getelementptr i64, ptr %tbl, i64 7
+  %call0 = load ptr, ptr %callp
+  %objsp = getelementptr i64, ptr %e, i64 5
+  %objs = load ptr, ptr %objsp
+  br label %copy_loop
+
+copy_loop:
+  %j = phi i64 [0, %take], [%j1, %copy_body]
+  %cmore = icmp slt i64 %j, %nargs
+  br i1 %cmore, label %copy_body, label %res_start
+
+copy_body:
+  %cap = getelementptr ptr, ptr %args, i64 %j
+  %ca = load ptr, ptr %cap
+  %cop = getelementptr ptr, ptr %objs, i64 %j
+  store ptr %ca, ptr %cop
+  %j1 = add i64 %j, 1
+  br label %copy_loop
+
+res_start:
+  %nresp = getelementptr i64, ptr %e, i64 6
+  %nres = load i64, ptr %nresp
+  %poolp = getelementptr i64, ptr %e, i64 7
+  %pool = load ptr, ptr %poolp
+  %allocsp = getelementptr i64, ptr %e, i64 8
+  %allocs = load ptr, ptr %allocsp
+  br label %res_loop
+
+res_loop:
+  %rk = phi i64 [0, %res_start], [%rk1, %res_store]
+  %rmore = icmp slt i64 %rk, %nres
+  br i1 %rmore, label %res_body, label %res_done
+
+res_body:
+  %r = call ptr %getitem(ptr %pool, i64 %rk)
+  %rc = load i64, ptr %r
+  %free = icmp eq i64 %rc, 1
+  br i1 %free, label %res_store, label %res_alloc
+
+res_alloc:
+  %al = call ptr %getitem(ptr %allocs, i64 %rk)
+  %nr = call ptr %call0(ptr %al)
+  %isnull = icmp eq ptr %nr, null
+  br i1 %isnull, label %fail, label %res_set
+
+res_set:
+  %setres = call i32 %setitem(ptr %pool, i64 %rk, ptr %nr)
+  br label %res_store
+
+res_store:
+  %rr = phi ptr [%r, %res_body], [%nr, %res_set]
+  %ridx = add i64 %nargs, %rk
+  %rop = getelementptr ptr, ptr %objs, i64 %ridx
+  store ptr %rr, ptr %rop
+  %rk1 = add i64 %rk, 1
+  br label %res_loop
+
+res_done:
+  %widx = add i64 %nargs, %nres
+  %wop = getelementptr ptr, ptr %objs, i64 %widx
+  %wsp = getelementptr i64, ptr %e, i64 9
+  %ws = load ptr, ptr %wsp
+  store ptr %ws, ptr %wop
+  %stepp = getelementptr i64, ptr %e, i64 2
+  %step = load ptr, ptr %stepp
+  %constsp = getelementptr i64, ptr %e, i64 3
+  %consts = load ptr, ptr %constsp
+  %cbp = getelementptr i64, ptr %e, i64 4
+  %cb = load ptr, ptr %cbp
+  %relp = getelementptr i64, ptr %e, i64 15
+  %rel = load i64, ptr %relp
+  %release = icmp ne i64 %rel, 0
+  br i1 %release, label %call_released, label %call_held
+
+call_released:
+  %savep = getelementptr i64, ptr %tbl, i64 8
+  %save = load ptr, ptr %savep
+  %restorep = getelementptr i64, ptr %tbl, i64 9
+  %restore = load ptr, ptr %restorep
+  %ts = call ptr %save()
+  %st1 = call i32 %step(ptr %objs, ptr %consts, ptr %cb)
+  call void %restore(ptr %ts)
+  br label %after
+
+call_held:
+  %st2 = call i32 %step(ptr %objs, ptr %consts, ptr %cb)
+  br label %after
+
+after:
+  %st = phi i32 [%st1, %call_released], [%st2, %call_held]
+  %hitsp = getelementptr i64, ptr %e, i64 14
+  %hits = load i64, ptr %hitsp
+  %hits1 = add i64 %hits, 1
+  store i64 %hits1, ptr %hitsp
+  %failed = icmp ne i32 %st, 0
+  br i1 %failed, label %err, label %ok
+
+err:
+  %st64 = sext i32 %st to i64
+  %statusp = getelementptr i64, ptr %e, i64 13
+  store i64 %st64, ptr %statusp
+  %onerrp = getelementptr i64, ptr %e, i64 12
+  %onerr = load ptr, ptr %onerrp
+  %out1 = call ptr %call0(ptr %onerr)
+  br label %done
+
+ok:
+  %finp = getelementptr i64, ptr %e, i64 11
+  %fin = load ptr, ptr %finp
+  %nofin = icmp eq ptr %fin, null
+  br i1 %nofin, label %single, label %structured
+
+structured:
+  %out2 = call ptr %call0(ptr %fin)
+  br label %done
+
+single:
+  %out3 = call ptr %getitem(ptr %pool, i64 0)
+  call void %incref(ptr %out3)
+  br label %done
+
+done:
+  %out = phi ptr [%out1, %err], [%out2, %structured], [%out3, %single]
+  store i64 0, ptr %busyp
+  call void %decref(ptr %owner)
+  ret ptr %out
+
+fail:
+  store i64 0, ptr %busyp
+  call void %decref(ptr %owner)
+  ret ptr null
+}}
+"""
+
+
+class _MethodDef(ctypes.Structure):
+    _fields_ = [("ml_name", ctypes.c_char_p), ("ml_meth", ctypes.c_void_p),
+                ("ml_flags", ctypes.c_int), ("ml_doc", ctypes.c_char_p)]
+
+
+_METH_FASTCALL = 0x0080
+_lock = threading.Lock()
+
+
+@lru_cache(maxsize=1)
+def _native() -> tuple[Any, _MethodDef, list[int]]:
+    """The compiled dispatcher (kept alive), its method definition, and the table
+    header: the C-API functions it calls."""
+    from . import jit
+    off = layout()
+    assert off is not None
+    compiled = jit.compile_module(_IR.format(entries=_T_ENTRIES, **off), ["tw_dispatch"])
+    method = _MethodDef(b"tw_dispatch", compiled.address("tw_dispatch"), _METH_FASTCALL,
+                        b"A tw.compile function's native dispatcher.")
+    api = ctypes.pythonapi
+
+    def fn(name: str) -> int:
+        return ctypes.cast(getattr(api, name), ctypes.c_void_p).value
+
+    header = [0, id(MISS), id(np.ndarray), fn("Py_IncRef"), fn("Py_DecRef"),
+              fn("PyList_GetItem"), fn("PyList_SetItem"), fn("PyObject_CallNoArgs"),
+              fn("PyEval_SaveThread"), fn("PyEval_RestoreThread")]
+    return compiled, method, header
+
+
+_new_function = ctypes.pythonapi.PyCFunction_NewEx
+_new_function.restype = ctypes.py_object
+_new_function.argtypes = [ctypes.c_void_p, ctypes.py_object, ctypes.c_void_p]
+
+
+class Entry:
+    """One signature a dispatcher runs natively: the step's function and buffers, the
+    argument spec, and the Python objects the native code refers to (all kept alive by
+    this object, which the dispatcher references while a call runs).
+
+    `step_fn`, `consts` and `callback` are the addresses `tw_step_objects` takes;
+    `arg_specs` the (dtype, shape) of each argument; `result_allocs` a zero-argument
+    allocator per result; `finish` None to return the one result as is, else a
+    zero-argument callable that builds the return value from `pool`; `on_error(status,
+    workspace)` raises the step's error. `keep` holds whatever else must stay alive;
+    `pool` optionally gives the result buffers to start from (reused once the caller has
+    dropped them)."""
+
+    def __init__(self, key: Any, step_fn: int, consts: int, callback: int,
+                 arg_specs: list[tuple[np.dtype, tuple[int, ...]]],
+                 result_allocs: list[Callable[[], np.ndarray]],
+                 finish: Callable[[list[np.ndarray]], Any] | None,
+                 on_error: Callable[[int, np.ndarray], Any], workspace: np.ndarray,
+                 release_gil: bool, keep: Any, pool: list[np.ndarray] | None = None
+                 ) -> None:
+        self.key = key
+        self.keep = keep
+        spec: list[int] = []
+        for dt, shape in arg_specs:
+            spec += [len(shape), np.dtype(dt).num, *shape]
+        self.spec = np.array(spec or [0], np.int64)
+        # the result buffers the next call may reuse; `_TAKEN` (always referenced
+        # elsewhere too) makes the first call allocate
+        self.pool = list(pool) if pool is not None else [_TAKEN] * len(result_allocs)
+        self.allocs = list(result_allocs)
+        self.workspace = workspace
+        n = len(arg_specs) + len(result_allocs) + 1
+        self.objects = np.zeros(n, np.uint64)
+        self.finish = None if finish is None else (lambda: finish(list(self.pool)))
+        self._on_error = on_error
+        self.raise_error = self._raise_error
+        self.words = np.zeros(_E_WORDS, np.int64)
+        w = self.words
+        w[_E_NARGS], w[_E_SPEC] = len(arg_specs), self.spec.ctypes.data
+        w[_E_STEP], w[_E_CONSTS], w[_E_CALLBACK] = step_fn, consts, callback
+        w[_E_OBJECTS], w[_E_NRES] = self.objects.ctypes.data, len(result_allocs)
+        w[_E_POOL], w[_E_ALLOCS], w[_E_WS] = id(self.pool), id(self.allocs), id(workspace)
+        w[_E_FINISH] = 0 if self.finish is None else id(self.finish)
+        w[_E_ON_ERROR], w[_E_RELEASE] = id(self.raise_error), int(release_gil)
+        w[_E_OWNER] = id(self)
+
+    @property
+    def hits(self) -> int:
+        """Calls this entry answered."""
+        return int(self.words[_E_HITS])
+
+    def _raise_error(self) -> Any:
+        return self._on_error(int(self.words[_E_STATUS]), self.workspace)
+
+
+class Dispatcher:
+    """One `tw.compile` function's native dispatcher: `function` is the callable
+    (``function(*arrays)`` returns the result or `MISS`); `install` adds an entry (the
+    oldest goes when `MAX_ENTRIES` are in use), `remove` drops entries."""
+
+    def __init__(self) -> None:
+        compiled, method, header = _native()
+        self._keep = (compiled, method)
+        self.table = np.zeros(_T_ENTRIES + MAX_ENTRIES, np.int64)
+        self.table[:_T_ENTRIES] = header
+        self.entries: list[Entry] = []
+        self.installs = 0
+        self.function = _new_function(ctypes.addressof(method), self.table, None)
+
+    def _publish(self) -> None:
+        # (under the GIL, like every native read of the table: no call sees it half-done)
+        t = self.table
+        t[_T_ENTRIES:_T_ENTRIES + len(self.entries)] = [e.words.ctypes.data
+                                                        for e in self.entries]
+        t[_T_COUNT] = len(self.entries)
+
+    def install(self, entry: Entry) -> bool:
+        """Add `entry` (replacing one with the same key); False once this function has
+        installed `MAX_INSTALLS` entries (its shapes keep changing: the Python path is
+        cheaper than rebuilding entries)."""
+        with _lock:
+            if self.installs >= MAX_INSTALLS:
+                return False
+            self.installs += 1
+            kept = [e for e in self.entries if e.key != entry.key]
+            self.entries = ([entry] + kept)[:MAX_ENTRIES]
+            self._publish()
+            return True
+
+    def remove(self, keep: Callable[[Entry], bool]) -> None:
+        """Drop the entries for which `keep` is false."""
+        with _lock:
+            self.entries = [e for e in self.entries if keep(e)]
+            self._publish()
+
+    def hit_counts(self) -> dict[Any, int]:
+        """Calls answered natively, per entry key."""
+        return {e.key: e.hits for e in self.entries}
+
+
+__all__ = ["MAX_ENTRIES", "MISS", "Dispatcher", "Entry", "enabled", "layout"]
