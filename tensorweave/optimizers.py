@@ -1,5 +1,7 @@
 """``tw.optimizers``: SGD, Momentum, Adagrad, Adadelta, RMSProp, Adam, AdamW, Nadam, Ftrl,
-and learning-rate ``schedules``."""
+and learning-rate ``schedules``. Each works inside ``@tw.compile`` and eagerly, in
+TensorFlow 2's ``GradientTape`` loop (``apply_gradients`` / ``minimize`` update the
+variables at once)."""
 
 from .frontend import schedules
 from .frontend.optimizers import (

@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
 
 import tensorweave as tw
 from tensorweave.frontend.function import DEFAULT_TARGET
@@ -99,6 +102,27 @@ def test_eager_steps_match_compiled_steps(config):
     # one trace of the update served every eager step
     (fn,) = [f for f, _ in eager_opt._eager_updates.functions.values()]
     assert fn.tracing_count == 1
+
+
+@settings(max_examples=15)
+@given(st.sampled_from(sorted(CONFIGS)), hnp.array_shapes(min_dims=0, max_dims=3, max_side=4),
+       st.sampled_from([np.float32, np.float64]), st.integers(0, 2**32 - 1),
+       st.integers(1, 4))
+def test_eager_steps_match_compiled_steps_on_random_shapes(config, shape, dtype, seed, steps):
+    rng = np.random.default_rng(seed)
+    init = rng.normal(size=shape).astype(dtype)
+    grads = [rng.normal(size=shape).astype(dtype) for _ in range(steps)]
+    eager_opt, eager_var = CONFIGS[config](), tw.Variable(init.copy(), name="hyp_eager")
+    opt, var = CONFIGS[config](), tw.Variable(init.copy(), name="hyp_compiled")
+
+    @tw.compile(target=DEFAULT_TARGET)
+    def step(g):
+        opt.apply_gradients([(g, var)])
+
+    for g in grads:
+        eager_opt.apply_gradients([(tw.constant(g), eager_var)])
+        step(g)
+    assert_states(state_of(eager_opt, [eager_var]), state_of(opt, [var]), bitwise=True)
 
 
 def model_loss(w, b):
