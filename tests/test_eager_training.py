@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import tensorweave as tw
+from tensorweave.frontend import function as function_module
 from tensorweave.frontend.function import DEFAULT_TARGET
 from tests.helpers import TARGETS
 from tests.test_examples import printed_losses, run_example
@@ -79,15 +80,22 @@ def fresh_variables(tag: str):
 
 
 @pytest.mark.parametrize("config", sorted(CONFIGS))
-def test_eager_steps_match_compiled_steps(config):
+def test_eager_steps_match_compiled_steps(config, monkeypatch):
     grads = gradient_sequence()
-    eager_opt, eager_vars = CONFIGS[config](), fresh_variables("eager")
-    for g in grads:
-        result = eager_opt.apply_gradients(zip(g, eager_vars))
-        assert result is eager_opt.iterations
-    want_eager = state_of(eager_opt, eager_vars)
-    assert want_eager["iterations"] == STEPS
+    states = {}
     for target in TARGETS:
+        # the eager update runs on the default target: each target in turn
+        monkeypatch.setattr(function_module, "DEFAULT_TARGET", target)
+        eager_opt, eager_vars = CONFIGS[config](), fresh_variables(f"eager_{target}")
+        for g in grads:
+            result = eager_opt.apply_gradients(zip(g, eager_vars))
+            assert result is eager_opt.iterations
+        eager = states[target] = state_of(eager_opt, eager_vars)
+        assert eager["iterations"] == STEPS
+        # one trace of the update served every eager step
+        (fn,) = [f for f, _ in eager_opt._eager_updates.functions.values()]
+        assert fn.tracing_count == 1 and fn.target == target
+
         opt, variables = CONFIGS[config](), fresh_variables(f"compiled_{target}")
 
         @tw.compile(target=target)
@@ -97,11 +105,11 @@ def test_eager_steps_match_compiled_steps(config):
         for g in grads:
             step(*g)
         assert step.tracing_count == 1
-        # the eager update is the same graph, run on the default target
-        assert_states(want_eager, state_of(opt, variables), bitwise=target == DEFAULT_TARGET)
-    # one trace of the update served every eager step
-    (fn,) = [f for f, _ in eager_opt._eager_updates.functions.values()]
-    assert fn.tracing_count == 1
+        # the eager update is the graph of the compiled step, on the same target
+        assert_states(eager, state_of(opt, variables), bitwise=True)
+    # and the targets agree with each other within rounding
+    for target in TARGETS[1:]:
+        assert_states(states[target], states[TARGETS[0]], bitwise=False)
 
 
 @settings(max_examples=15)
