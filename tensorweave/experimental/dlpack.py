@@ -63,7 +63,12 @@ def from_dlpack(dlcapsule: Any) -> EagerTensor:
     except (BufferError, RuntimeError, TypeError, ValueError) as e:
         raise BufferError(f"from_dlpack: cannot read {type(dlcapsule).__name__} on the host "
                           f"({e}); only CPU tensors are supported") from None
-    return EagerTensor(array)
+    # np.from_dlpack gives a view of the producer's memory, read-only for a capsule or a
+    # read-only export, and EagerTensor keeps read-only arrays as they are: copy here, or
+    # the producer's owner writing to it later would change this (immutable) tensor
+    owned = np.array(array, copy=True)
+    owned.flags.writeable = False
+    return EagerTensor(owned)
 
 
 __all__ = ["from_dlpack", "to_dlpack"]
