@@ -41,3 +41,76 @@ def test_from_dlpack_owns_a_copy_whatever_the_producer(export):
     a[0] = 100.0
     np.testing.assert_array_equal(t.numpy(), [0.0, 1.0, 2.0, 3.0])
     assert t.dtype == tw.float64 and t.shape == (4,)
+
+
+# ------------------------------------------------- tf.summary.image (TensorFlow 1) of floats
+
+def _v1_image_pixels(images: np.ndarray) -> list[np.ndarray]:
+    """The decoded PNGs of a compat.v1 ``tf.summary.image`` of `images`."""
+    summary_pb2 = pytest.importorskip("tensorboard.compat.proto.summary_pb2")
+    pil = pytest.importorskip("PIL.Image")
+    import io
+
+    import tensorweave.compat.v1 as tf
+    with tf.Graph().as_default():
+        s = tf.summary.image("im", tf.constant(images), max_outputs=len(images))
+        with tf.Session() as sess:
+            data = bytes(sess.run(s))
+    return [np.asarray(pil.open(io.BytesIO(v.image.encoded_image_string))).reshape(
+        images.shape[1:]) for v in summary_pb2.Summary.FromString(data).value]
+
+
+def tf1_normalized(image: np.ndarray) -> np.ndarray:
+    """TensorFlow 1's ImageSummary kernel for one float image (summary_image_op.cc,
+    NormalizeFloatImage): over its finite pixels, all >= 0 scale so the largest is 255;
+    any negative: scale by 127 / max|x| and add 128; truncate to uint8; a pixel with a
+    non-finite channel is the bad color (red: 255, 0, 0, 255 cut to the depth)."""
+    x = image.astype(np.float32)
+    finite = np.isfinite(x).all(axis=-1)
+    vals = x[finite]
+    lo, hi = (vals.min(), vals.max()) if vals.size else (np.inf, -np.inf)
+    if lo < 0:
+        m = max(abs(lo), abs(hi))
+        scale, offset = np.float32(0 if m < 1e-6 else 127 / m), np.float32(128)
+    else:
+        scale, offset = np.float32(0 if hi < 1e-6 else 255 / hi), np.float32(0)
+    out = np.where(finite[..., None], x, 0) * scale + offset
+    out = out.astype(np.uint8)
+    out[~finite] = np.array([255, 0, 0, 255], np.uint8)[:x.shape[-1]]
+    return out
+
+
+def test_v1_image_summary_normalizes_each_float_image_as_tensorflow_1():
+    # TF1's tf.summary.image rescales float images (each on its own) instead of taking
+    # them to be in [0, 1]: raw [0, 255] pixels used to come out all white, and
+    # mean-subtracted ones lost every negative value to black
+    rng = np.random.default_rng(0)
+    images = np.stack([
+        rng.uniform(0, 255, (2, 3, 3)),          # raw pixel values
+        rng.standard_normal((2, 3, 3)),          # mean-subtracted: negatives
+        rng.uniform(0, 0.5, (2, 3, 3)),          # small positives: stretched to 255
+        np.zeros((2, 3, 3)),                     # all zero: scale 0
+    ]).astype(np.float32)
+    images[1, 0, 1, 2] = np.nan                  # a bad pixel: red
+    images[2, 1, 2, 0] = np.inf
+    for got, image in zip(_v1_image_pixels(images), images):
+        np.testing.assert_array_equal(got, tf1_normalized(image))
+    gray = rng.uniform(-3, 1, (1, 2, 2, 1)).astype(np.float32)
+    np.testing.assert_array_equal(_v1_image_pixels(gray)[0], tf1_normalized(gray[0]))
+    raw = np.array([[[[0.0], [127.5], [255.0]]]], np.float32)
+    np.testing.assert_array_equal(_v1_image_pixels(raw)[0].ravel(), [0, 127, 255])
+
+
+def test_v2_image_summary_still_takes_floats_in_0_1(tmp_path):
+    # TF2's tf.summary.image saturates floats in [0, 1]: unchanged by the v1 fix
+    ea = pytest.importorskip("tensorboard.backend.event_processing.event_accumulator")
+    pil = pytest.importorskip("PIL.Image")
+    import io
+    x = np.array([[[[0.0], [0.5], [2.0], [-1.0]]]], np.float32)
+    with tw.summary.create_file_writer(str(tmp_path)).as_default(step=0):
+        tw.summary.image("im", x)
+    acc = ea.EventAccumulator(str(tmp_path), size_guidance={"images": 0})
+    acc.Reload()
+    (img,) = acc.Images("im/image")
+    pixels = np.asarray(pil.open(io.BytesIO(img.encoded_image_string))).ravel()
+    np.testing.assert_array_equal(pixels, [0, 128, 255, 0])

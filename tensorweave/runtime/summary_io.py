@@ -88,13 +88,19 @@ def histogram_values(tag: str, value: np.ndarray, buckets: int) -> list[Any]:
     return [pb.Summary.Value(tag=tag, histo=hist)]
 
 
-def image_values(tag: str, images: np.ndarray, max_outputs: int) -> list[Any]:
+def image_values(tag: str, images: np.ndarray, max_outputs: int,
+                 normalize: bool = False) -> list[Any]:
     """One PNG ``Summary.Image`` per image of a ``[k, h, w, c]`` batch (at most
     `max_outputs`), tagged as TensorFlow 1 does: ``tag/image`` for one image,
-    ``tag/image/i`` for several. Floats are taken to be in [0, 1] and saturate."""
+    ``tag/image/i`` for several. Floats are taken to be in [0, 1] and saturate (TF2's
+    ``tf.summary.image``), or with `normalize` rescaled image by image as TensorFlow 1's
+    ImageSummary does (`normalize_float_image`)."""
     pb = require_tensorboard("an image summary").summary_pb2
     arr = np.asarray(images)
-    if arr.dtype != np.uint8:
+    if normalize and arr.dtype != np.uint8:
+        arr = np.stack([normalize_float_image(im) for im in arr[:max_outputs]]) \
+            if arr.shape[0] and max_outputs > 0 else arr[:0].astype(np.uint8)
+    elif arr.dtype != np.uint8:
         with np.errstate(invalid="ignore"):
             arr = np.clip(np.nan_to_num(arr.astype(np.float64)) * 255.0 + 0.5, 0, 255)
         arr = arr.astype(np.uint8)
@@ -107,6 +113,34 @@ def image_values(tag: str, images: np.ndarray, max_outputs: int) -> list[Any]:
             height=img.shape[0], width=img.shape[1], colorspace=img.shape[2],
             encoded_image_string=encode_png(img))))
     return out
+
+
+# TensorFlow 1's ImageSummary paints a pixel with a non-finite channel in its default
+# bad_color, opaque red, cut to the image's depth
+_BAD_COLOR = np.array([255, 0, 0, 255], np.uint8)
+
+
+def normalize_float_image(image: np.ndarray) -> np.ndarray:
+    """One ``[h, w, c]`` float image as uint8 pixels, as TensorFlow 1's ImageSummary
+    (``NormalizeFloatImage``) makes them: over the pixels whose channels are all finite,
+    if none is negative the largest becomes 255, otherwise ``x * 127 / max|x| + 128``
+    (0 stays mid-gray); values are truncated, and a pixel with a NaN or infinite channel
+    is red. Computed in float32, as the kernel does for float and half images."""
+    x = np.asarray(image, np.float32)
+    finite = np.isfinite(x).all(axis=-1)
+    values = x[finite]
+    lo = float(values.min()) if values.size else np.inf
+    hi = float(values.max()) if values.size else -np.inf
+    if lo < 0:
+        largest = max(abs(lo), abs(hi))
+        scale, offset = (0.0 if largest < 1e-6 else 127.0 / largest), 128.0
+    else:
+        scale, offset = (0.0 if hi < 1e-6 else 255.0 / hi), 0.0
+    with np.errstate(invalid="ignore", over="ignore"):
+        pixels = (np.where(finite[..., None], x, np.float32(0)) * np.float32(scale)
+                  + np.float32(offset)).astype(np.uint8)
+    pixels[~finite] = _BAD_COLOR[:x.shape[-1]]
+    return pixels
 
 
 def text_values(tag: str, utf8: np.ndarray | bytes) -> list[Any]:
@@ -320,6 +354,7 @@ def record_condition() -> Any:
 
 
 __all__ = ["EXTRA", "EventWriter", "default_writer", "encode_png", "get_step",
-           "histogram_values", "image_values", "parse", "record_condition", "record_scope",
-           "require_tensorboard", "scalar_values", "serialize", "set_default_writer",
-           "set_step", "step_now", "text_values", "writer_scope"]
+           "histogram_values", "image_values", "normalize_float_image", "parse",
+           "record_condition", "record_scope", "require_tensorboard", "scalar_values",
+           "serialize", "set_default_writer", "set_step", "step_now", "text_values",
+           "writer_scope"]

@@ -56,8 +56,10 @@ def histogram(name: str, values: Any, collections: Any = None, family: str | Non
 @in_default_graph
 def image(name: str, tensor: Any, max_outputs: int = 3, collections: Any = None,
           family: str | None = None) -> Tensor:
-    """A serialized Summary holding up to `max_outputs` PNGs of `tensor` ([k, h, w, c];
-    uint8, or floats in [0, 1]), tagged ``name/image/i``."""
+    """A serialized Summary holding up to `max_outputs` PNGs of `tensor` ([k, h, w, c]),
+    tagged ``name/image/i``. uint8 pixels are kept; float images are rescaled one by one
+    as TensorFlow 1 does (all >= 0: the largest becomes 255; any negative: 0 becomes 128
+    and the largest magnitude 1 or 255; NaN/inf pixels red)."""
     return _build("ImageSummary", "image", name, tensor, collections, family,
                   {"max_outputs": int(max_outputs)})
 

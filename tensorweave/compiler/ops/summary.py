@@ -158,8 +158,9 @@ HistogramSummary = _proto_op(
     "A serialized Summary holding a histogram of `tensor`'s values.")
 ImageSummary = _proto_op(
     "ImageSummary", _check_image, {"max_outputs": attr("int", 3)},
-    lambda tag, x, max_outputs: summary_io.image_values(tag, x, max_outputs),
-    "A serialized Summary holding up to `max_outputs` PNG images of `tensor`.")
+    lambda tag, x, max_outputs: summary_io.image_values(tag, x, max_outputs, normalize=True),
+    "A serialized Summary holding up to `max_outputs` PNG images of `tensor` (float images "
+    "rescaled one by one, as TensorFlow 1's ImageSummary).")
 TextSummary = _proto_op(
     "TextSummary", _check_text, {}, lambda tag, x: summary_io.text_values(tag, x),
     "A serialized Summary holding UTF-8 text `tensor` for TensorBoard's text plugin.")
