@@ -3,6 +3,7 @@
     tw.config.set_logical_devices("CPU", 4)     # CPU:0..3 in this process
     tw.config.list_logical_devices("CPU")       # [LogicalDevice(name='/job:localhost/...
     tw.config.set_soft_device_placement(False)  # impossible requests raise instead
+    tw.config.set_auto_gpu_placement(True)      # ops without a request may go to GPUs
     tw.config.set_lower_control_flow(True)      # cond/while_loop as Switch/Merge/...
 
 Placement happens when a function is compiled, so change these before the first call of
@@ -71,6 +72,22 @@ def get_soft_device_placement() -> bool:
     return _soft_placement
 
 
+def set_auto_gpu_placement(enabled: bool) -> None:
+    """Whether the placement cost model may put ops without a device request on GPUs
+    (kernels fast, host<->GPU copies slow: big matmuls and convolutions move, small ops
+    stay next to their data). Off by default: such ops stay on the CPUs, and GPUs run
+    the ops placed there with ``tw.device("/GPU:0")`` (and whole functions compiled
+    with ``target="gpu"``)."""
+    from .passes.placement import set_auto_gpu_placement as set_auto
+    set_auto(enabled)
+
+
+def get_auto_gpu_placement() -> bool:
+    """Whether ops without a device request may be placed on GPUs."""
+    from .passes.placement import auto_device_types
+    return "GPU" in auto_device_types()
+
+
 def set_lower_control_flow(enabled: bool | None) -> None:
     """Whether compiled functions run ``tw.cond``/``tw.while_loop`` lowered to the dataflow
     primitives (Switch, Merge, Enter, Exit, NextIteration) rather than as functional ops,
@@ -98,7 +115,7 @@ def experimental_connect_to_cluster(cluster_spec_or_resolver: Any, job_name: str
 
 
 __all__ = ["LogicalDevice", "PhysicalDevice", "experimental_connect_to_cluster",
-           "get_lower_control_flow",
+           "get_auto_gpu_placement", "get_lower_control_flow", "set_auto_gpu_placement",
            "get_soft_device_placement", "list_logical_devices", "list_physical_devices",
            "set_logical_devices", "set_lower_control_flow", "set_soft_device_placement"]
 

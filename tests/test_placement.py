@@ -223,14 +223,14 @@ def test_without_soft_placement_an_impossible_request_is_a_clear_error():
 
 def test_a_device_without_a_kernel_for_the_op_falls_back_or_fails():
     def f(x):
-        with tw.device("/gpu:0"):
-            return tw.negative(x, name="n"), _gpu_op(x)
+        with tw.device("/gpu:0"):  # the gpu target has no Cumsum kernel
+            return tw.cumsum(x, name="n"), _gpu_op(x)
 
     devices = [*CPUS[:2], GPU0]
     g = placed(f, spec(2), devices=devices)
-    assert where(g, "n") == "CPU:0" and "op Neg has no kernel for GPU" in reason(g, "n")
+    assert where(g, "n") == "CPU:0" and "no GPU kernel for Cumsum" in reason(g, "n")
     assert where(g, "gpu_op") == "GPU:0" and reason(g, "gpu_op") == "requested"
-    with pytest.raises(InvalidArgumentError, match="op Neg has no kernel for GPU"):
+    with pytest.raises(InvalidArgumentError, match="no GPU kernel for Cumsum"):
         placed(f, spec(2), devices=devices, soft_placement=False)
 
 
@@ -243,9 +243,11 @@ def test_has_kernel_per_device_type():
     g = Graph("g")
     x = g.add_arg(f32(2))
     neg = g.add_node("Neg", [x])
+    cumsum = g.add_node("Cumsum", [x], {"axis": 0})
     gpu = g.add_node("PlacementTestGpuOp", [x])
-    assert has_kernel(neg, "CPU") and has_kernel(gpu, "CPU")
-    assert has_kernel(gpu, "GPU") and not has_kernel(neg, "GPU")
+    assert has_kernel(neg, "CPU") and has_kernel(gpu, "CPU") and has_kernel(cumsum, "CPU")
+    # the gpu target's kernels (Neg fuses into a GPU kernel) or a registered cuda kernel
+    assert has_kernel(gpu, "GPU") and has_kernel(neg, "GPU") and not has_kernel(cumsum, "GPU")
     assert not has_kernel(gpu, "TPU")
 
 
@@ -307,8 +309,11 @@ def test_a_heavy_op_with_a_gpu_kernel_goes_to_the_faster_gpu():
     def f(x):
         return _gpu_op(tw.negative(x, name="n"))
 
-    g = placed(f, spec(512, 512), devices=[CPUS[0], GPU0])
+    # nodes without a request may go to GPUs only when allowed (set_auto_gpu_placement)
+    g = placed(f, spec(512, 512), devices=[CPUS[0], GPU0], auto_device_types=("CPU", "GPU"))
     assert where(g, "gpu_op") == "GPU:0" and where(g, "n") == "CPU:0"
+    g = placed(f, spec(512, 512), devices=[CPUS[0], GPU0])
+    assert where(g, "gpu_op") == "CPU:0"
 
 
 def test_placement_is_deterministic_and_idempotent():

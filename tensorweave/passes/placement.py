@@ -12,7 +12,9 @@ Decisions, strongest first:
 2. **Requests.** ``with tw.device(...)`` sets `Node.device`, a full or partial spec
    (``/cpu:1``, ``/device:GPU:*``, ``/job:localhost``); the node may go on any device that
    matches it and has a kernel for the op (the reference kernels run every op on a CPU;
-   GPUs need a ``cuda`` kernel).
+   on a GPU, the gpu target must have a kernel for it: `kernel_reason` says why not).
+   Nodes without a request go to the CPUs (the devices of `auto_device_types`), unless
+   ``tw.config.set_auto_gpu_placement(True)`` lets the cost model put them on GPUs too.
 3. **Soft placement.** A request no device can satisfy falls back to the default device
    when `soft_placement` is on, and raises `InvalidArgumentError` (op, node, source line,
    available devices) when it is off.
@@ -21,7 +23,10 @@ Decisions, strongest first:
    they would finish first, given when their inputs arrive there (a transfer costs a
    latency plus bytes over bandwidth) and when the device is free (per-op time from FLOP
    estimates: matmul ``2mnk``, convolution output size times kernel volume, other ops one
-   per element; unknown dims count as `CostModel.default_dim`). A node leaves the device
+   per element; unknown dims count as `CostModel.default_dim`). GPUs compute 100
+   times faster than a CPU but pay a kernel launch per op, and a tensor crossing
+   between host and GPU pays a PCIe copy, so small ops stay next to their data and only
+   big ones move. A node leaves the device
    that holds most of its inputs only when that wins more than it would cost to send its
    result back, so chains of cheap ops stay together. Inputs-free, stateless nodes
    (constants) follow their first consumer. Graph arguments are available everywhere at
@@ -50,19 +55,48 @@ from ._rewrite import is_stateful, needs_context, outer_uses
 REASON_ATTR = "_placement_reason"
 COLOCATE_ATTR = "_colocate_with"
 
-KERNEL_TARGETS: dict[str, tuple[str, ...]] = {"CPU": ("reference", "cpu"), "GPU": ("cuda",)}
-"""Which kernel targets run an op on a device type."""
+KERNEL_TARGETS: dict[str, tuple[str, ...]] = {"CPU": ("reference", "cpu"), "GPU": ("gpu", "cuda")}
+"""Which kernel targets run an op on a device type (an op registering a kernel for one
+of them runs there); GPUs also run what the gpu target generates kernels for."""
+
+
+def kernel_reason(node: Node, device_type: str) -> str | None:
+    """None when `node` (and every node of its regions) can run on `device_type`, else
+    a one-line reason. Every op runs on a CPU (the reference kernels are the fallback of
+    every target); on a GPU, what the gpu target has kernels for
+    (`targets.gpu.support.gpu_kernel_reason`)."""
+    if device_type == "CPU":
+        return None
+    targets = KERNEL_TARGETS.get(device_type, ())
+    if any(t in node.opdef.kernels for t in targets):
+        return next((why for r in node.regions for n in r.nodes
+                     if (why := kernel_reason(n, device_type)) is not None), None)
+    if device_type == "GPU":
+        from ..targets.gpu.support import gpu_kernel_reason
+        return gpu_kernel_reason(node)
+    return f"op {node.op} has no kernel for {device_type}"
 
 
 def has_kernel(node: Node, device_type: str) -> bool:
-    """True when `node` (and every node of its regions) can run on `device_type`. Every
-    op runs on a CPU (the reference kernels are the fallback of every target)."""
-    if device_type == "CPU":
-        return True
-    targets = KERNEL_TARGETS.get(device_type, ())
-    if not any(t in node.opdef.kernels for t in targets):
-        return False
-    return all(has_kernel(n, device_type) for r in node.regions for n in r.nodes)
+    """True when `node` (and every node of its regions) can run on `device_type`."""
+    return kernel_reason(node, device_type) is None
+
+
+AUTO_DEVICE_TYPES = ("CPU",)
+"""Where nodes without a device request may go: the CPUs. GPUs take requested nodes, and
+any node after ``tw.config.set_auto_gpu_placement(True)`` (`set_auto_gpu_placement`)."""
+_auto_gpu = False
+
+
+def set_auto_gpu_placement(enabled: bool) -> None:
+    """Let the cost model place nodes without a device request on GPUs as well."""
+    global _auto_gpu
+    _auto_gpu = bool(enabled)
+
+
+def auto_device_types() -> tuple[str, ...]:
+    """The device types nodes without a request may go to (see `AUTO_DEVICE_TYPES`)."""
+    return AUTO_DEVICE_TYPES + (("GPU",) if _auto_gpu else ())
 
 
 # ----------------------------------------------------------------------- cost model
@@ -85,7 +119,12 @@ def register_flops(op_name: str) -> Callable[[FlopsFn], FlopsFn]:
 @dataclass
 class CostModel:
     """Time estimates for the simulated execution (seconds). Logical CPU devices of one
-    process share the host, so the numbers only need to be right relative to each other."""
+    process share the host, so the numbers only need to be right relative to each other.
+
+    A GPU computes `flops_per_second` ["GPU"] (100 times a CPU) but pays a kernel launch
+    (`launch_overhead`) per op; a tensor moving between the host and a GPU of the same
+    task pays a PCIe copy (`pcie_latency` plus bytes over `pcie_bytes_per_second`, a
+    PCIe 4.0 x16 link from pinned memory), between GPUs a peer copy over the same bus."""
 
     default_dim: int = 32
     op_overhead: float = 2e-6
@@ -95,6 +134,9 @@ class CostModel:
     bytes_per_second: float = 5e9
     remote_latency: float = 1e-4
     remote_bytes_per_second: float = 1e9
+    launch_overhead: Mapping[str, float] = field(default_factory=lambda: {"GPU": 5e-6})
+    pcie_latency: float = 1e-5
+    pcie_bytes_per_second: float = 2.4e10
 
     def dims(self, t: Type) -> list[int]:
         """The shape of `t` with unknown dims replaced by `default_dim`."""
@@ -121,17 +163,26 @@ class CostModel:
         return own + sum(self.flops(n) for r in node.regions for n in r.nodes)
 
     def compute_time(self, node: Node, device: Device) -> float:
-        rate = self.flops_per_second.get(device.device_type, self.flops_per_second["CPU"])
-        return self.op_overhead + self.flops(node) / rate
+        """Time to run `node` once on `device`: overheads plus FLOPs over its rate
+        (views and constants launch no kernel)."""
+        kind = device.device_type
+        rate = self.flops_per_second.get(kind, self.flops_per_second["CPU"])
+        flops = self.flops(node)
+        launch = 0.0 if node.op in _FREE_OPS else self.launch_overhead.get(kind, 0.0)
+        return self.op_overhead + launch + flops / rate
 
     def transfer_time(self, nbytes: int, src: Device, dst: Device) -> float:
-        """Time to move `nbytes` from `src` to `dst` (0 on the same device)."""
+        """Time to move `nbytes` from `src` to `dst` (0 on the same device): in-process
+        between CPUs, over PCIe when a GPU is at either end, over the network between
+        tasks."""
         if src == dst:
             return 0.0
         a, b = src.spec, dst.spec
-        if (a.job, a.replica, a.task) == (b.job, b.replica, b.task):
-            return self.transfer_latency + nbytes / self.bytes_per_second
-        return self.remote_latency + nbytes / self.remote_bytes_per_second
+        if (a.job, a.replica, a.task) != (b.job, b.replica, b.task):
+            return self.remote_latency + nbytes / self.remote_bytes_per_second
+        if "GPU" in (src.device_type, dst.device_type):
+            return self.pcie_latency + nbytes / self.pcie_bytes_per_second
+        return self.transfer_latency + nbytes / self.bytes_per_second
 
 
 @register_flops("MatMul")
@@ -180,7 +231,8 @@ register_flops("AvgPoolGrad")(_pool_flops(0))
 
 def place(graph: Graph, devices: Sequence[Device | str] | None = None,
           soft_placement: bool = True, cost_model: CostModel | None = None,
-          default_task: DeviceSpec | None = None) -> None:
+          default_task: DeviceSpec | None = None,
+          auto_device_types: Sequence[str] | None = None) -> None:
     """Set `assigned_device` (a canonical device name) and the ``_placement_reason``
     attribute on every node of `graph`, nested regions included. `devices` defaults to
     this process's devices (`tw.config.list_logical_devices()`).
@@ -188,10 +240,11 @@ def place(graph: Graph, devices: Sequence[Device | str] | None = None,
     With `default_task` (a spec naming a job, replica and task: the client's task in a
     cluster), a node without a request may go only to that task's devices, and a request
     that names no job (``/gpu:0``) means that task's device, as in TensorFlow; requests
-    naming a job (``/job:ps``) may go to any matching task. Rewrites in place and
-    returns None."""
+    naming a job (``/job:ps``) may go to any matching task. Nodes without a request go
+    to devices of `auto_device_types` (default: `auto_device_types()`, the CPUs unless
+    ``tw.config.set_auto_gpu_placement(True)``). Rewrites in place and returns None."""
     _Placer(graph, as_devices(devices), soft_placement, cost_model or CostModel(),
-            default_task).run()
+            default_task, auto_device_types).run()
 
 
 @dataclass(frozen=True)
@@ -252,8 +305,10 @@ class _Group:
 
 class _Placer:
     def __init__(self, graph: Graph, devices: list[Device], soft: bool, cost: CostModel,
-                 default_task: DeviceSpec | None = None) -> None:
+                 default_task: DeviceSpec | None = None,
+                 auto_types: Sequence[str] | None = None) -> None:
         self.graph = graph
+        self.auto_types = frozenset(t.upper() for t in (auto_types or auto_device_types()))
         self.devices = devices
         self.soft = soft
         self.cost = cost
@@ -337,7 +392,7 @@ class _Placer:
             return usable, "requested"
         if matching:
             kinds = sorted({d.device_type for d in matching})
-            why = f"op {node.op} has no kernel for {'/'.join(kinds)}"
+            why = "; ".join(dict.fromkeys(str(kernel_reason(node, k)) for k in kinds))
         else:
             why = "no such device"
         return self._fallback(node, f"requested device '{node.device}': {why}")
@@ -387,6 +442,9 @@ class _Placer:
             # Nothing requested: the client's task, as TensorFlow places such ops.
             home = [d for d in group.candidates if self.default_task.matches(d.spec)]
             group.candidates = home or [self.default]
+        if group.leader is None:  # nothing requested: the CPUs (and GPUs when allowed)
+            group.candidates = [d for d in group.candidates
+                                if d.device_type in self.auto_types] or [self.default]
         return group
 
     def _check_member_requests(self, group: _Group) -> None:
@@ -515,6 +573,7 @@ def _colocate_names(node: Node) -> tuple[str, ...]:
     return (names,) if isinstance(names, str) else tuple(names)
 
 
-__all__ = ["COLOCATE_ATTR", "KERNEL_TARGETS", "REASON_ATTR", "CostModel", "has_kernel", "place",
-           "place_with_config", "placement_reasons", "placement_scope", "register_flops",
+__all__ = ["AUTO_DEVICE_TYPES", "COLOCATE_ATTR", "KERNEL_TARGETS", "REASON_ATTR", "CostModel",
+           "auto_device_types", "has_kernel", "kernel_reason", "place", "place_with_config",
+           "placement_reasons", "placement_scope", "register_flops", "set_auto_gpu_placement",
            "PlacementScope"]

@@ -16,7 +16,7 @@ from typing import Any
 from ..compiler.ir import Graph, Node
 from ..errors import CompileError, InvalidArgumentError
 from .cancellation import CancellationManager
-from .devices import default_device_manager
+from .devices import default_device_manager, device_runtime
 from .executor import Kernel, NodeTrace, PartitionExecutor, Step, new_step_id, run_step
 from .kernel_context import CallCounters
 from .rendezvous import LocalRendezvous, Rendezvous
@@ -103,8 +103,13 @@ class DataflowExecutable:
         self.counters = CallCounters()
         prepare, self._check_arguments = _KERNEL_PROVIDERS[target]()
         self.partitions = split_graph(graph)
-        self.executors = [PartitionExecutor(p.graph, prepare, self.resources, self.counters,
-                                            p.device) for p in self.partitions]
+        # a partition on a GPU runs its nodes with the GPU's runtime (its kernels and
+        # host<->device copies); the host's partitions with the target's kernels
+        runtimes = [device_runtime(p.device) for p in self.partitions]
+        self.executors = [PartitionExecutor(p.graph, prepare if rt is None else rt.prepare,
+                                            self.resources, self.counters, p.device,
+                                            runtime=rt)
+                          for p, rt in zip(self.partitions, runtimes)]
         self._result_sources = self._locate_results()
 
     @property
@@ -135,9 +140,13 @@ class DataflowExecutable:
         step = Step(new_step_id() if step_id is None else step_id,
                     self.rendezvous_factory() if rendezvous is None else rendezvous,
                     cancellation, trace=trace)
-        parts = [(ex, [arrays[i] for i in p.arg_indices])
+        parts = [(ex, [arrays[i] if ex.runtime is None else ex.runtime.to_device(arrays[i])
+                       for i in p.arg_indices])
                  for ex, p in zip(self.executors, self.partitions)]
         outputs = run_step(step, parts, timeout)
+        for k, ex in enumerate(self.executors):
+            if ex.runtime is not None:  # a device's results come back to the host
+                outputs[k] = [ex.runtime.to_host(v) for v in outputs[k]]
         return [outputs[k][j] if k >= 0 else arrays[j] for k, j in self._result_sources]
 
     def __repr__(self) -> str:

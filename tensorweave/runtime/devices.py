@@ -10,7 +10,12 @@ nested ``tw.device`` scopes combine.
 The `DeviceManager` of this process (`default_device_manager()`) holds the local
 devices: ``CPU:0`` always, ``CPU:1..n-1`` after ``tw.config.set_logical_devices("CPU", n)``
 (logical devices share the host's cores; they exist so multi-device placement and
-Send/Recv run on any machine), and one ``GPU:i`` per CUDA GPU that numba finds.
+Send/Recv run on any machine), and one ``GPU:i`` per CUDA GPU that numba finds (numba's
+CUDA simulator counts as one GPU, so GPU placement is testable without a GPU).
+
+`device_runtime(name)` gives the dataflow executor what runs a partition on a device
+that is not the host: its node kernels and its host<->device copies (for GPUs,
+`tensorweave.targets.gpu.runtime.GpuRuntime`).
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ import re
 import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
 from ..errors import InvalidArgumentError
 
@@ -318,6 +324,31 @@ def physical_gpu_count() -> int:
         return 0
 
 
+# device type -> "module:function" making its runtime (imported on first use)
+_RUNTIMES: dict[str, str] = {"GPU": "tensorweave.targets.gpu.runtime:gpu_runtime"}
+
+
+def register_device_runtime(device_type: str, factory: str) -> None:
+    """Run partitions on devices of `device_type` with the runtime ``factory()`` makes
+    (``"package.module:function"``): an object with ``prepare(node) -> kernel``,
+    ``to_device(value)`` and ``to_host(value)`` (see `device_runtime`)."""
+    _RUNTIMES[device_type.upper()] = factory
+
+
+def device_runtime(device: str) -> Any:
+    """The runtime of a partition on `device`, or None for the host's CPUs: its
+    ``prepare(node)`` gives the node kernels, ``to_device`` moves what the partition
+    receives (arguments, Recvs) onto the device, ``to_host`` what it gives back
+    (results, Sends)."""
+    kind = DeviceSpec.from_string(device).device_type if device else None
+    target = _RUNTIMES.get(kind or "")
+    if target is None:
+        return None
+    import importlib
+    module, _, fn = target.partition(":")
+    return getattr(importlib.import_module(module), fn)()
+
+
 _default: DeviceManager | None = None
 _default_lock = threading.Lock()
 
@@ -353,4 +384,5 @@ def as_devices(devices: Sequence[Device | str | DeviceSpec] | None) -> list[Devi
 
 
 __all__ = ["LOCAL_JOB", "Device", "DeviceManager", "DeviceSpec", "as_devices", "canonical_name",
-           "default_device_manager", "device_names", "physical_gpu_count"]
+           "default_device_manager", "device_names", "device_runtime", "physical_gpu_count",
+           "register_device_runtime"]

@@ -327,9 +327,12 @@ class PartitionExecutor:
     kept per iteration (see `PartitionRun`)."""
 
     def __init__(self, graph: Graph, prepare: Callable[[Node], Kernel], resources: ResourceManager,
-                 counters: CallCounters, device: str = "") -> None:
+                 counters: CallCounters, device: str = "", runtime: Any = None) -> None:
         self.graph = graph
         self.device = device
+        # a device that is not the host (`devices.device_runtime`): its Sends download,
+        # its Recvs upload
+        self.runtime = runtime
         self.resources = resources
         self.counters = counters
         self.nodes = graph.topological_order()
@@ -600,6 +603,9 @@ class PartitionRun:
         return key if frame.parent_iteration is None else f"{key};{frame.tag}{it.number}"
 
     def _transfer_send(self, i: int, it: Iteration, value: Any) -> None:
+        runtime = self.executor.runtime
+        if runtime is not None:
+            value = runtime.to_host(value)
         self.step.ctx.rendezvous.send(self._transfer_key(i, it), value)
 
     def _transfer_recv(self, i: int, it: Iteration) -> list[Any] | None:
@@ -612,7 +618,8 @@ class PartitionRun:
         if arr.dtype != t.dtype.np or not t.accepts(t.dtype, arr.shape):
             raise InternalError(f"received {arr.dtype}{list(arr.shape)}, the Recv expects {t}",
                                 **node.error_context())
-        return [arr]
+        runtime = self.executor.runtime
+        return [arr] if runtime is None else [runtime.to_device(arr)]
 
     # ------------------------------------------------------- propagation (locked)
     def _propagate(self, i: int, kind: int, it: Iteration, outs: list[Any] | None,

@@ -1,0 +1,57 @@
+"""Which ops have a GPU kernel, decided before shapes are known: what placement asks when
+a node could go on a GPU (`passes.placement.kernel_reason`).
+
+An op has a GPU kernel when the gpu target can run it without a host call: elementwise
+ops with GPU code and trailing-axis reductions (through a Fusion cluster), the ops of
+`lowering.GENERATORS`, the views, constants and variable reads and updates the step
+planner handles itself; all in dtypes with GPU code (not float16/bfloat16). Segment
+sums of 8/16-bit integers (no atomic add) are refused here too. Shape-dependent refusals (empty
+tensors) cannot be known at placement time: such a node still runs on the GPU device,
+through a host call inside its step.
+"""
+
+from __future__ import annotations
+
+from ...compiler.ir import Node
+from ...compiler.types import TensorType
+from .source import has_gpu_type
+
+# handled by the step planner without a generated kernel of their own
+_PLANNED = frozenset({"NoOp", "VarHandle", "Const", "ReadVariable", "AssignVariable",
+                      "AssignAddVariable", "AssignSubVariable", "Send", "Recv"})
+_NO_ATOMIC_ADD = frozenset({"int8", "int16", "uint8", "uint16", "bool"})
+
+
+def gpu_kernel_reason(node: Node) -> str | None:
+    """None when the gpu target has a kernel for `node`, else a short reason
+    (``"no GPU kernel for RandomUniform"``)."""
+    from ...passes.fusion import is_elementwise, is_fusible
+    from . import exprs
+    from .lowering import GENERATORS, VIEW_OPS
+    op = node.op
+    if node.regions:
+        return f"{op} runs its regions on the host"
+    for v in (*node.inputs, *node.outputs):
+        t = v.type
+        if isinstance(t, TensorType) and not has_gpu_type(t.dtype):
+            return f"no GPU code for {t.dtype.np.name} ({op})"
+    if op in _PLANNED or op in VIEW_OPS:
+        if op == "AssignAddVariable" or op == "AssignSubVariable":
+            t = node.inputs[1].type
+            if isinstance(t, TensorType) and t.dtype.kind == "bool":
+                return f"no GPU kernel for {op} of bool"
+        return None
+    if is_fusible(node):
+        if is_elementwise(node) and not exprs.supports(op):
+            return f"no GPU code for elementwise {op}"
+        return None
+    if op not in GENERATORS:
+        return f"no GPU kernel for {op}"
+    if op == "UnsortedSegmentSum":
+        t = node.inputs[0].type
+        if isinstance(t, TensorType) and t.dtype.np.name in _NO_ATOMIC_ADD:
+            return f"no atomic add for UnsortedSegmentSum of {t.dtype.np.name}"
+    return None
+
+
+__all__ = ["gpu_kernel_reason"]
