@@ -114,3 +114,40 @@ def test_v2_image_summary_still_takes_floats_in_0_1(tmp_path):
     (img,) = acc.Images("im/image")
     pixels = np.asarray(pil.open(io.BytesIO(img.encoded_image_string))).ravel()
     np.testing.assert_array_equal(pixels, [0, 128, 255, 0])
+
+
+# ---------------------------------------- errors name the function the user called, and the line
+
+def _raises_naming(fn_name: str, kind, call, line_text: str, *match: str):
+    """`call()` raises `kind` naming `fn_name` and the line of this file holding
+    `line_text`, and its message matches every `match`."""
+    import inspect
+    with pytest.raises(kind) as err:
+        call()
+    msg = str(err.value)
+    source, first = inspect.getsourcelines(inspect.getmodule(_raises_naming))
+    lines = [first + i for i, text in enumerate(source) if line_text in text]
+    assert fn_name in msg, msg
+    assert any(f"test_review_fixes.py:{n}" in msg for n in lines), msg
+    for m in match:
+        assert m in msg, msg
+
+
+@pytest.mark.parametrize("fn", ["reduce_logsumexp", "reduce_variance", "reduce_std"])
+@pytest.mark.parametrize("axis", [2, -3, [0, 5]])
+def test_composite_reductions_name_themselves_for_an_axis_out_of_range(fn, axis):
+    # these are built from Max/Mean/Sum: an axis out of range used to be an error of an op
+    # the user never called ("Max 'max'", "Mean 'mean'")
+    x = np.ones((2, 3), np.float32)
+    _raises_naming(fn, tw.errors.ShapeError,
+                   lambda: getattr(tw.math, fn)(x, axis=axis),  # the call
+                   "# the call", "out of range", "rank 2")
+
+
+@pytest.mark.parametrize("fn", ["cumsum", "cumprod"])
+@pytest.mark.parametrize("axis", [0.5, [0, 1], "a"])
+def test_scans_name_themselves_for_an_axis_that_is_not_one_int(fn, axis):
+    # used to be a bare TypeError("axis must be a single int ...") without op or line
+    _raises_naming(fn, TypeError,
+                   lambda: getattr(tw.math, fn)(np.ones((2, 3)), axis=axis),  # scan
+                   "# scan", "single int")

@@ -348,17 +348,22 @@ def cast(x: TensorLike, dtype: DType | str, name: str | None = None) -> Result:
 
 # ---------------------------------------------------------------------------- reductions
 
-def _static_ints(value: Any, what: str) -> tuple[int, ...]:
+def _static_ints(value: Any, what: str, fn: str | None = None) -> tuple[int, ...]:
     """`value` (an int, list of ints, NumPy array or eager tensor) as a tuple of ints; axes
-    are attributes, so they must be known while the graph is built."""
+    are attributes, so they must be known while the graph is built. With `fn` (the
+    function the user called) the error is a DTypeError (a TypeError) naming it and the
+    user's line."""
+    def fail(message: str) -> Exception:
+        return TypeError(message) if fn is None else _error(DTypeError, fn, message)
+
     if isinstance(value, Tensor):
-        raise TypeError(f"{what} must be known when the graph is built (a Python int or list "
-                        f"of ints), got the symbolic tensor {value.name}")
+        raise fail(f"{what} must be known when the graph is built (a Python int or list "
+                   f"of ints), got the symbolic tensor {value.name}")
     arr = np.asarray(value)
     if arr.size == 0:
         return ()
     if arr.dtype.kind not in "iu" or arr.ndim > 1:
-        raise TypeError(f"{what} must be an int or a list of ints, got {value!r}")
+        raise fail(f"{what} must be an int or a list of ints, got {value!r}")
     return tuple(int(a) for a in arr.reshape(-1))
 
 
@@ -450,11 +455,20 @@ def _floating(x: TensorLike, fn: str, role: str) -> Result:
     return t
 
 
-def _axes_of(axis: Axis, rank: int) -> list[int]:
-    """The non-negative axes that `axis` (None: every axis) reduces."""
+def _axes_of(axis: Axis, x: Result, fn: str) -> list[int]:
+    """The non-negative axes of `x` that `axis` (None: every axis) reduces; an axis out
+    of range is an error naming `fn` (the composite function the user called, not the
+    Max/Mean/Sum it is built from) and the user's line."""
+    rank = x.ndim
     if axis is None:
         return list(range(rank))
-    return [a % rank if rank else a for a in _static_ints(axis, "axis")]
+    axes = _static_ints(axis, "axis", fn)
+    for a in axes:
+        if not -rank <= a < rank:
+            raise _error(ShapeError, fn, f"axis {a} is out of range for input_tensor "
+                                         f"{x.dtype.name}{list(x.shape)} of rank {rank} "
+                                         f"(valid: {-rank} to {rank - 1})")
+    return [a % rank for a in axes]
 
 
 def reduce_logsumexp(input_tensor: TensorLike, axis: Axis = None, keepdims: bool = False,
@@ -467,7 +481,7 @@ def reduce_logsumexp(input_tensor: TensorLike, axis: Axis = None, keepdims: bool
     which is the softmax of the slice. Floating point only."""
     x = _floating(input_tensor, "reduce_logsumexp", "input_tensor")
     from . import array
-    axes = _axes_of(axis, x.ndim)
+    axes = _axes_of(axis, x, "reduce_logsumexp")
     if any(x.shape[a] == 0 for a in axes):
         # nothing to sum: -inf (log 0), as in TF, where the max below would be an error
         return log(reduce_sum(exp(x), axis=axis, keepdims=keepdims), name=name)
@@ -487,6 +501,7 @@ def reduce_variance(input_tensor: TensorLike, axis: Axis = None, keepdims: bool 
     """Population variance over `axis` (divides by N, as TF does): the mean of the squared
     deviations from the mean. Floating point only (TF rejects integers too)."""
     x = _floating(input_tensor, "reduce_variance", "input_tensor")
+    _axes_of(axis, x, "reduce_variance")
     mean = reduce_mean(x, axis=axis, keepdims=True)
     return reduce_mean(square(x - mean), axis=axis, keepdims=keepdims, name=name)
 
@@ -496,6 +511,7 @@ def reduce_std(input_tensor: TensorLike, axis: Axis = None, keepdims: bool = Fal
     """Population standard deviation over `axis`: ``sqrt(reduce_variance(...))``.
     Floating point only. Its gradient is infinite where the variance is 0, as in TF."""
     x = _floating(input_tensor, "reduce_std", "input_tensor")
+    _axes_of(axis, x, "reduce_std")
     return sqrt(reduce_variance(x, axis=axis, keepdims=keepdims), name=name)
 
 
@@ -503,9 +519,11 @@ def reduce_std(input_tensor: TensorLike, axis: Axis = None, keepdims: bool = Fal
 
 def _scan(op: str, x: TensorLike, axis: int, exclusive: bool, reverse: bool,
           name: str | None) -> Result:
-    axis_ints = _static_ints(axis, "axis")
-    if len(axis_ints) != 1 or np.ndim(axis) > 0:
-        raise TypeError(f"axis must be a single int, got {axis!r}")
+    fn = op.lower()  # cumsum / cumprod, as the user spelled it
+    if not isinstance(axis, Tensor) and (isinstance(axis, (str, bytes)) or np.ndim(axis) > 0
+                                         or np.asarray(axis).dtype.kind not in "iu"):
+        raise _error(DTypeError, fn, f"axis must be a single int, got {axis!r}")
+    axis_ints = _static_ints(axis, "axis", fn)
     return apply_op1(op, [convert_to_tensor(x)], {"axis": axis_ints[0],
                                                   "exclusive": bool(exclusive),
                                                   "reverse": bool(reverse)}, name=name)
