@@ -17,6 +17,8 @@ the same entries at once, and a written entry survives a power loss; one that is
 truncated, altered or otherwise unreadable fails its checks, is deleted and is reported
 as absent. The first use of the directory in a process deletes the temporaries of
 writers that were killed. A directory that cannot be written only turns writing off.
+``<key>.twnote`` entries (same format and checks) hold small answers that keys of code
+depend on and that are slow to measure, e.g. how this process's BLAS may split products.
 
 The files hold native code that the process runs: the directory is created private
 (mode 0700), and nothing in it should be writable by anyone the user does not trust.
@@ -40,6 +42,9 @@ FORMAT_VERSION = 1
 MAGIC = b"TWJITOBJ"
 _HEADER = struct.Struct("<8sIQ32s")  # magic, format version, payload length, sha256
 SUFFIX = ".twjit"
+# small answers that code keys depend on (the BLAS probe of `executable._blas_settings`):
+# same format and checks, another suffix, so that only object code is a ``.twjit``
+NOTE_SUFFIX = ".twnote"
 OFF_VALUES = ("off", "none", "disabled")
 
 class InvalidEntry(Exception):
@@ -67,9 +72,9 @@ def cache_dir() -> Path | None:
     return None if root is None else root / f"cpu-jit-v{FORMAT_VERSION}"
 
 
-def entry_path(directory: Path, key: str) -> Path:
+def entry_path(directory: Path, key: str, suffix: str = SUFFIX) -> Path:
     """The file of entry `key` in `directory`."""
-    return directory / (key + SUFFIX)
+    return directory / (key + suffix)
 
 
 def _checksum(key: str, payload: bytes) -> bytes:
@@ -107,30 +112,30 @@ def _directory() -> Path | None:
     return directory
 
 
-def load(key: str) -> bytes | None:
+def load(key: str, suffix: str = SUFFIX) -> bytes | None:
     """The payload stored under `key`, or None (no entry, or the cache is off).
     InvalidEntry when the entry is unreadable or fails its checks: it is deleted."""
     directory = _directory()
     if directory is None:
         return None
-    path = entry_path(directory, key)
+    path = entry_path(directory, key, suffix)
     try:
         data = path.read_bytes()
     except FileNotFoundError:
         return None
     except OSError as e:
         _log.debug("compile cache: cannot read %s: %s", path, e)
-        discard(key)
+        discard(key, suffix)
         raise InvalidEntry(str(e)) from None
     try:
         return decode(key, data)
     except ValueError as e:
         _log.debug("compile cache: dropping invalid entry %s: %s", path, e)
-        discard(key)
+        discard(key, suffix)
         raise InvalidEntry(str(e)) from None
 
 
-def store(key: str, payload: bytes) -> bool:
+def store(key: str, payload: bytes, suffix: str = SUFFIX) -> bool:
     """Write `payload` under `key` atomically and durably; False (and no exception) when
     the cache is off or its directory cannot be written, after which this process stops
     trying."""
@@ -139,7 +144,7 @@ def store(key: str, payload: bytes) -> bool:
         return False
     try:
         atomic_files.make_directory(str(directory), mode=0o700)
-        atomic_files.write_bytes(str(entry_path(directory, key)), encode(key, payload),
+        atomic_files.write_bytes(str(entry_path(directory, key, suffix)), encode(key, payload),
                                  mode=0o600)
         return True
     except OSError as e:
@@ -149,13 +154,13 @@ def store(key: str, payload: bytes) -> bool:
         return False
 
 
-def discard(key: str) -> None:
+def discard(key: str, suffix: str = SUFFIX) -> None:
     """Delete the entry `key` if there is one (errors are logged and ignored)."""
     directory = cache_dir()
     if directory is None:
         return
     try:
-        entry_path(directory, key).unlink()
+        entry_path(directory, key, suffix).unlink()
     except FileNotFoundError:
         pass
     except OSError as e:

@@ -33,7 +33,7 @@ from ...runtime.kernel_context import CallCounters, StepContext
 from ...runtime.resources import ResourceManager, default_resource_manager
 from ...runtime.threads import limit_blas_threads
 from ..step_cache import StepCache
-from . import allocator, jit
+from . import allocator, disk_cache, jit
 from .lowering import status_error
 from .stacks import ARENA_OFFSET, ARENA_RELEASE_NAME
 from .step import (
@@ -64,11 +64,63 @@ def _blas_key(plan: StepPlan) -> str:
     if not any(n.op in _MAY_CALL_BLAS for n in _all_nodes(plan)):
         return "no-blas"
     import os
+    return _blas_settings(os.environ.get("TW_BLAS_THREADS", ""))
 
+
+@lru_cache(maxsize=8)
+def _blas_settings(threads: str) -> str:
+    """`_blas_key` for a BLAS thread setting. Probing the BLAS (`lowering.blas_row_align`:
+    hundreds of small products, ~0.1 s) would be most of a first call whose step comes
+    from the disk cache, so the answer is kept there too, under the identity of the BLAS
+    library (path, size, modification time), the host CPU, the thread settings and the
+    code generator's source: the same library on the same CPU answers the same."""
     from .lowering import blas_row_align
+    key = _blas_probe_key(threads)
+    if key is not None:
+        try:
+            cached = disk_cache.load(key, disk_cache.NOTE_SUFFIX)
+        except disk_cache.InvalidEntry:  # (logged and deleted)
+            cached = None
+        if cached is not None:
+            return cached.decode()
     # (split=cols: products may be cut by columns too, `lowering.gemm_split`)
-    return (f"blas_align={blas_row_align('f32')},{blas_row_align('f64')} split=cols "
-            f"blas_threads={os.environ.get('TW_BLAS_THREADS', '')}")
+    text = (f"blas_align={blas_row_align('f32')},{blas_row_align('f64')} split=cols "
+            f"blas_threads={threads}")
+    if key is not None:
+        disk_cache.store(key, text.encode(), disk_cache.NOTE_SUFFIX)
+    return text
+
+
+class _DlInfo(ctypes.Structure):
+    _fields_ = [("dli_fname", ctypes.c_char_p), ("dli_fbase", ctypes.c_void_p),
+                ("dli_sname", ctypes.c_char_p), ("dli_saddr", ctypes.c_void_p)]
+
+
+def _blas_probe_key(threads: str) -> str | None:
+    """The disk-cache key of the BLAS probe's answer, or None when the library holding
+    the BLAS cannot be identified (then the probe runs in every process)."""
+    import hashlib
+    import os
+
+    from .blas import _GEMM, blas_addresses, register_blas
+    if disk_cache.cache_dir() is None or not register_blas():
+        return None
+    info = _DlInfo()
+    try:
+        found = ctypes.CDLL(None).dladdr(ctypes.c_void_p(blas_addresses()[_GEMM["f32"]]),
+                                         ctypes.byref(info))
+        path = os.path.realpath(info.dli_fname.decode()) if found and info.dli_fname else ""
+        st = os.stat(path) if path else None
+    except (AttributeError, OSError, KeyError, UnicodeDecodeError):
+        return None
+    if st is None:
+        return None
+    host = jit.host_info()
+    parts = ("tensorweave blas probe v1", path, str(st.st_size), str(st.st_mtime_ns),
+             host.triple, host.cpu, host.features, f"TW_BLAS_THREADS={threads}",
+             f"OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE', '')}",
+             jit.codegen_fingerprint())
+    return hashlib.sha256("\0".join(parts).encode()).hexdigest()
 
 
 def _all_nodes(plan: StepPlan) -> list[Any]:
