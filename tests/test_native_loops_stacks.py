@@ -319,3 +319,81 @@ def test_resource_gather_out_of_range_names_the_op_and_line():
     _step(f, np.array([2, 0], np.int32))
     with pytest.raises(tw.errors.InvalidArgumentError, match=r"(?s)Gather.*test_native_loops"):
         f(np.array([3], np.int32))
+
+
+# ------------------------------------------------- loop variables kept in one buffer
+
+def _loop_actions(plan):
+    return [a for a in _all_actions(plan) if a.kind == "region" and a.node.op == "While"]
+
+
+def test_scan_loops_keep_invariants_and_row_updates_in_place():
+    def grad(xs, h0, w):
+        return tw.gradients(_rnn_loss(xs, h0, w), [xs, h0, w])
+
+    rng = np.random.default_rng(8)
+    xs, h0, w = rng.standard_normal((7, 2, 4)), rng.standard_normal((2, 4)), rng.standard_normal((4, 4))
+    cpu, ref = _both(grad)
+    _close(cpu(xs, h0, w), ref(xs, h0, w))
+    loops = _loop_actions(_step(cpu, xs, h0, w).plan)
+    kinds = {how for a in loops for how in a.in_place.values()}
+    # the weights and the sequence are invariants, the outputs' rows are written in
+    # place, and the backward loop adds each step's gradient row into the sequence's
+    assert {"invariant", "update", "row_add"} <= kinds, [a.in_place for a in loops]
+    inner = {a.kind for a in _all_actions(_step(cpu, xs, h0, w).plan)}
+    assert {"row_update", "row_add"} <= inner
+
+
+def _rows_loop(x, rows, n, read_after):
+    """A loop writing row i of `rows` and summing `rows` before or after the write."""
+    from tensorweave.frontend.building import apply_op1
+
+    def body(i, r, acc):
+        new = apply_op1("DynamicUpdateRow", [r, i % n, x * tw.cast(i + 1, x.dtype)])
+        seen = new if read_after else r
+        return i + 1, new, acc + tw.reduce_sum(seen * seen)
+    return tw.while_loop(lambda i, r, acc: i < 2 * n, body,
+                         (tw.constant(0), rows, tw.constant(0.0, x.dtype)))[1:]
+
+
+@pytest.mark.parametrize("read_after", [False, True])
+def test_row_updates_in_place_keep_the_order_of_reads(read_after):
+    cpu, ref = _both(lambda x, rows: _rows_loop(x, rows, 3, read_after))
+    x, rows = np.arange(4.0), np.ones((3, 4))
+    _close(cpu(x, rows), ref(x, rows))
+
+
+def test_an_in_place_row_update_out_of_range_names_the_op():
+    from tensorweave.frontend.building import apply_op1
+
+    def f(x, rows, k):
+        return tw.while_loop(
+            lambda i, r: i < 2,
+            lambda i, r: (i + 1, apply_op1("DynamicUpdateRow", [r, i + k, x])),
+            (tw.constant(0), rows))[1]
+
+    cpu = tw.compile(f, target="cpu")
+    x, rows = np.ones(2), np.zeros((3, 2))
+    np.testing.assert_array_equal(cpu(x, rows, np.int32(1)), [[0, 0], [1, 1], [1, 1]])
+    loop = _loop_actions(_step(cpu, x, rows, np.int32(1)).plan)[0]
+    assert loop.in_place.get(1) == "update"
+    with pytest.raises(tw.errors.InvalidArgumentError,
+                       match=r"(?s)DynamicUpdateRow.*test_native_loops.*not in \[0, n\)"):
+        cpu(x, rows, np.int32(2))
+
+
+def test_in_place_segment_sums_drop_negative_ids_and_refuse_big_ones():
+    def f(x, acc, k):
+        def body(i, a):
+            return i + 1, a + tw.unsorted_segment_sum(x * tw.cast(i + 1, x.dtype), i + k, 3)
+        return tw.while_loop(lambda i, a: i < 2, body, (tw.constant(0), acc))[1]
+
+    cpu, ref = _both(f)
+    x, acc = np.array([[1.0, 2.0]]), np.ones((3, 1, 2))
+    for k in (-1, -2, 0, 1):
+        _close(cpu(x, acc, np.int32(k)), ref(x, acc, np.int32(k)))
+    loop = _loop_actions(_step(cpu, x, acc, np.int32(0)).plan)[0]
+    assert loop.in_place.get(1) == "row_add"
+    with pytest.raises(tw.errors.InvalidArgumentError,
+                       match=r"(?s)UnsortedSegmentSum.*test_native_loops.*segment id"):
+        cpu(x, acc, np.int32(2))

@@ -99,6 +99,10 @@ class Action:
     dtype: Any = None
     regions: list[StepPlan] = field(default_factory=list)  # "region": If/While bodies
     scratch: int = 0           # "region": workspace offset of its loop buffers
+    # "region" (While): loop variables kept in one buffer ("invariant": the input's own
+    # storage; "update": updated in place by the body), and outputs nobody reads
+    in_place: dict[int, str] = field(default_factory=dict)
+    unused: frozenset[int] = frozenset()
 
 
 @dataclass
@@ -172,8 +176,11 @@ def _const_value(node: Node) -> np.ndarray:
 
 
 class _Planner:
-    def __init__(self, graph: Graph, parent: _Planner | None = None) -> None:
+    def __init__(self, graph: Graph, parent: _Planner | None = None,
+                 in_place: dict[int, str] | None = None) -> None:
         self.graph = graph
+        # (a While body: results that live in their argument's buffer, see `_in_place`)
+        self.in_place = in_place or {}
         self.order = graph.topological_order()
         self.storage: dict[Value, Storage] = {}
         self.root: dict[Value, Value] = {}        # alias groups: value -> its root
@@ -186,6 +193,7 @@ class _Planner:
         self.handle_var: dict[Value, int] = {}
         self.consts: list[np.ndarray] = []
         self.region_plans: dict[Node, list[StepPlan]] = {}
+        self.loop_in_place: dict[Node, dict[int, str]] = {}
         self.scratch: dict[Node, int] = {}
 
     # -- classification ---------------------------------------------------------------
@@ -247,10 +255,23 @@ class _Planner:
         self.check()
         for i, v in enumerate(self.graph.args):
             self.storage[v] = Storage("arg", i)
+        row_adds: dict[Node, tuple[int, Node]] = {}  # fused sum -> (argument, segment sum)
+        for i, how in self.in_place.items():
+            if how in ("update", "row_add"):  # (updated in place: `_in_place`)
+                self.storage[self.graph.results[i]] = Storage("arg", i)
+            if how == "row_add":
+                f, u = _row_add_parts(self.graph.results[i], self.graph.args[i], self.order,
+                                      {n: k for k, n in enumerate(self.order)})
+                row_adds[f] = (i, u)
+        skipped = {u for _, u in row_adds.values()}
+        self.row_adds = row_adds
         steps: list[tuple[str, Node]] = []
         for node in self.order:
             op = node.op
-            if op == "VarHandle" or op == "NoOp":
+            if op == "VarHandle" or op == "NoOp" or node in skipped:
+                continue
+            if node in row_adds:
+                steps.append(("row_add", node))
                 continue
             if op == "Const":
                 self.storage[node.outputs[0]] = Storage("const", len(self.consts))
@@ -276,8 +297,8 @@ class _Planner:
         pos = {node: k for k, (_, node) in enumerate(steps)}
         end = len(steps)
         last_use: dict[Value, int] = {}  # per alias root
-        for k, (_, node) in enumerate(steps):
-            for v in node.inputs:
+        for k, (kind, node) in enumerate(steps):
+            for v in self._step_inputs(kind, node):
                 r = self._root(v)
                 last_use[r] = max(last_use.get(r, -1), k)
         for v in self.graph.results:
@@ -315,11 +336,14 @@ class _Planner:
             if kind == "region":
                 computed.append((k, node, _region_scratch(node, self.region_plans[node])))
             for v in node.outputs:
+                if v in self.storage:
+                    continue
                 if v in result_of:
                     self.storage[v] = Storage("out", result_of[v])
                 else:
                     computed.append((k, v, _nbytes(_value_type(v))))
         ws_bytes = self._place(computed, last_use)
+        self.last_use = last_use
         actions = self._actions(steps, snapshot)
         for a in actions:
             for r in a.regions:
@@ -330,6 +354,14 @@ class _Planner:
         return StepPlan(self.graph, actions, self.var_names, self.var_types, self.var_first,
                         self.consts, ws_bytes, callbacks, natives)
 
+    def _step_inputs(self, kind: str, node: Node) -> list[Value]:
+        """What a step reads: a row_add reads the segment sum's row and id instead of the
+        segment sum (which never runs)."""
+        if kind == "row_add":
+            u = self.row_adds[node][1]
+            return [node.inputs[0], *u.inputs]
+        return list(node.inputs)
+
     def _region_plans(self, node: Node) -> list[StepPlan] | None:
         """Plans of an If's branches or a While's cond and body when they can run natively
         inside this step: static shapes, no callbacks (at any depth); variables go in
@@ -339,17 +371,19 @@ class _Planner:
         if node in self.region_plans:
             return self.region_plans[node]
         plans = []
-        for region in node.regions:
+        in_place = _in_place(node) if node.op == "While" else {}
+        for j, region in enumerate(node.regions):
             if _reads_enclosing(region):
                 return self._no_region_plans(node)
             try:
-                sub = _Planner(region, self).plan()
+                sub = _Planner(region, self, in_place if j == 1 else None).plan()
             except (Ineligible, KeyError):
                 return self._no_region_plans(node)
             if not _all_native(sub):
                 return self._no_region_plans(node)
             plans.append(sub)
         self.region_plans[node] = plans
+        self.loop_in_place[node] = in_place
         return plans
 
     @staticmethod
@@ -397,16 +431,26 @@ class _Planner:
         actions: list[Action] = []
         for kind, node in steps:
             if kind in ("native", "callback"):
-                actions.append(Action(kind, node, [st(v) for v in node.inputs],
-                                      [st(v) for v in node.outputs]))
+                ins, outs = [st(v) for v in node.inputs], [st(v) for v in node.outputs]
+                if node.op == "DynamicUpdateRow" and ins[0] == outs[0]:
+                    kind = "row_update"  # (a loop variable updated in place: `_in_place`)
+                actions.append(Action(kind, node, ins, outs))
             elif kind == "region":
+                unused = frozenset(k for k, v in enumerate(node.outputs)
+                                   if self._root(v) not in self.last_use)
                 actions.append(Action(kind, node, [st(v) for v in node.inputs],
                                       [st(v) for v in node.outputs],
                                       regions=self.region_plans[node],
-                                      scratch=self.scratch[node]))
+                                      scratch=self.scratch[node],
+                                      in_place=self.loop_in_place.get(node, {}),
+                                      unused=unused))
             elif kind == "stack":
                 actions.append(Action(kind, node, [st(v) for v in node.inputs],
                                       [st(v) for v in node.outputs]))
+            elif kind == "row_add":
+                u = self.row_adds[node][1]
+                actions.append(Action(kind, u, [st(v) for v in self._step_inputs(kind, node)],
+                                      [st(node.outputs[0])]))
             elif kind == "rgather":
                 var = self._var_of(node.inputs[0], "read")
                 actions.append(Action("native", _gather_node(node, self.var_types[var]),
@@ -428,7 +472,7 @@ class _Planner:
                                       dtype=t.dtype))
         for r, v in enumerate(self.graph.results):
             src = st(v)
-            if src.kind == "out" and src.index == r:
+            if src.kind == "out" and src.index == r or r in self.in_place:
                 continue
             actions.append(Action("result", None, ins=[src], outs=[Storage("out", r)],
                                   nbytes=_nbytes(_value_type(v))))
@@ -446,6 +490,70 @@ def _reads_enclosing(region: Graph) -> bool:
         if any(_reads_enclosing(r) for r in n.regions) and n.op != "Fusion":
             return True
     return any(v.graph is not region for v in region.results)
+
+
+def _in_place(node: Node) -> dict[int, str]:
+    """Loop variables of a While that need not alternate between two buffers:
+    "invariant" where the body returns its argument (captured tensors, weights: they
+    stay in the input's storage, never copied), "update" where the body returns
+    ``DynamicUpdateRow(argument, index, row)`` (a scan's accumulators and their
+    gradients) and reads the argument nowhere after that update, which then writes
+    just the row, in place."""
+    body = node.regions[1]
+    order = body.topological_order()
+    pos = {n: k for k, n in enumerate(order)}
+    out: dict[int, str] = {}
+    for k, (arg, res) in enumerate(zip(body.args, body.results)):
+        if sum(r is res for r in body.results) != 1 or any(r is arg for j, r in
+                                                            enumerate(body.results) if j != k):
+            continue
+        if res is arg:
+            out[k] = "invariant"
+            continue
+        if _row_add_parts(res, arg, order, pos) is not None:
+            out[k] = "row_add"
+            continue
+        d = res.producer
+        if d is None or d.op != "DynamicUpdateRow" or d.inputs[0] is not arg or \
+                d.inputs[2] is arg or d.inputs[1] is arg:
+            continue
+        users = [n for n in order if any(v is arg for v in n.inputs) and n is not d]
+        if all(pos[n] < pos[d] and n.op not in ALIAS_OPS for n in users) and \
+                not any(v is res for n in order if n is not d for v in n.inputs):
+            out[k] = "update"
+    return out
+
+
+def _row_add_parts(res: Value, arg: Value, order: list[Node], pos: dict[Node, int]
+                   ) -> tuple[Node, Node] | None:
+    """``res = arg + UnsortedSegmentSum(row, id)`` with one scalar segment id (the
+    gradient a scan's body gives to a sequence it reads row by row), as a fused Add or
+    AddN of exactly those two, where nothing reads `arg` after the sum and nothing else
+    reads the segment sum or `res`: the fused node and the segment sum (then the loop
+    adds the row to row `id` of `arg`, in place: the same additions, in the same order,
+    as the whole-tensor sum, whose other rows add zeros)."""
+    f = res.producer
+    if f is None or f.op != "Fusion" or len(f.inputs) != 2 or len(f.outputs) != 1:
+        return None
+    region = f.regions[0]
+    if len(region.nodes) != 1 or region.nodes[0].op not in ("Add", "AddN") or \
+            [v for v in region.nodes[0].inputs] != list(region.args) or \
+            region.results[0] is not region.nodes[0].outputs[0]:
+        return None
+    if f.inputs[0] is not arg:
+        return None
+    u = f.inputs[1].producer
+    if u is None or u.op != "UnsortedSegmentSum" or u.inputs[0] is arg or \
+            u.inputs[1].type.rank != 0 or res.type != arg.type or \
+            not isinstance(arg.type, TensorType) or arg.type.dtype.kind != "float" or \
+            f.inputs[1].type != arg.type:
+        return None
+    if any(n is not f and any(v is f.inputs[1] or v is res for v in n.inputs) for n in order):
+        return None
+    if any(n is not f and n is not u and any(v is arg for v in n.inputs) and
+           (pos[n] > pos[f] or n.op in ALIAS_OPS) for n in order):
+        return None
+    return f, u
 
 
 def _gather_node(node: Node, var_type: TensorType) -> Node:
@@ -645,6 +753,10 @@ def _emit_plan(module: ir.Module, plan: StepPlan, name: str, gemm_mode: str,
             ins = pointer_array([pointer(s) for s in a.ins])
             outs = pointer_array([pointer(s) for s in a.outs])
             check(b.call(node_fns[k], [cb_ctx, ins, outs]), plan.base + k)
+        elif a.kind == "row_update":
+            _emit_row_update(b, a, [pointer(s) for s in a.ins], copy, check, plan.base + k)
+        elif a.kind == "row_add":
+            _emit_row_add(b, a, [pointer(s) for s in a.ins], check, plan.base + k)
         elif a.kind == "region":
             if a.node.op == "If":
                 _emit_if(env, a, region_fns[k])
@@ -688,6 +800,44 @@ class _RegionEnv:
                            self.callback])
 
 
+def _emit_row_update(b: ir.IRBuilder, a: Action, ptrs: list[ir.Value], copy: Any, check: Any,
+                     ident: int) -> None:
+    """DynamicUpdateRow in place: check the index (status 1, the lowering's message),
+    then copy the row over row `index` of the buffer."""
+    t = a.node.outputs[0].type
+    rows, row_bytes = int(t.shape[0]), _nbytes(t) // max(1, int(t.shape[0]))
+    index = _load_index(b, ptrs[1], a.node.inputs[1].type.dtype)
+    bad = b.icmp_unsigned(">=", index, I64(rows))
+    check(b.select(bad, I32(1), I32(0)), ident)
+    copy(b.gep(ptrs[0], [b.mul(index, I64(row_bytes))]), ptrs[2], row_bytes)
+
+
+def _load_index(b: ir.IRBuilder, ptr: ir.Value, dtype: Any) -> ir.Value:
+    bits = np.dtype(dtype.np).itemsize * 8
+    index = b.load(b.bitcast(ptr, ir.PointerType(ir.IntType(bits))))
+    return b.sext(index, I64) if bits < 64 else index
+
+
+def _emit_row_add(b: ir.IRBuilder, a: Action, ptrs: list[ir.Value], check: Any,
+                  ident: int) -> None:
+    """buffer[id] += row for an in-place ``buffer + UnsortedSegmentSum(row, id)``
+    (`_row_add_parts`; `a.node` is the segment sum): an id >= the number of rows is
+    the segment sum's status 1; a negative id drops the row, as the op does."""
+    from .elementwise import memory_type
+    t = a.node.outputs[0].type
+    rows = int(t.shape[0])
+    n = int(t.num_elements) // max(1, rows)
+    index = _load_index(b, ptrs[2], a.node.inputs[1].type.dtype)
+    check(b.select(b.icmp_signed(">=", index, I64(rows)), I32(1), I32(0)), ident)
+    et = ir.PointerType(memory_type(t.dtype))
+    with b.if_then(b.icmp_signed(">=", index, I64(0))):
+        dst = b.gep(b.bitcast(ptrs[0], et), [b.mul(index, I64(n))])
+        src = b.bitcast(ptrs[1], et)
+        with counted_loop(b, 0, n, name="row") as i:
+            pd = b.gep(dst, [i])
+            b.store(b.fadd(b.load(pd), b.load(b.gep(src, [i]))), pd)
+
+
 def _emit_if(env: _RegionEnv, a: Action, fns: list[ir.Function]) -> None:
     """Branch on the predicate; the branch's function writes the node's outputs."""
     b = env.b
@@ -715,6 +865,12 @@ def _emit_while(env: _RegionEnv, a: Action, fns: list[ir.Function]) -> None:
     first = [b.gep(env.ws, [I64(base + bufs[k])]) for k in range(n)]
     second = [b.gep(env.ws, [I64(base + bufs[n + k])]) for k in range(n)]
     for k in range(n):
+        how = a.in_place.get(k)
+        if how == "invariant":  # read-only all along: the input's own buffer
+            first[k] = second[k] = env.pointer(a.ins[k])
+            continue
+        if how in ("update", "row_add"):
+            second[k] = first[k]
         env.copy(first[k], env.pointer(a.ins[k]), sizes[k])
     tab_a, tab_b = env.pointer_array(first), env.pointer_array(second)
     flag = b.gep(env.ws, [I64(base + flag_off)])
@@ -754,6 +910,8 @@ def _emit_while(env: _RegionEnv, a: Action, fns: list[ir.Function]) -> None:
     b.branch(head)
     b.position_at_end(done)
     for k in range(n):
+        if k in a.unused:
+            continue
         src = b.load(b.gep(cur, [I64(k)]))
         env.copy(env.pointer(a.outs[k]), src, sizes[k])
 
