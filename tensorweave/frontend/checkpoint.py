@@ -223,6 +223,11 @@ class Checkpoint:
                     opt._deferred_slots[(var.shared_name, slot)] = value
                 elif "/" not in rest:  # iterations, u_product...
                     opt._deferred_non_slot[rest] = value
+                elif head[len(key) + 1:] in stored:
+                    # a slot named by the object path of a variable the checkpoint holds
+                    # and the objects being restored lack: unused, as that variable is
+                    # (no slot is ever created under this name, so pending it would leak)
+                    continue
                 else:  # a slot stored under its runtime name (variables not tracked)
                     _pending_slots[rest] = value
                 taken.add(name)
