@@ -220,3 +220,52 @@ def test_float32_tanh_within_two_ulp_on_the_whole_range():
     assert np.isnan(y[~finite]).all()
     assert np.signbit(y[x == 0]).tolist() == np.signbit(x[x == 0]).tolist()
     assert (y[np.abs(x) >= 9.1] == np.sign(x[np.abs(x) >= 9.1])).all()
+
+
+# ------------------------------------------------------- convolutions per vector width
+
+CONV_CASES = [  # (input NHWC, filter HWIO): W3's second layer, odd channel counts
+    ((2, 14, 14, 32), (5, 5, 32, 64)),
+    ((2, 9, 11, 3), (3, 5, 3, 40)),
+    ((1, 7, 6, 20), (5, 3, 20, 17)),
+]
+
+
+@pytest.mark.parametrize("vector", [(16, 16), (32, 16), (64, 32)])  # SSE, AVX2, AVX-512
+@pytest.mark.parametrize("xs,ws", CONV_CASES)
+def test_direct_convolutions_on_every_vector_width(monkeypatch, vector, xs, ws):
+    """The direct kernels' register tiles follow the host's vector registers
+    (`nn.VECTOR_BYTES`, `nn.REGISTERS`); each geometry computes exactly the reference's
+    sums (inputs are multiples of 1/4: exact in any order), on 1 and 2 threads."""
+    from tensorweave.targets.cpu.lowerings import nn as nn_low
+    from tests.lowerings.helpers import reference_outputs
+    monkeypatch.setattr(nn_low, "VECTOR_BYTES", vector[0])
+    monkeypatch.setattr(nn_low, "REGISTERS", vector[1])
+    rng = np.random.default_rng(sum(xs) + sum(ws))
+    ys = xs[:3] + ws[3:]
+
+    def quarters(shape):
+        return (rng.integers(-4, 5, size=shape) / 4).astype(np.float32)
+
+    same = dict(strides=(1, 1, 1, 1), padding="SAME")
+    for op, arrays, attrs in [
+            ("Conv2D", [quarters(xs), quarters(ws)], same),
+            ("Conv2DBackpropInput", [quarters(ws), quarters(ys)], dict(input_shape=xs, **same)),
+            ("Conv2DBackpropFilter", [quarters(xs), quarters(ys)],
+             dict(filter_shape=ws, **same))]:
+        node = single_node(op, arrays, **attrs)
+        if xs[3] >= vector[0] // 4:  # (fewer input channels: dX is im2col + GEMM)
+            assert nn_low._conv_path(node) == "direct"
+        want = reference_outputs(node, arrays)[0]
+        for threads in (1, 2):
+            monkeypatch.setenv("TW_NUM_THREADS", str(threads))
+            got = lowering.compile_node(node)(arrays)[0]
+            assert got.dtype == want.dtype and got.shape == want.shape
+            assert got.tobytes() == want.tobytes(), (op, threads)
+
+
+def test_host_vector_geometry():
+    from tensorweave.targets.cpu import jit
+    from tensorweave.targets.cpu.lowerings import nn as nn_low
+    bits = jit.host_info().vector_bits
+    assert nn_low._host_vectors() == (bits // 8, 32 if bits == 512 else 16)
