@@ -304,6 +304,13 @@ class GradientTape:
                   unconnected: UnconnectedGradients) -> Any:
         s_leaves, s_tree = nest.flatten(sources)
         t_leaves = nest.flatten(target)[0]
+        for t in t_leaves:
+            dtype = getattr(t, "dtype", None)
+            if dtype is not None and not dtype.is_floating:
+                # as TensorFlow; the autodiff pass would fail later, naming an inner op
+                raise DTypeError(f"GradientTape.gradient: the dtype of the target tensor must "
+                                 f"be floating point (f16, bf16, f32, f64), got "
+                                 f"{dtype.name}{list(t.shape)}", location=_where())
         g_leaves = None
         if output_gradients is not None:
             g_leaves = nest.flatten(output_gradients)[0]
