@@ -397,3 +397,19 @@ def test_in_place_segment_sums_drop_negative_ids_and_refuse_big_ones():
     with pytest.raises(tw.errors.InvalidArgumentError,
                        match=r"(?s)UnsortedSegmentSum.*test_native_loops.*segment id"):
         cpu(x, acc, np.int32(2))
+
+
+def test_a_workspace_header_without_an_arena_becomes_an_empty_arena():
+    # (a workspace made elsewhere, e.g. np.empty by another entry point: the arena's
+    # magic is missing, so the step starts an arena instead of trusting the bytes)
+    grad = tw.compile(lambda x, n: tw.gradients(tw.reduce_sum(_power_loop(x, n)), [x])[0],
+                      target="cpu")
+    x = np.random.default_rng(9).standard_normal((8, 8))
+    want = tw.compile(lambda x, n: tw.gradients(tw.reduce_sum(_power_loop(x, n)), [x])[0],
+                      target="reference")(x, np.int32(30))
+    step = _step(grad, x, np.int32(30))
+    _close(step([x, np.array(30, np.int32)])[0], want)
+    for ws in step._workspaces:
+        ws[:64] = np.frombuffer(b"\xab" * 64, np.uint8)
+    _close(step([x, np.array(30, np.int32)])[0], want)
+    _close(step([x, np.array(30, np.int32)])[0], want)

@@ -15,7 +15,7 @@ entry's elements to ``data + count * entry_bytes`` and writes the handle with co
 buffer sets needs nothing more. Entry layouts come from the elements' static types (each
 element 64-byte aligned); the push and the pop of one stack have the same types.
 
-Memory comes from the call's *arena* (40 bytes in the workspace header, at
+Memory comes from the call's *arena* (48 bytes in the workspace header, at
 `ARENA_OFFSET`): a bump allocator over a malloc'd chunk. A stack whose bound is known
 (``maximum_iterations``: every ``tw.scan``) takes exactly `max_size` entries on its first
 push; an unbounded one starts with 16 and doubles (moving its entries). When a chunk is
@@ -46,7 +46,8 @@ I64P = ir.PointerType(I64)
 
 HANDLE_BYTES = 32
 ARENA_OFFSET = 8          # bytes into the workspace header (the failing position is first)
-ARENA_BYTES = 40          # chunk, used, capacity, retired chunks, bytes taken this call
+ARENA_BYTES = 48          # chunk, used, capacity, retired chunks, bytes taken, magic
+ARENA_MAGIC = 0x414E4552415754  # "TWARENA": set once the header holds an arena
 ALIGN = 64
 MIN_CHUNK = 1 << 20
 UNBOUNDED_FIRST = 16      # entries of an unbounded stack's first allocation
@@ -182,8 +183,14 @@ def arena_alloc(module: ir.Module) -> ir.Function:
 
 def emit_arena_reset(b: ir.IRBuilder, module: ir.Module, arena: ir.Value) -> None:
     """At the start of a call: everything the last call took is free again; if it
-    needed several chunks, one chunk of its whole size replaces them."""
+    needed several chunks, one chunk of its whole size replaces them. A header without
+    the magic (a workspace nobody initialized) becomes an empty arena first."""
     alloc, free = _libc(module)
+    with b.if_then(b.icmp_unsigned("!=", b.load(_field(b, arena, 5)), I64(ARENA_MAGIC)),
+                   likely=False):
+        for k in range(5):
+            b.store(I64(0), _field(b, arena, k))
+        b.store(I64(ARENA_MAGIC), _field(b, arena, 5))
     retired = b.load(_field(b, arena, 3))
     with b.if_then(b.icmp_unsigned("!=", retired, I64(0)), likely=False):
         _free_retired(b, free, arena)
@@ -203,9 +210,11 @@ def emit_arena_release(module: ir.Module) -> None:
     fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [I8P]), ARENA_RELEASE_NAME)
     arena = fn.args[0]
     b = ir.IRBuilder(fn.append_basic_block("entry"))
+    with b.if_then(b.icmp_unsigned("!=", b.load(_field(b, arena, 5)), I64(ARENA_MAGIC))):
+        b.ret_void()  # (never held an arena)
     _free_retired(b, free, arena)
     b.call(free, [b.inttoptr(b.load(_field(b, arena, 0)), I8P)])
-    for k in range(ARENA_BYTES // 8):
+    for k in range(5):
         b.store(I64(0), _field(b, arena, k))
     b.ret_void()
 
