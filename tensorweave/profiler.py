@@ -6,9 +6,13 @@
     # logs/run1/trace.json opens in Perfetto or chrome://tracing; summary.txt ranks ops
 
 Every node of every step run inside the block is recorded with its device, thread, start
-and end (on every task of a cluster), and Send/Recv pairs are drawn as flows. Steps run
-on the dataflow executor while traced (the native one-function steps have no per-node
-clock), so timings are those of per-node kernels.
+and end (on every task of a cluster), and Send/Recv pairs are drawn as flows. On the cpu
+target a step that runs as one native function is profiled as it runs: its generated code
+reads the clock around every node, loop, branch and variable update, and around every
+node of every iteration of a native loop (`targets/cpu/profiling.py`; at most
+``TW_PROFILE_RECORDS`` records per call, 65536 by default: the rest are counted, and
+reported, not kept). Other steps run on the dataflow executor with per-node kernels. Each
+event says which (``args.source``: "native" or "dataflow").
 """
 
 from __future__ import annotations
@@ -37,8 +41,11 @@ def trace(logdir: str) -> Iterator[Recorder]:
         os.makedirs(logdir, exist_ok=True)
         atomic_files.write_bytes(os.path.join(logdir, "trace.json"),
                                  json.dumps(chrome_trace(recorder.records)).encode())
-        atomic_files.write_bytes(os.path.join(logdir, "summary.txt"),
-                                 (summary(recorder.records) + "\n").encode())
+        text = summary(recorder.records)
+        if recorder.dropped:
+            text += (f"\n({recorder.dropped} node runs not recorded: a native step's profile "
+                     f"buffer was full; raise TW_PROFILE_RECORDS)")
+        atomic_files.write_bytes(os.path.join(logdir, "summary.txt"), (text + "\n").encode())
 
 
 __all__ = ["Recorder", "Timeline", "chrome_trace", "summary", "trace"]

@@ -277,6 +277,24 @@ class NativeStep:
         self._spares.append(list(results))
         return results
 
+    def traced(self, arrays: Sequence[np.ndarray], trace: list[Any],
+               step: StepContext | None = None) -> list[np.ndarray]:
+        """A call that appends to `trace` one `NativeNodeTrace` per action run (its start
+        and end read by the step's own code: `profiling`); raises `_Unplanned` like a
+        call, and for code without probes."""
+        from ...runtime.profiler import note_dropped
+        from . import profiling
+        prof = profiling.profile_of(self._compiled)
+        if prof is None:
+            raise _Unplanned
+        prof.begin()
+        try:
+            return self(arrays, step)
+        finally:
+            records, dropped = prof.finish()
+            trace.extend(profiling.node_traces(self.plan, records))
+            note_dropped(dropped)
+
     def __del__(self) -> None:
         # the arenas' chunks are malloc'd by the step's code: give them back
         release = getattr(self, "_release", None)
@@ -479,8 +497,17 @@ class CpuExecutable:
 
     def run(self, args: Sequence[Any], timeout: float | None = None, trace: Any = None,
             **kw: Any) -> list[Any]:
-        """The dataflow executor's `run` (node traces, shared step ids): always the
-        dataflow path."""
+        """The dataflow executor's `run` (node traces, shared step ids); a traced call
+        with nothing else asked runs the native step when there is one, timed by its own
+        code (`tw.profiler` profiles what users run)."""
+        if trace is not None and not kw and len(args) == len(self.graph.args):
+            arrays = tuple(np.asarray(a) for a in args)
+            step = self.native_step(arrays)
+            if step is not None and (timeout is None or not step.has_loops):
+                try:
+                    return step.traced(arrays, trace)
+                except _Unplanned:
+                    pass
         return self.dataflow.run(args, timeout=timeout, trace=trace, **kw)
 
 

@@ -51,7 +51,7 @@ import numpy as np
 from ...compiler.ir import Graph, Node, Value
 from ...compiler.types import ResourceType, TensorType, Type
 from ...errors import UnimplementedError
-from . import stacks
+from . import profiling, stacks
 from .loops import counted_loop
 from .lowering import I8, I8P, I8PP, I32, I64, emit_node_function, find_lowering
 from .stacks import STACK_OPS, is_stack_type
@@ -640,6 +640,7 @@ def plan_step(graph: Graph) -> StepPlan:
     `Ineligible` when it cannot run that way."""
     plan = _Planner(graph).plan()
     plan.number()  # ids of nested actions: errors are reported by id, cached code or not
+    profiling.register_symbols()  # (the probes' libc symbols, before any step code loads)
     if uses_stacks(plan):
         stacks.register_symbols()  # (before any code that allocates is loaded)
     return plan
@@ -663,6 +664,8 @@ def emit_step(plan: StepPlan, gemm_mode: str = "blas", allow_callbacks: bool = T
         raise UnimplementedError("loop gradients (stacks) run only in JIT-compiled steps, "
                                  "not in ahead-of-time libraries")
     module = ir.Module(name=f"step_{plan.graph.name}")
+    if data_offset is not None:  # JIT steps: per-action clocks for tw.profiler (`profiling`)
+        profiling.instrument(module)
     fn = _emit_plan(module, plan, STEP_NAME, gemm_mode, allow_callbacks)
     if data_offset is not None:
         _emit_objects_entry(module, fn, plan, data_offset)
@@ -741,6 +744,7 @@ def _emit_plan(module: ir.Module, plan: StepPlan, name: str, gemm_mode: str,
     env = _RegionEnv(b, pointer, pointer_array, copy, check, ws, vars_, consts, failed, cb_ctx,
                      callback)
     for k, a in enumerate(plan.actions):
+        probe = profiling.begin(b, module)
         if a.kind in ("native", "callback"):
             ins = pointer_array([pointer(s) for s in a.ins])
             outs = pointer_array([pointer(s) for s in a.outs])
@@ -772,6 +776,7 @@ def _emit_plan(module: ir.Module, plan: StepPlan, name: str, gemm_mode: str,
                 copy(dst, src, a.nbytes)
             else:
                 _emit_update(b, a, dst, src)
+        profiling.end(b, module, probe, plan.base + k)
     b.ret(I32(0))
     return fn
 
