@@ -55,10 +55,10 @@ def to_records(traces: Iterable[NodeTrace]) -> list[dict[str, Any]]:
 
 def as_records(traces: Iterable[NodeTrace | dict[str, Any]]) -> list[dict[str, Any]]:
     """Records of `traces`, which may mix `NodeTrace`s (this process) and records."""
-    out = []
-    for t in traces:
-        out.extend(to_records([t]) if isinstance(t, NodeTrace) else [dict(t)])
-    return out
+    traces = list(traces)
+    if all(isinstance(t, NodeTrace) for t in traces):  # (the usual case: one conversion)
+        return to_records(traces)
+    return [to_records([t])[0] if isinstance(t, NodeTrace) else dict(t) for t in traces]
 
 
 def _duration(r: dict[str, Any]) -> float:
