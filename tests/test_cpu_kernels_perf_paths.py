@@ -269,3 +269,73 @@ def test_host_vector_geometry():
     from tensorweave.targets.cpu.lowerings import nn as nn_low
     bits = jit.host_info().vector_bits
     assert nn_low._host_vectors() == (bits // 8, 32 if bits == 512 else 16)
+
+
+# ---------------------------------------------------------------------- donation
+
+
+def _address(a: np.ndarray) -> int:
+    return a.__array_interface__["data"][0]
+
+
+def test_donated_argument_becomes_the_result():
+    f = tw.compile(lambda x, a: 0.5 * x * (1.0 + tw.tanh(x * a)), donate_argnums=0,
+                   target="cpu")
+    x = np.linspace(-3, 3, 1000, dtype=np.float32)
+    start = _address(x)
+    want = x.copy()
+    for _ in range(3):  # x = f(x): the same memory every call
+        want = 0.5 * want * (1.0 + np.tanh(want * np.float32(0.7)))
+        y = f(x, np.float32(0.7))
+        assert _address(y) == start
+        np.testing.assert_allclose(y, want, rtol=1e-5, atol=1e-6)
+        assert not x.flags.writeable and y.flags.writeable
+        with pytest.raises(ValueError):
+            x[0] = 1.0  # the donated array is read-only from now on
+        x = y
+
+
+# case -> (function of (x, o), whether x's buffer may take the result)
+DONATION_CASES = {
+    "elementwise": (lambda x, o: x * o + 1.0, True),
+    "after_a_product": (lambda x, o: tw.matmul(x, o) + 1.0, True),   # x is read first
+    "centered": (lambda x, o: x - tw.reduce_max(x, axis=1, keepdims=True), True),
+    "product": (lambda x, o: tw.matmul(x, o), False),  # GEMM reads x while writing C
+    "transposed": (lambda x, o: tw.transpose(x) * o, True),
+    "other_shape": (lambda x, o: tw.reduce_sum(x * o, axis=0), False),
+    "aliased": (lambda x, o: x * o + 1.0, False),      # f(x, x): o is x's memory too
+    "strided": (lambda x, o: x * o + 1.0, False),      # the step's private copy is used
+    "reference": (lambda x, o: x * o + 1.0, False),    # the reference target ignores it
+}
+
+
+@pytest.mark.parametrize("case", sorted(DONATION_CASES))
+def test_donation_only_where_the_buffer_may_be_overwritten(case):
+    fn, donates = DONATION_CASES[case]
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((8, 8)).astype(np.float32)
+    other = rng.standard_normal((8, 8)).astype(np.float32)
+    f = tw.compile(fn, target="reference" if case == "reference" else "cpu",
+                   donate_argnums=(0,))
+    arg = np.asfortranarray(x) if case == "strided" else x
+    o = arg if case == "aliased" else other
+    keep = x.copy()
+    want = tw.compile(fn, target="reference")(keep, keep if case == "aliased" else other)
+    got = f(arg, o)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    assert np.may_share_memory(got, arg) == donates
+    if donates:
+        assert not arg.flags.writeable
+    else:  # a donation that did not happen leaves the caller's array alone
+        assert arg.flags.writeable and np.array_equal(arg, keep)
+
+
+def test_donate_argnums_is_checked():
+    for bad in (-1, "x", 1.5, True):
+        with pytest.raises(InvalidArgumentError, match="donate_argnums"):
+            tw.compile(lambda x: x, donate_argnums=bad)
+    f = tw.compile(lambda x, y: x + y, donate_argnums=[0, 1, 5], target="cpu")
+    x, y = np.ones(4, np.float32), np.full(4, 2.0, np.float32)
+    out = f(x, y)  # one result: only one donated buffer can be it
+    assert np.array_equal(out, np.full(4, 3.0, np.float32))
+    assert np.may_share_memory(out, x) != np.may_share_memory(out, y)

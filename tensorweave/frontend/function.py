@@ -261,12 +261,17 @@ class ConcreteFunction:
         g = self.graph if stage == "traced" else run_pipeline(self.graph, stage)
         return print_graph(g)
 
-    def call_flat(self, arrays: Sequence[np.ndarray]) -> list[np.ndarray]:
-        """Run on arrays in argument order; returns results in graph order."""
+    def call_flat(self, arrays: Sequence[np.ndarray], donated: frozenset[int] = frozenset()
+                  ) -> list[np.ndarray]:
+        """Run on arrays in argument order; returns results in graph order. The arrays
+        at the `donated` positions are given up to the results (``donate_argnums``)."""
         if self._first_call:
-            return self._call_first(arrays)
+            return self._call_first(arrays, donated)
         exe = self._executable or self.executable
         recorder = _profiler.active()
+        if donated and getattr(exe, "supports_donation", False) and recorder is None \
+                and self.timeout is None:
+            return exe(*arrays, donated=donated)  # (its results are its own: owns_results)
         if recorder is not None and hasattr(exe, "run"):  # inside tw.profiler.trace
             trace: list = []
             results = exe.run(list(arrays), timeout=self.timeout, trace=trace)
@@ -283,13 +288,14 @@ class ConcreteFunction:
             return results
         return [own_result(r, arrays) for r in results]
 
-    def _call_first(self, arrays: Sequence[np.ndarray]) -> list[np.ndarray]:
+    def _call_first(self, arrays: Sequence[np.ndarray], donated: frozenset[int] = frozenset()
+                    ) -> list[np.ndarray]:
         """The first call: compiles, and records in the compile log how long the pipeline
         and the target's code generation took (and the trace before them)."""
         self._first_call = False  # (two racing first calls may both record: harmless)
         with compile_log.collecting() as generated:
             try:
-                return self.call_flat(arrays)
+                return self.call_flat(arrays, donated)
             finally:
                 phases = {"trace": self.trace_seconds, "pipeline": self.pipeline_seconds}
                 if "codegen" in generated:
@@ -312,6 +318,20 @@ class ConcreteFunction:
              for a in arrays]))
 
 
+def _donate_argnums(value: int | Sequence[int]) -> tuple[int, ...]:
+    """`tw.compile`'s ``donate_argnums`` as a tuple of non-negative ints."""
+    try:
+        items = (value,) if isinstance(value, (int, np.integer)) else tuple(value)
+    except TypeError:
+        items = (value,)  # (reported below)
+    for k in items:
+        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 0:
+            raise InvalidArgumentError(f"donate_argnums must be non-negative argument "
+                                       f"positions, got {value!r}", op="tw.compile",
+                                       location=_location())
+    return tuple(int(k) for k in items)
+
+
 def own_result(result: np.ndarray, inputs: Sequence[np.ndarray]) -> np.ndarray:
     """Never hand back a buffer the caller or the graph still owns (an input, a constant)."""
     if not isinstance(result, np.ndarray):
@@ -328,8 +348,10 @@ class Function:
                  name: str | None, timeout: float | None = None,
                  lower_control_flow: bool | None = None, reduce_retracing: bool = False,
                  max_traces: int | None = None, jit_compile_stats: bool = False,
-                 keep_on_device: bool = False) -> None:
+                 keep_on_device: bool = False, donate_argnums: int | Sequence[int] = ()
+                 ) -> None:
         self.python_function = fn
+        self.donate_argnums = _donate_argnums(donate_argnums)
         self.input_signature = None if input_signature is None else list(input_signature)
         self.target = target or DEFAULT_TARGET
         if keep_on_device and self.target != "gpu":
@@ -554,6 +576,8 @@ class Function:
         return key, None
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if self.donate_argnums and current_builder() is None:
+            return self._call_donating(args, kwargs)
         native = self._native
         if native is not None and not kwargs and not _profiler._recorders and \
                 not getattr(_context._state, "stack", None):
@@ -591,6 +615,16 @@ class Function:
                 self._native_tried.clear()
             self._fast[tuple((a.shape, a.dtype) for a in args)] = (cf, cache_key)
         return cf.structured(cf.call_flat(arrays))
+
+    def _call_donating(self, args: tuple, kwargs: dict) -> Any:
+        """A call of a function with ``donate_argnums``: the NumPy arrays among the
+        donated positional arguments may become the results' memory (always through
+        Python: the native dispatcher does not donate)."""
+        cf, arrays, _ = self._concrete(args, kwargs)
+        given = {id(leaf) for k in self.donate_argnums if k < len(args)
+                 for leaf in nest.flatten(args[k])[0] if type(leaf) is np.ndarray}
+        donated = frozenset(j for j, a in enumerate(arrays) if id(a) in given)
+        return cf.structured(cf.call_flat(arrays, donated))
 
     def _install_native(self, key: tuple, cf: ConcreteFunction, cache_key: Any,
                         arrays: tuple) -> None:
@@ -673,7 +707,8 @@ def compile(fn: Callable | None = None, *, input_signature: Sequence[Any] | None
             target: str | None = None, name: str | None = None,
             timeout: float | None = None, lower_control_flow: bool | None = None,
             reduce_retracing: bool = False, max_traces: int | None = None,
-            jit_compile_stats: bool = False, keep_on_device: bool = False) -> Any:
+            jit_compile_stats: bool = False, keep_on_device: bool = False,
+            donate_argnums: int | Sequence[int] = ()) -> Any:
     """Compile a Python function into a graph: ``@tw.compile`` or
     ``@tw.compile(input_signature=[tw.TensorSpec([None, 784], tw.float32)])``.
 
@@ -703,8 +738,17 @@ def compile(fn: Callable | None = None, *, input_signature: Sequence[Any] | None
     targets copy them to the host). `keep_on_device=True` (gpu target only) returns
     `DeviceTensor`s (``__cuda_array_interface__`` v3, ``__dlpack__``) instead of NumPy
     arrays, for ``torch.from_dlpack``, ``cupy.asarray`` or the next gpu function.
+
+    `donate_argnums` (as in JAX): positions of arguments whose NumPy arrays the caller
+    gives up: on the cpu target a result of the same shape and dtype may be computed
+    into a donated array's memory instead of a new buffer (``x = f(x)`` then touches no
+    new memory). The caller must not use a donated array after the call: when its memory
+    was reused it holds the result's values and is made read-only (writes raise), and
+    when it was not (the target, a shape that matches no result, a result that must be
+    computed elsewhere, an array shared with another argument) it is left as it was.
     """
     def wrap(f: Callable) -> Function:
         return Function(f, input_signature, target, name, timeout, lower_control_flow,
-                        reduce_retracing, max_traces, jit_compile_stats, keep_on_device)
+                        reduce_retracing, max_traces, jit_compile_stats, keep_on_device,
+                        donate_argnums)
     return wrap if fn is None else wrap(fn)

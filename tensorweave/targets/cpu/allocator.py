@@ -21,6 +21,9 @@ blocks itself). The pool tracks at most `cap_bytes()` bytes in all (``TW_RESULT_
 default 1024; 0 turns the cache off): when a new block would exceed it, free blocks are
 released to the OS, least recently used first, and blocks still in use stop being
 tracked (they are freed normally when their results die).
+
+`donation_pairs` decides, for ``tw.compile(..., donate_argnums=...)``, which results of a
+native step may be written into a donated argument's buffer instead of a new one.
 """
 
 from __future__ import annotations
@@ -154,9 +157,64 @@ class BlockPool:
 POOL = BlockPool()
 
 
+def donation_pairs(plan: Any, donated: frozenset[int]) -> dict[int, int]:
+    """For a native step's `plan` (`step.StepPlan`) and the graph arguments `donated`:
+    result index -> donated argument whose buffer that result may be computed into.
+
+    A result takes argument i's buffer when they have the same dtype and shape, the one
+    action that writes the result is the last one to read argument i (nothing after it
+    reads the overwritten bytes), and that action either does not read argument i at
+    all or is an elementwise fused loop (a Fusion node without reductions and with one
+    output) reading it at the output's own index: an input of as many elements as the
+    output cannot be broadcast, so element k of the result depends on element k of the
+    argument only, loaded before it is stored. Each argument goes to one result."""
+    from .codegen import REDUCTIONS
+    actions = plan.actions
+    graph = plan.graph
+
+    def reads(action: Any, i: int) -> bool:
+        return any(s.kind == "arg" and s.index == i for s in action.ins)
+
+    pairs: dict[int, int] = {}
+    taken: set[int] = set()
+    for r, v in enumerate(graph.results):
+        writers = [k for k, a in enumerate(actions)
+                   if any(s.kind == "out" and s.index == r for s in a.outs)]
+        if len(writers) != 1:
+            continue
+        k = writers[0]
+        action = actions[k]
+        t = v.type
+        for i in sorted(donated - taken):
+            at = graph.args[i].type
+            if at.dtype is not t.dtype or tuple(at.shape) != tuple(t.shape):
+                continue
+            if any(reads(later, i) for later in actions[k + 1:]):
+                continue
+            if reads(action, i) and not _elementwise_reader(action, i, REDUCTIONS):
+                continue
+            pairs[r] = i
+            taken.add(i)
+            break
+    return pairs
+
+
+def _elementwise_reader(action: Any, i: int, reductions: frozenset[str]) -> bool:
+    """Whether `action` reads argument i only at the index of the element it writes."""
+    node = action.node
+    if action.kind != "native" or node is None or node.op != "Fusion" \
+            or len(node.outputs) != 1 or len(action.outs) != 1:
+        return False
+    if any(n.op in reductions for n in node.regions[0].nodes):
+        return False
+    size = node.outputs[0].type.num_elements
+    return all(v.type.num_elements == size for v, s in zip(node.inputs, action.ins)
+               if s.kind == "arg" and s.index == i)
+
+
 def empty(shape: tuple[int, ...], dtype: Any) -> np.ndarray:
     """`BlockPool.empty` of the process's pool."""
     return POOL.empty(shape, dtype)
 
 
-__all__ = ["MIN_BYTES", "POOL", "BlockPool", "cap_bytes", "empty"]
+__all__ = ["MIN_BYTES", "POOL", "BlockPool", "cap_bytes", "donation_pairs", "empty"]

@@ -185,6 +185,7 @@ class NativeStep:
         self._workspaces: list[np.ndarray] = []
         self._ws_bytes = WORKSPACE_HEADER + max(1, plan.workspace_bytes)
         self._spares: list[list[np.ndarray]] = []  # result sets of finished calls
+        self._donation_cache: dict[frozenset[int], dict[int, int]] = {}
         self._state = _CallState()
         self._callback = CallbackFn(self._run_callback)
         self.has_loops = any(n.op == "While" for n in _all_nodes(plan))
@@ -237,16 +238,31 @@ class NativeStep:
                        else allocator.empty(shape, dt))
         return out
 
+    # ------------------------------------------------------------------ donation
+    def _donations(self, args: list[np.ndarray], donated: frozenset[int]) -> dict[int, int]:
+        """result -> argument whose buffer it is computed into, for this call's donated
+        arguments (`allocator.donation_pairs`), where the buffer may be written: the
+        array is writeable and shares no memory with another argument."""
+        pairs = self._donation_cache.get(donated)
+        if pairs is None:
+            pairs = self._donation_cache[donated] = allocator.donation_pairs(self.plan,
+                                                                               donated)
+        return {r: i for r, i in pairs.items() if args[i].flags.writeable and not any(
+            j != i and np.may_share_memory(args[i], a) for j, a in enumerate(args))}
+
     # ------------------------------------------------------------------ calling
-    def __call__(self, arrays: Sequence[np.ndarray], step: StepContext | None = None
-                 ) -> list[np.ndarray]:
-        """Run the step on `arrays` (one per graph argument); returns fresh results."""
+    def __call__(self, arrays: Sequence[np.ndarray], step: StepContext | None = None,
+                 donated: frozenset[int] = frozenset()) -> list[np.ndarray]:
+        """Run the step on `arrays` (one per graph argument); returns fresh results, or
+        for `donated` arguments (graph argument indices) possibly their buffers, which
+        the caller gives up (`tw.compile`'s ``donate_argnums``)."""
         args = []
         for a, (dt, shape) in zip(arrays, self._arg_specs):
             # (exactly arrays: the entry point reads the data pointer of an ndarray object)
             if type(a) is not np.ndarray or a.dtype != dt or a.shape != shape:
                 raise _Unplanned
             args.append(a if a.flags.c_contiguous else np.ascontiguousarray(a))
+        donations = self._donations(args, donated) if donated else None
         states = self._var_states if self._var_states is not None else self._variables()
         locks = self._locks
         for lock in locks:
@@ -254,6 +270,9 @@ class NativeStep:
         try:
             buffers, fresh = self._var_buffers(states) if states else ((), ())
             results = self._results()
+            if donations:
+                for r, i in donations.items():
+                    results[r] = args[i]
             try:
                 ws = self._workspaces.pop()
             except IndexError:
@@ -274,6 +293,13 @@ class NativeStep:
         finally:
             for lock in locks:
                 lock.release()
+        if donations:
+            # the result is a new array object on the donated memory; the caller's array
+            # becomes read-only (using it afterwards is the caller's bug: a write fails)
+            for r, i in donations.items():
+                results[r] = args[i].view()
+                args[i].flags.writeable = False
+            return results  # (not kept as spares: that memory is the caller's)
         self._spares.append(list(results))
         return results
 
@@ -462,8 +488,14 @@ class CpuExecutable:
     # Results are never an argument's or a constant's buffer (`tw.compile` need not check).
     owns_results = True
 
-    def __call__(self, *args: Any, timeout: float | None = _UNSET) -> list[Any]:
-        """Run one step on `args`; returns the graph's results in order."""
+    # `tw.compile(donate_argnums=...)` may pass ``donated=`` (graph argument indices)
+    supports_donation = True
+
+    def __call__(self, *args: Any, timeout: float | None = _UNSET,
+                 donated: frozenset[int] = frozenset()) -> list[Any]:
+        """Run one step on `args`; returns the graph's results in order. A native step
+        may compute a result into the buffer of a `donated` argument (see
+        `NativeStep.__call__`)."""
         try:
             step = self._steps[tuple([a.shape for a in args])]
         except (KeyError, AttributeError):
@@ -476,7 +508,7 @@ class CpuExecutable:
             # (a native loop cannot be interrupted: steps with a deadline and loops run on
             # the dataflow executor, which enforces it)
             try:
-                return step(args)
+                return step(args, donated=donated) if donated else step(args)
             except _Unplanned:
                 pass
         from ...frontend.function import own_result
