@@ -222,3 +222,40 @@ def test_gradient_tape_of_an_integer_target_is_a_clear_error(traced):
     call = tw.compile(fn) if traced else fn
     _raises_naming("GradientTape.gradient", tw.errors.DTypeError, call,
                    "# the integer target", "floating", "i32[2]")
+
+
+# ------------------------------------ misuse found in Python names the function and the line
+
+_A = np.ones((2, 3), np.float32)
+_MISUSES = [  # (what the error names, the exception class users catch, the call)
+    ("tw.tensordot", TypeError, lambda: tw.tensordot(_A, _A, [[1], [1], [0]])),  # bad:0
+    ("tw.tensordot", TypeError, lambda: tw.tensordot(_A, _A.T, [[0.5], [0]])),  # bad:1
+    ("tw.einsum", TypeError, lambda: tw.einsum(3, _A)),  # bad:2
+    ("tw.einsum", TypeError, lambda: tw.einsum("ij->i", _A, foo=True)),  # bad:3
+    ("tw.roll", TypeError, lambda: tw.roll(_A, 1.5, 0)),  # bad:4
+    ("tw.reverse", TypeError, lambda: tw.reverse(_A, [0.5])),  # bad:5
+    ("tw.argsort", TypeError, lambda: tw.argsort(_A, axis=[0, 1])),  # bad:6
+    ("tw.linalg.band_part", TypeError, lambda: tw.linalg.band_part(_A, 1.5, 0)),  # bad:7
+    ("tw.linalg.diag_part", ValueError,
+     lambda: tw.linalg.diag_part(_A, align="UP")),  # bad:8
+    ("tw.map_fn", TypeError, lambda: tw.map_fn(3, _A)),  # bad:9
+    ("tw.vectorized_map", TypeError, lambda: tw.vectorized_map(3, _A)),  # bad:10
+    ("tw.vmap", TypeError, lambda: tw.vmap(3)),  # bad:11
+    ("tw.vmap", ValueError, lambda: tw.vmap(lambda a: a, in_axes=None)(_A)),  # bad:12
+    ("tw.clip_by_global_norm", TypeError,
+     lambda: tw.clip_by_global_norm(tw.constant(_A), 1.0)),  # bad:13
+    ("tw.print", ValueError, lambda: tw.print(_A, output_stream="nowhere")),  # bad:14
+    ("tw.print", TypeError, lambda: tw.print(_A, summarize=1.5)),  # bad:15
+    ("from_dlpack", TypeError, lambda: dlpack.from_dlpack(3)),  # bad:16
+]
+
+
+@pytest.mark.parametrize("case", range(len(_MISUSES)))
+def test_misuse_of_new_functions_names_the_function_and_the_line(case):
+    # these were bare TypeError/ValueError("tw.roll: ...") without the user's line; they
+    # are tensorweave errors now (DTypeError is a TypeError, InvalidArgumentError a
+    # ValueError), so code catching the builtin classes still works
+    fn, kind, call = _MISUSES[case]
+    _raises_naming(fn, kind, call, f"# bad:{case}")
+    with pytest.raises(tw.errors.TensorWeaveError):
+        call()

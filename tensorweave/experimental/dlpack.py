@@ -16,6 +16,8 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import DTypeError
+from ..frontend.building import user_location
 from ..frontend.tensor import EagerTensor
 
 
@@ -56,8 +58,10 @@ def from_dlpack(dlcapsule: Any) -> EagerTensor:
                               "capsule can be read once)")
         source = _Capsule(dlcapsule)
     else:
-        raise TypeError(f"from_dlpack: expected a DLPack capsule or an object with "
-                        f"__dlpack__, got {type(dlcapsule).__name__}")
+        loc = user_location()
+        raise DTypeError(f"expected a DLPack capsule or an object with __dlpack__, got "
+                         f"{type(dlcapsule).__name__}", op="from_dlpack",
+                         location=str(loc) if loc else None)
     try:
         array = np.from_dlpack(source)
     except (BufferError, RuntimeError, TypeError, ValueError) as e:

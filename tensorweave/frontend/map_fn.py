@@ -28,7 +28,7 @@ import numpy as np
 from ..compiler.dtypes import as_dtype, int32
 from ..compiler.ir import Graph, Node, Value
 from ..compiler.types import TensorType
-from ..errors import DTypeError, ShapeError, TracingError
+from ..errors import DTypeError, InvalidArgumentError, ShapeError, TracingError
 from . import nest
 from .building import apply_op, apply_op1, convert_to_tensor, user_location
 from .context import GraphBuilder, building, current_builder
@@ -71,7 +71,8 @@ def map_fn(fn: Callable[[Any], Any], elems: Any, dtype: Any = None,
     (``back_prop=False`` stops the gradient at the results)."""
     del swap_memory, infer_shape  # no host swapping; shapes are always inferred
     if not callable(fn):
-        raise TypeError("tw.map_fn: fn must be callable")
+        raise DTypeError(f"tw.map_fn: fn must be callable, got {type(fn).__name__}",
+                         location=_where())
     if not back_prop:  # TensorFlow's deprecated spelling of stop_gradient on the results
         from .autodiff import stop_gradient
         out = map_fn(fn, elems, dtype, parallel_iterations, True, name=name,
@@ -214,7 +215,8 @@ def vectorized_map(fn: Callable[[Any], Any], elems: Any, fallback_to_while_loop:
     ones) make it fall back to `map_fn`, logging the reason (a warning with `warn`);
     with ``fallback_to_while_loop=False`` that is a ValueError instead."""
     if not callable(fn):
-        raise TypeError("tw.vectorized_map: fn must be callable")
+        raise DTypeError(f"tw.vectorized_map: fn must be callable, got {type(fn).__name__}",
+                         location=_where())
     e_flat, e_tree, _, n_static = _elements(elems, "vectorized_map")
     try:
         return _vectorize(fn, e_flat, e_tree, n_static)
@@ -535,7 +537,8 @@ def vmap(fn: Callable, in_axes: Any = 0, out_axes: Any = 0) -> Callable:
     positional argument (None: the argument is not mapped; an int applies to every
     tensor of a nested argument); `out_axes` an int or one per result leaf."""
     if not callable(fn):
-        raise TypeError("tw.vmap: fn must be callable")
+        raise DTypeError(f"tw.vmap: fn must be callable, got {type(fn).__name__}",
+                         location=_where())
 
     def mapped(*args: Any) -> Any:
         axes = list(in_axes) if isinstance(in_axes, (list, tuple)) else [in_axes] * len(args)
@@ -554,7 +557,8 @@ def vmap(fn: Callable, in_axes: Any = 0, out_axes: Any = 0) -> Callable:
                 t = convert_to_tensor(leaf)
                 mapped_leaves.append(_move_axis(t, _vmap_axis(ax, len(t.shape)), 0))
         if not mapped_leaves:
-            raise ValueError("tw.vmap: in_axes maps no argument")
+            raise InvalidArgumentError(f"tw.vmap: in_axes maps no argument (in_axes="
+                                       f"{in_axes!r})", location=_where())
         sizes = {t.shape[0] for t in mapped_leaves if t.shape[0] is not None}
         if len(sizes) > 1:
             raise ShapeError(f"tw.vmap: the mapped axes have different sizes {sorted(sizes)}",

@@ -18,7 +18,7 @@ import numpy as np
 
 from ...compiler.dtypes import DType, as_dtype, bool_, float32, int32
 from ...compiler.ir import Value
-from ...errors import ShapeError
+from ...errors import DTypeError, ShapeError
 from ..building import apply_op, apply_op1, constant, convert_operands, convert_to_tensor, user_location
 from ..tensor import EagerTensor, Tensor
 
@@ -49,18 +49,18 @@ def _static_ints(value: Any, fn: str, arg: str) -> tuple[int, ...]:
     if isinstance(value, (Tensor, EagerTensor)) or hasattr(value, "_as_tensor"):
         arr = _const_array(value) if not hasattr(value, "_as_tensor") else None
         if arr is None:
-            raise TypeError(f"tw.{fn}: `{arg}` must be known when the graph is built (Python "
-                            f"ints, a list or a NumPy array), got the computed tensor "
-                            f"{value!r}; tensorweave needs static {arg} here"
-                            + ("; to reshape to the run-time shape of y pass tw.shape(y) itself"
-                               if fn == "reshape" else ""))
+            raise _type_error(fn, f"`{arg}` must be known when the graph is built (Python "
+                                  f"ints, a list or a NumPy array), got the computed tensor "
+                                  f"{value!r}; tensorweave needs static {arg} here"
+                                  + ("; to reshape to the run-time shape of y pass "
+                                     "tw.shape(y) itself" if fn == "reshape" else ""))
     else:
         try:
             arr = np.asarray(value)
         except ValueError:
             arr = np.asarray(value, dtype=object)
     if arr.size and arr.dtype.kind not in "iu":
-        raise TypeError(f"tw.{fn}: `{arg}` must hold integers, got {value!r}")
+        raise _type_error(fn, f"`{arg}` must hold integers, got {value!r}")
     return tuple(int(v) for v in arr.reshape(-1))
 
 
@@ -75,12 +75,12 @@ def _scalar(value: Any, fn: str, arg: str) -> Any:
     """A static Python scalar (from a number, a NumPy scalar or a constant tensor)."""
     arr = _const_array(value) if not isinstance(value, (bool, int, float)) else None
     if arr is None and isinstance(value, Tensor):
-        raise TypeError(f"tw.{fn}: `{arg}` must be known when the graph is built, got the "
-                        f"computed tensor {value!r}")
+        raise _type_error(fn, f"`{arg}` must be known when the graph is built, got the "
+                              f"computed tensor {value!r}")
     if arr is None:
         return value
     if arr.ndim != 0:
-        raise TypeError(f"tw.{fn}: `{arg}` must be a scalar, got {value!r}")
+        raise _type_error(fn, f"`{arg}` must be a scalar, got {value!r}")
     return arr.item()
 
 
@@ -93,6 +93,13 @@ def _python_dtype(value: Any) -> DType:
     if isinstance(value, bool):
         return bool_
     return int32 if isinstance(value, int) else float32
+
+
+def _type_error(fn: str, message: str) -> DTypeError:
+    """A DTypeError (a TypeError) for a static argument of ``tw.<fn>`` of the wrong kind,
+    naming the function and the user's line."""
+    loc = user_location()
+    return DTypeError(message, op=f"tw.{fn}", location=str(loc) if loc else None)
 
 
 def _usage_error(op: str, message: str) -> ShapeError:

@@ -147,9 +147,9 @@ def _stream_name(stream: Any) -> str:
     for level in ("debug", "info", "warning", "error", "critical"):
         if stream is getattr(logging, level):
             return f"log({level})"
-    raise ValueError(f"tw.print: output_stream must be sys.stderr, sys.stdout, a "
-                     f"'file://PATH' string or a logging function (logging.info ...), got "
-                     f"{stream!r}")
+    raise InvalidArgumentError(f"output_stream must be sys.stderr, sys.stdout, a 'file://PATH' "
+                               f"string or a logging function (logging.info ...), got "
+                               f"{stream!r}", op="tw.print", location=_where())
 
 
 def _is_tensor(x: Any) -> bool:
@@ -206,7 +206,8 @@ def print(*inputs: Any, output_stream: Any = None, summarize: int = 3,  # noqa: 
     ``logging.info`` (the "tensorweave" logger). Returns the op inside a traced function (None
     eagerly, where it prints at once)."""
     if not isinstance(summarize, int) or isinstance(summarize, bool):
-        raise TypeError(f"tw.print: summarize must be an int, got {summarize!r}")
+        raise DTypeError(f"summarize must be an int, got {summarize!r}", op="tw.print",
+                         location=_where())
     tensors: list[Any] = []
     template = _escape(sep).join(_template(x, tensors, True) for x in inputs)
     values = [convert_to_tensor(t) for t in tensors]

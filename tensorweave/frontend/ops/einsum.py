@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from ...errors import ShapeError
+from ...errors import DTypeError, ShapeError
 from ..building import convert_operands, user_location
 
 TensorLike = Any
@@ -80,7 +80,7 @@ def parse(equation: str, ranks: Sequence[int], fn: str = "einsum") -> tuple[list
         return _error(fn, equation, message)
 
     if not isinstance(equation, str):
-        raise TypeError(f"tw.{fn}: the equation must be a string, got {equation!r}")
+        raise _misuse(fn, f"the equation must be a string, got {equation!r}")
     eq = "".join(equation.split())
     if eq.count("->") > 1:
         raise fail("more than one '->'")
@@ -296,7 +296,7 @@ def einsum(equation: str, *inputs: TensorLike, **kwargs: Any) -> Any:
     name = kwargs.pop("name", None)
     kwargs.pop("optimize", None)  # TF's contraction-order hint; the order is left to right
     if kwargs:
-        raise TypeError(f"tw.einsum got unexpected keyword arguments {sorted(kwargs)}")
+        raise _misuse("einsum", f"unexpected keyword arguments {sorted(kwargs)}")
     if not inputs:
         raise _error("einsum", equation, "no operands given")
     operands = list(convert_operands(*inputs))
@@ -314,11 +314,18 @@ def einsum(equation: str, *inputs: TensorLike, **kwargs: Any) -> Any:
     return result
 
 
+def _misuse(fn: str, message: str) -> DTypeError:
+    """A DTypeError (a TypeError) for a misuse of ``tw.<fn>`` found in Python, naming the
+    function and the user's line."""
+    loc = user_location()
+    return DTypeError(message, op=f"tw.{fn}", location=str(loc) if loc else None)
+
+
 def _axes_list(value: Any, rank: int, role: str) -> list[int]:
     """An int or a list of ints as a list of non-negative axes of a tensor of `rank`."""
     arr = np.asarray(value)
     if (arr.size and arr.dtype.kind not in "iu") or arr.ndim > 1:
-        raise TypeError(f"tw.tensordot: {role} must be an int or a list of ints, got {value!r}")
+        raise _misuse("tensordot", f"{role} must be an int or a list of ints, got {value!r}")
     axes = [int(v) for v in arr.reshape(-1)]
     for ax in axes:
         if not -rank <= ax < rank:
@@ -352,8 +359,8 @@ def tensordot(a: TensorLike, b: TensorLike, axes: Any, name: str | None = None) 
     else:
         if isinstance(axes, (str, bytes)) or not isinstance(axes, (Sequence, np.ndarray)) \
                 or len(axes) != 2:
-            raise TypeError(f"tw.tensordot: axes must be an int or a pair [a_axes, b_axes], "
-                            f"got {axes!r}")
+            raise _misuse("tensordot", f"axes must be an int or a pair [a_axes, b_axes], "
+                                       f"got {axes!r}")
         a_axes = _axes_list(axes[0], ra, "axes[0]")
         b_axes = _axes_list(axes[1], rb, "axes[1]")
         if len(a_axes) != len(b_axes):

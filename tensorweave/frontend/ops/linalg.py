@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from ...errors import ShapeError
+from ...errors import DTypeError, InvalidArgumentError, ShapeError
 from ..building import apply_op, apply_op1, convert_operands, convert_to_tensor
 from ..call_site import user_location
 from ..context import name_scope
@@ -26,6 +26,11 @@ from . import math as _math
 
 TensorLike = Any  # a tensor, variable, NumPy array or Python value
 Result = Tensor | EagerTensor
+
+
+def _loc() -> str | None:
+    loc = user_location()
+    return str(loc) if loc else None
 
 
 def _usage_error(fn: str, message: str) -> ShapeError:
@@ -38,11 +43,13 @@ def _static_int(value: Any, fn: str, arg: str) -> int:
     """`value` as a Python int: band widths and diagonal sizes are attributes, known when
     the graph is built."""
     if isinstance(value, Tensor):
-        raise TypeError(f"tw.linalg.{fn}: {arg} must be known when the graph is built (a "
-                        f"Python int), got the symbolic tensor {value.name}")
+        raise DTypeError(f"{arg} must be known when the graph is built (a Python int), got "
+                         f"the symbolic tensor {value.name}", op=f"tw.linalg.{fn}",
+                         location=_loc())
     arr = np.asarray(value.numpy() if isinstance(value, EagerTensor) else value)
     if arr.ndim != 0 or arr.dtype.kind not in "iu":
-        raise TypeError(f"tw.linalg.{fn}: {arg} must be an int, got {value!r}")
+        raise DTypeError(f"{arg} must be an int, got {value!r}", op=f"tw.linalg.{fn}",
+                         location=_loc())
     return int(arr)
 
 
@@ -53,8 +60,8 @@ def _diagonal_index(fn: str, k: Any, align: str) -> int:
     """A single diagonal index `k` (TensorFlow also takes a pair (low, high) for a band of
     diagonals; not supported). `align` only matters for bands, so it is only checked."""
     if align not in _ALIGNMENTS:
-        raise ValueError(f"tw.linalg.{fn}: align must be one of {list(_ALIGNMENTS)}, got "
-                         f"{align!r}")
+        raise InvalidArgumentError(f"align must be one of {list(_ALIGNMENTS)}, got {align!r}",
+                                   op=f"tw.linalg.{fn}", location=_loc())
     if isinstance(k, (tuple, list)) or np.ndim(k) > 0:
         raise NotImplementedError(f"tw.linalg.{fn}: only a single diagonal (an int k) is "
                                   f"supported, got k={k!r}")

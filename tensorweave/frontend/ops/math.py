@@ -623,8 +623,8 @@ def clip_by_global_norm(t_list: Sequence[TensorLike | IndexedSlices | None],
     in the widest of them (TF requires one dtype)."""
     if isinstance(t_list, (Tensor, EagerTensor, IndexedSlices, np.ndarray)) or \
             not isinstance(t_list, Sequence):
-        raise TypeError(f"tw.clip_by_global_norm: t_list should be a sequence of tensors, "
-                        f"got {type(t_list).__name__}")
+        raise _error(DTypeError, "tw.clip_by_global_norm", f"t_list should be a sequence of "
+                                                          f"tensors, got {type(t_list).__name__}")
     t_list = list(t_list)
     norm = _global_norm(t_list, "clip_by_global_norm") if use_norm is None else \
         convert_to_tensor(use_norm)
