@@ -9,10 +9,12 @@ loss. No pickle. The index of a directory's checkpoints is `checkpoint_index`.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import zlib
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from typing import Any
 
 import numpy as np
 import safetensors
@@ -90,33 +92,42 @@ def shard_files(prefix: str) -> list[str]:
     return sorted({data_path(os.path.join(directory, s)) for s in shards.values()})
 
 
-def read_tensors(prefix: str, names: list[str] | None = None) -> dict[str, np.ndarray]:
-    """Load (some of) the arrays of checkpoint `prefix`, verifying their checksums; a
-    sharded checkpoint's tensors are read from the shards its manifest names."""
+@contextlib.contextmanager
+def _opened(prefix: str) -> Iterator[Any]:
+    """Checkpoint `prefix`'s file, open for reading; a missing file is NotFoundError, an
+    unreadable one DataLossError."""
     path = data_path(prefix)
     if not os.path.exists(path):
         raise NotFoundError(f"checkpoint file '{path}' does not exist")
     try:
         with safetensors.safe_open(path, framework="numpy") as f:
-            meta = f.metadata() or {}
-            if SHARDS_KEY in meta:
-                return _read_sharded(prefix, json.loads(meta[SHARDS_KEY]), names)
-            crcs = json.loads(meta.get("crc32", "{}"))
-            keys = list(f.keys())
-            wanted = keys if names is None else names
-            out = {}
-            for name in wanted:
-                if name not in keys:
-                    raise NotFoundError(f"checkpoint '{path}' has no tensor '{name}' (it has: "
-                                        f"{', '.join(sorted(keys)[:10])})")
-                arr = f.get_tensor(name)
-                if crcs.get(name) != _crc(arr):
-                    raise DataLossError(f"checkpoint '{path}': tensor '{name}' fails its "
-                                        f"checksum (the file is corrupt)")
-                out[name] = arr
-            return out
+            yield f
     except (safetensors.SafetensorError, json.JSONDecodeError, OSError) as e:
         raise DataLossError(f"checkpoint '{path}' is truncated or corrupt: {e}") from None
+
+
+def read_tensors(prefix: str, names: list[str] | None = None) -> dict[str, np.ndarray]:
+    """Load (some of) the arrays of checkpoint `prefix`, verifying their checksums; a
+    sharded checkpoint's tensors are read from the shards its manifest names."""
+    path = data_path(prefix)
+    with _opened(prefix) as f:
+        meta = f.metadata() or {}
+        if SHARDS_KEY in meta:
+            return _read_sharded(prefix, json.loads(meta[SHARDS_KEY]), names)
+        crcs = json.loads(meta.get("crc32", "{}"))
+        keys = list(f.keys())
+        wanted = keys if names is None else names
+        out = {}
+        for name in wanted:
+            if name not in keys:
+                raise NotFoundError(f"checkpoint '{path}' has no tensor '{name}' (it has: "
+                                    f"{', '.join(sorted(keys)[:10])})")
+            arr = f.get_tensor(name)
+            if crcs.get(name) != _crc(arr):
+                raise DataLossError(f"checkpoint '{path}': tensor '{name}' fails its "
+                                    f"checksum (the file is corrupt)")
+            out[name] = arr
+        return out
 
 
 def _read_sharded(prefix: str, shard_of: dict[str, str],
@@ -138,18 +149,12 @@ def _read_sharded(prefix: str, shard_of: dict[str, str],
 
 def _contents(prefix: str) -> tuple[dict[str, tuple], dict[str, dict]]:
     """The tensors of checkpoint `prefix` as {name: shape} and its slice table."""
-    path = data_path(prefix)
-    if not os.path.exists(path):
-        raise NotFoundError(f"checkpoint file '{path}' does not exist")
-    try:
-        with safetensors.safe_open(path, framework="numpy") as f:
-            meta = f.metadata() or {}
-            slices = json.loads(meta.get(SLICES_KEY, "{}"))
-            if SHARDS_KEY not in meta:
-                return {k: tuple(f.get_slice(k).get_shape()) for k in f.keys()}, slices
-            shard_of = json.loads(meta[SHARDS_KEY])
-    except (safetensors.SafetensorError, json.JSONDecodeError, OSError) as e:
-        raise DataLossError(f"checkpoint '{path}' is truncated or corrupt: {e}") from None
+    with _opened(prefix) as f:
+        meta = f.metadata() or {}
+        slices = json.loads(meta.get(SLICES_KEY, "{}"))
+        if SHARDS_KEY not in meta:
+            return {k: tuple(f.get_slice(k).get_shape()) for k in f.keys()}, slices
+        shard_of = json.loads(meta[SHARDS_KEY])
     shapes: dict[str, tuple] = {}
     directory = os.path.dirname(prefix)
     for shard in sorted(set(shard_of.values())):
