@@ -11,11 +11,11 @@ import tensorweave as tw
 
 
 def _torch_cuda():
+    if not tw.config.list_physical_devices("GPU"):  # cheap: before importing torch
+        pytest.skip("no CUDA GPU here: interop with PyTorch runs on a GPU only")
     torch = pytest.importorskip("torch")
     if not torch.cuda.is_available():
-        pytest.skip("no CUDA GPU for PyTorch here: interop with PyTorch runs on a GPU only")
-    if not tw.config.list_physical_devices("GPU"):
-        pytest.skip("numba finds no CUDA GPU here")
+        pytest.skip(f"PyTorch {torch.__version__} is not a CUDA build: no interop to check")
     return torch
 
 
