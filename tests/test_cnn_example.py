@@ -116,8 +116,9 @@ def test_profile_of_the_cnn_step_is_timed_by_the_native_step(tmp_path):
         cwd=ROOT, capture_output=True, text=True, timeout=300, env=env)
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout
-    assert re.search(r"^3 steps of examples/mnist_cnn.py:train_step, \d+ node runs", out,
-                     re.MULTILINE), out
+    assert re.search(r"^3 steps of examples/mnist_cnn.py:train_step, \d+ node runs \(trace "
+                     r"[\d.]+ ms; first call [\d.]+ ms: pipeline [\d.]+ ms, code generation",
+                     out, re.MULTILINE), out
     assert "per-node times: native step" in out, out
     header = re.search(r"^device\s+op\s+calls\s+total ms\s+mean us\s+share$", out, re.MULTILINE)
     assert header, out

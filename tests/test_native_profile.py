@@ -197,3 +197,23 @@ def test_ahead_of_time_code_has_no_probes():
     plan = _native(_dense, x, w).plan
     assert profiling.SLOT_NAME not in str(emit_step(plan))
     assert profiling.SLOT_NAME in str(emit_step(plan, data_offset=16))
+
+
+def test_traces_and_compiles_in_the_block_are_spans_of_the_compiler(tmp_path):
+    with tw.profiler.trace(str(tmp_path)):
+        @tw.compile(target="cpu")
+        def fresh(x):
+            return tw.reduce_sum(tw.exp(x) * 0.125)
+
+        fresh(np.ones(5, np.float32))  # traced and compiled inside the block
+        fresh(np.ones(5, np.float32))
+    events = validate_chrome_trace(json.loads((tmp_path / "trace.json").read_text()))
+    (compiler,) = [e["pid"] for e in events if e["ph"] == "M" and e["name"] == "process_name"
+                   and e["args"]["name"] == "(compiler)"]
+    spans = [e for e in events if e["ph"] == "X" and e["pid"] == compiler]
+    assert [e["name"] for e in spans] == ["trace", "pipeline", "code generation"]
+    assert all(e["args"]["node"].startswith("fresh(") for e in spans)
+    assert all(e["args"]["source"] == "compiler" for e in spans)
+    assert spans[1]["ts"] + spans[1]["dur"] <= spans[2]["ts"] + 1.0  # back to back
+    text = (tmp_path / "summary.txt").read_text()
+    assert "compiling in the block: trace" in text and "(compiler)" not in text

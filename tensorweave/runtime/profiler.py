@@ -199,14 +199,18 @@ def stop(recorder: Recorder) -> None:
 
 def note_dropped(count: int) -> None:
     """`count` records of a native step were lost to its full profile buffer: counted by
-    the active recorders (their summaries say so) and logged."""
+    the active recorders (their summaries say so) and logged, once per trace block."""
     if count <= 0:
         return
+    first = not _recorders  # (one warning per trace block, not one per step)
     for recorder in list(_recorders):
         with recorder._lock:
+            first = first or recorder.dropped == 0
             recorder.dropped += count
-    _log.warning("profiler: %d node runs of a native step were not recorded: its profile "
-                 "buffer was full (raise TW_PROFILE_RECORDS)", count)
+    if first:
+        _log.warning("profiler: %d node runs of a native step were not recorded: its "
+                     "profile buffer was full (raise TW_PROFILE_RECORDS; the summary counts "
+                     "every run dropped)", count)
 
 
 __all__ = ["NativeNodeTrace", "Recorder", "Timeline", "active", "as_records", "chrome_trace",

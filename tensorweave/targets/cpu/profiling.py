@@ -18,9 +18,11 @@ on counting), and the profiler reports how many were lost.
 
 `StepProfile.begin()`/`finish()` set the global for one call (traced calls of one compiled
 module take turns: the buffer is the module's, so an untraced call of the same code on
-another thread meanwhile is recorded too, under its own thread); `node_traces` turns the records into
-`runtime.profiler.NativeNodeTrace`s, which the profiler draws like the dataflow
-executor's traces. Ahead-of-time libraries are not instrumented.
+another thread meanwhile is recorded too, under its own thread); `node_traces` turns the
+records into `runtime.profiler.NativeNodeTrace`s, which the profiler draws like the
+dataflow executor's traces. A node that splits its work over the parallel-for threads
+(`parallel`) is one span on the calling thread. Ahead-of-time libraries are not
+instrumented.
 """
 
 from __future__ import annotations
