@@ -259,3 +259,36 @@ def test_misuse_of_new_functions_names_the_function_and_the_line(case):
     _raises_naming(fn, kind, call, f"# bad:{case}")
     with pytest.raises(tw.errors.TensorWeaveError):
         call()
+
+
+# ------------------------------------------------------------- tf.train.Supervisor (v1)
+
+def test_supervisor_explicit_none_turns_an_op_off_as_in_tensorflow_1():
+    # TF1's Supervisor: ready_op=None skips the readiness check and init_op=None runs no
+    # initializer (USE_DEFAULT, the default, builds them). An explicit None used to get
+    # the defaults: ready_op=None still raised for a variable left uninitialized on
+    # purpose, and init_op=None still initialized every variable
+    import tensorweave.compat.v1 as tf
+    with tf.Graph().as_default():
+        v = tf.Variable(1.0, name="v")
+        w = tf.Variable(2.0, name="w")
+        init_v = tf.variables_initializer([v])
+        sv = tf.train.Supervisor(init_op=init_v, ready_op=None)
+        sess = sv.prepare_or_wait_for_session()
+        assert sess.run(v) == 1.0
+        assert list(sess.run(tf.report_uninitialized_variables())) == [b"w"]
+        sv.stop()
+        sess.close()
+        sv = tf.train.Supervisor(init_op=None, ready_op=None)
+        sess = sv.prepare_or_wait_for_session()
+        assert sorted(sess.run(tf.report_uninitialized_variables())) == [b"v", b"w"]
+        sv.stop()
+        sess.close()
+        # the defaults are unchanged: everything initialized, and checked
+        sv = tf.train.Supervisor()
+        sess = sv.prepare_or_wait_for_session()
+        assert sess.run(w) == 2.0
+        sv.stop()
+        sess.close()
+        with pytest.raises(RuntimeError, match="w"):
+            tf.train.Supervisor(init_op=init_v).prepare_or_wait_for_session()

@@ -420,7 +420,7 @@ class _SessionMaker:
                         self.scaffold.saver.restore(sess, path)
                         log.info("restored the model from %s", path)
                         restored = True
-                if not restored:
+                if not restored and self.scaffold.init_op is not None:
                     sess.run(self.scaffold.init_op, self.scaffold.init_feed_dict)
             else:
                 self._wait_until_ready(sess)
@@ -616,8 +616,13 @@ class Supervisor:
                                   ready_for_local_init_op=None if ready_for_local_init_op is use
                                   else ready_for_local_init_op)
         self._scaffold.finalize(self._graph)
-        if saver is None:
-            self._scaffold.saver = None
+        # TensorFlow 1's Supervisor: USE_DEFAULT builds the default op, an explicit None
+        # means none (no saver, no initializer, no readiness check)
+        for attr, given in (("saver", saver), ("init_op", init_op),
+                            ("local_init_op", local_init_op), ("ready_op", ready_op),
+                            ("ready_for_local_init_op", ready_for_local_init_op)):
+            if given is None:
+                setattr(self._scaffold, attr, None)
         self._is_chief = is_chief
         self._logdir = logdir
         self._global_step = get_global_step(self._graph) if global_step is use else global_step
