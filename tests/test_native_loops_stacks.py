@@ -339,7 +339,7 @@ def test_scan_loops_keep_invariants_and_row_updates_in_place():
     kinds = {how for a in loops for how in a.in_place.values()}
     # the weights and the sequence are invariants, the outputs' rows are written in
     # place, and the backward loop adds each step's gradient row into the sequence's
-    assert {"invariant", "update", "row_add"} <= kinds, [a.in_place for a in loops]
+    assert {"invariant", "update", "row_add", "outer_acc"} <= kinds, [a.in_place for a in loops]
     inner = {a.kind for a in _all_actions(_step(cpu, xs, h0, w).plan)}
     assert {"row_update", "row_add"} <= inner
 
@@ -413,3 +413,26 @@ def test_a_workspace_header_without_an_arena_becomes_an_empty_arena():
         ws[:64] = np.frombuffer(b"\xab" * 64, np.uint8)
     _close(step([x, np.array(30, np.int32)])[0], want)
     _close(step([x, np.array(30, np.int32)])[0], want)
+
+
+@pytest.mark.parametrize("bounded", [True, False])
+def test_weight_gradients_of_a_loop_sum_outer_products_after_the_loop(bounded):
+    # bounded (maximum_iterations): the backward loop appends h and dg to histories and
+    # one GEMM after the loop sums their products; unbounded: one product per iteration
+    def loss(x, w, n):
+        def body(i, h):
+            return i + 1, tw.tanh(tw.matmul(h, w) + 0.1)
+        h = tw.while_loop(lambda i, h: i < n, body, (tw.constant(0), x),
+                          maximum_iterations=6 if bounded else None)[1]
+        return tw.reduce_sum(h * h)
+
+    grad = lambda x, w, n: tw.gradients(loss(x, w, n), [x, w])  # noqa: E731
+    cpu, ref = _both(grad)
+    rng = np.random.default_rng(10)
+    x, w = rng.standard_normal((3, 4)), rng.standard_normal((4, 4)) * 0.5
+    for n in (0, 1, 4, 6, 9):  # (9: the bounded loop stops at 6)
+        _close(cpu(x, w, np.int32(n)), ref(x, w, np.int32(n)))
+    loops = _loop_actions(_step(cpu, x, w, np.int32(2)).plan)
+    kinds = {how for a in loops for how in a.in_place.values()}
+    assert ("outer_acc" in kinds) == bounded, [a.in_place for a in loops]
+    check_gradients(lambda x, w: loss(x, w, tw.constant(3)), x, w, target="cpu")

@@ -265,6 +265,18 @@ class _Planner:
                 row_adds[f] = (i, u)
         skipped = {u for _, u in row_adds.values()}
         self.row_adds = row_adds
+        # outer_acc: the fused sum becomes an append of the product's operands to the
+        # loop's histories (argument slots after the loop variables); the product and the
+        # sum never run
+        appends: dict[Node, tuple[int, Node]] = {}
+        n_vars = len(self.graph.args)
+        for j, i in enumerate(sorted(i for i, h in self.in_place.items() if h == "outer_acc")):
+            self.storage[self.graph.results[i]] = Storage("arg", i)
+            f, m = _outer_acc_parts(self.graph.parent, self.graph.results[i],
+                                    self.graph.args[i], self.order)
+            appends[f] = (n_vars + 2 * j, m)
+            skipped.add(m)
+        self.appends = appends
         steps: list[tuple[str, Node]] = []
         for node in self.order:
             op = node.op
@@ -272,6 +284,9 @@ class _Planner:
                 continue
             if node in row_adds:
                 steps.append(("row_add", node))
+                continue
+            if node in appends:
+                steps.append(("append", node))
                 continue
             if op == "Const":
                 self.storage[node.outputs[0]] = Storage("const", len(self.consts))
@@ -360,6 +375,8 @@ class _Planner:
         if kind == "row_add":
             u = self.row_adds[node][1]
             return [node.inputs[0], *u.inputs]
+        if kind == "append":
+            return list(self.appends[node][1].inputs)
         return list(node.inputs)
 
     def _region_plans(self, node: Node) -> list[StepPlan] | None:
@@ -451,6 +468,10 @@ class _Planner:
                 u = self.row_adds[node][1]
                 actions.append(Action(kind, u, [st(v) for v in self._step_inputs(kind, node)],
                                       [st(node.outputs[0])]))
+            elif kind == "append":
+                slot, m = self.appends[node]
+                actions.append(Action("copies", m, [st(v) for v in m.inputs],
+                                      [Storage("arg", slot), Storage("arg", slot + 1)]))
             elif kind == "rgather":
                 var = self._var_of(node.inputs[0], "read")
                 actions.append(Action("native", _gather_node(node, self.var_types[var]),
@@ -513,6 +534,9 @@ def _in_place(node: Node) -> dict[int, str]:
         if _row_add_parts(res, arg, order, pos) is not None:
             out[k] = "row_add"
             continue
+        if _outer_acc_parts(node, res, arg, order) is not None:
+            out[k] = "outer_acc"
+            continue
         d = res.producer
         if d is None or d.op != "DynamicUpdateRow" or d.inputs[0] is not arg or \
                 d.inputs[2] is arg or d.inputs[1] is arg:
@@ -521,6 +545,59 @@ def _in_place(node: Node) -> dict[int, str]:
         if all(pos[n] < pos[d] and n.op not in ALIAS_OPS for n in users) and \
                 not any(v is res for n in order if n is not d for v in n.inputs):
             out[k] = "update"
+    return out
+
+
+def _fused_sum_of(res: Value, arg: Value) -> Node | None:
+    """The Fusion computing ``res = arg + other`` as one Add/AddN of its two inputs,
+    `arg` first, of one type; else None."""
+    f = res.producer
+    if f is None or f.op != "Fusion" or len(f.inputs) != 2 or len(f.outputs) != 1:
+        return None
+    region = f.regions[0]
+    if len(region.nodes) != 1 or region.nodes[0].op not in ("Add", "AddN") or \
+            [v for v in region.nodes[0].inputs] != list(region.args) or \
+            region.results[0] is not region.nodes[0].outputs[0]:
+        return None
+    if f.inputs[0] is not arg or not isinstance(arg.type, TensorType) or \
+            res.type != arg.type or f.inputs[1].type != arg.type:
+        return None
+    return f
+
+
+def _outer_acc_parts(node: Node, res: Value, arg: Value, order: list[Node]
+                     ) -> tuple[Node, Node] | None:
+    """``res = arg + MatMul(P, G, transpose_a=True)`` in a bounded loop's body, where
+    nothing else reads `arg`, the product or `res` (a weight's gradient in a scan's
+    backward loop, the sum of one outer product per iteration): the fused sum and the
+    product. The loop then only appends P's and G's rows to two histories, and one GEMM
+    after the loop adds all the products at once (the same sum, grouped by BLAS instead
+    of by iteration: within float tolerance of the reference, and independent of the
+    thread count: one serial BLAS call)."""
+    if int(node.attrs.get("maximum_iterations", -1)) < 0:
+        return None
+    f = _fused_sum_of(res, arg)
+    if f is None or arg.type.dtype.name not in ("f32", "f64"):
+        return None
+    m = f.inputs[1].producer
+    if m is None or m.op != "MatMul" or not m.attrs.get("transpose_a") or \
+            m.attrs.get("transpose_b") or any(v.type.rank != 2 or v is arg for v in m.inputs):
+        return None
+    if any(n is not f and any(v is f.inputs[1] or v is res or v is arg for v in n.inputs)
+           for n in order):
+        return None
+    return f, m
+
+
+def _outer_acc_vars(node: Node) -> list[tuple[int, Node]]:
+    """(loop variable, its product) for each "outer_acc" variable of a While, in order
+    (their history slots follow the loop variables in the body's argument table)."""
+    body = node.regions[1]
+    out = []
+    for k, how in sorted(_in_place(node).items()):
+        if how == "outer_acc":
+            out.append((k, _outer_acc_parts(node, body.results[k], body.args[k],
+                                            body.topological_order())[1]))
     return out
 
 
@@ -618,6 +695,12 @@ def _region_layout(node: Node, plans: list[StepPlan]) -> tuple[list[int], list[i
     off += ALIGN
     ws = off
     off += _aligned(WORKSPACE_HEADER + max(p.workspace_bytes for p in plans))
+    if node.op == "While":  # outer_acc histories: one row block per iteration
+        limit = int(node.attrs.get("maximum_iterations", -1))
+        for _, m in _outer_acc_vars(node):
+            for v in m.inputs:
+                first.append(off)  # (after both buffer sets: see `_emit_while`)
+                off += _aligned(limit * _nbytes(v.type))
     return first + second, [flag], ws, off
 
 
@@ -741,8 +824,8 @@ def _emit_plan(module: ir.Module, plan: StepPlan, name: str, gemm_mode: str,
     memmove = module.globals.get("llvm.memmove.p0i8.p0i8.i64") or ir.Function(
         module, ir.FunctionType(ir.VoidType(), [I8P, I8P, I64, ir.IntType(1)]),
         "llvm.memmove.p0i8.p0i8.i64")
-    env = _RegionEnv(b, pointer, pointer_array, copy, check, ws, vars_, consts, failed, cb_ctx,
-                     callback)
+    env = _RegionEnv(b, pointer, pointer_array, copy, check, ws, vars_, consts, module, gemm_mode,
+                     failed, cb_ctx, callback)
     for k, a in enumerate(plan.actions):
         probe = profiling.begin(b, module)
         if a.kind in ("native", "callback"):
@@ -761,6 +844,9 @@ def _emit_plan(module: ir.Module, plan: StepPlan, name: str, gemm_mode: str,
             _emit_row_update(b, a, [pointer(s) for s in a.ins], copy, check, plan.base + k)
         elif a.kind == "row_add":
             _emit_row_add(b, a, [pointer(s) for s in a.ins], check, plan.base + k)
+        elif a.kind == "copies":  # (an outer_acc product's operands to the histories)
+            for src, dst, v in zip(a.ins, a.outs, a.node.inputs):
+                copy(pointer(dst), pointer(src), _nbytes(v.type))
         elif a.kind == "region":
             if a.node.op == "If":
                 _emit_if(env, a, region_fns[k])
@@ -793,6 +879,8 @@ class _RegionEnv:
     ws: ir.Value
     vars: ir.Value
     consts: ir.Value
+    module: ir.Module
+    gemm_mode: str
     failed: ir.Value
     cb_ctx: ir.Value
     callback: ir.Value
@@ -865,19 +953,24 @@ def _emit_while(env: _RegionEnv, a: Action, fns: list[ir.Function]) -> None:
     node = a.node
     n = len(node.outputs)
     bufs, (flag_off,), ws_off, _ = _region_layout(node, a.regions)
+    outer = _outer_acc_vars(node) if "outer_acc" in a.in_place.values() else []
+    hist_offs = bufs[n:n + 2 * len(outer)]  # (`_region_layout` lists them after the first set)
+    bufs = bufs[:n] + bufs[n + 2 * len(outer):]
     base = a.scratch
     sizes = [_nbytes(v.type) for v in node.outputs]
     first = [b.gep(env.ws, [I64(base + bufs[k])]) for k in range(n)]
     second = [b.gep(env.ws, [I64(base + bufs[n + k])]) for k in range(n)]
+    hists = [b.gep(env.ws, [I64(base + off)]) for off in hist_offs]
     for k in range(n):
         how = a.in_place.get(k)
         if how == "invariant":  # read-only all along: the input's own buffer
             first[k] = second[k] = env.pointer(a.ins[k])
             continue
-        if how in ("update", "row_add"):
+        if how in ("update", "row_add", "outer_acc"):
             second[k] = first[k]
         env.copy(first[k], env.pointer(a.ins[k]), sizes[k])
-    tab_a, tab_b = env.pointer_array(first), env.pointer_array(second)
+    # (history slots: set to this iteration's rows before each body call)
+    tab_a, tab_b = env.pointer_array(first + hists), env.pointer_array(second + hists)
     flag = b.gep(env.ws, [I64(base + flag_off)])
     flag_tab = env.pointer_array([flag])
     sub_ws = b.gep(env.ws, [I64(base + ws_off + WORKSPACE_HEADER)])
@@ -907,6 +1000,10 @@ def _emit_while(env: _RegionEnv, a: Action, fns: list[ir.Function]) -> None:
     go = b.icmp_unsigned("!=", b.load(flag), I8(0))
     b.cbranch(go, body, done)
     b.position_at_end(body)
+    for j, (_, m) in enumerate(outer):
+        for h, v in enumerate(m.inputs):
+            row = b.gep(hists[2 * j + h], [b.mul(i, I64(_nbytes(v.type)))])
+            b.store(row, b.gep(cur, [I64(n + 2 * j + h)]))
     env.check(env.call(body_fn, body_plan, cur, nxt, sub_ws), None)
     end_body = b.block
     cur.add_incoming(nxt, end_body)
@@ -914,11 +1011,34 @@ def _emit_while(env: _RegionEnv, a: Action, fns: list[ir.Function]) -> None:
     i.add_incoming(b.add(i, I64(1)), end_body)
     b.branch(head)
     b.position_at_end(done)
+    for j, (k, m) in enumerate(outer):
+        _emit_outer_products(env, m, first[k], hists[2 * j], hists[2 * j + 1], i)
     for k in range(n):
         if k in a.unused:
             continue
         src = b.load(b.gep(cur, [I64(k)]))
         env.copy(env.pointer(a.outs[k]), src, sizes[k])
+
+
+def _emit_outer_products(env: _RegionEnv, m: Node, acc: ir.Value, ps: ir.Value, gs: ir.Value,
+                         iterations: ir.Value) -> None:
+    """acc += P_hist^T @ G_hist over the rows of the iterations that ran: one serial
+    GEMM with beta 1 (the same result on any thread count)."""
+    from .elementwise import scalar_type
+    from .lowering import gemm_function
+    b = env.b
+    p_t, g_t = m.inputs[0].type, m.inputs[1].type
+    rows, p, q = int(p_t.shape[0]), int(p_t.shape[1]), int(g_t.shape[1])
+    dtype = m.outputs[0].type.dtype
+    fn = gemm_function(env.module, dtype, env.gemm_mode)
+    fn = env.module.globals.get(fn.name + ".serial") or fn
+    t = scalar_type(dtype)
+    tp = ir.PointerType(t)
+    k = b.mul(iterations, I64(rows))
+    with b.if_then(b.icmp_signed(">", k, I64(0))):
+        b.call(fn, [I32(1), I32(0), I64(p), I64(q), k, ir.Constant(t, 1.0), b.bitcast(ps, tp),
+                    I64(p), b.bitcast(gs, tp), I64(q), ir.Constant(t, 1.0), b.bitcast(acc, tp),
+                    I64(q)])
 
 
 def _emit_objects_entry(module: ir.Module, step: ir.Function, plan: StepPlan,
