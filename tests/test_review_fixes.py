@@ -292,3 +292,23 @@ def test_supervisor_explicit_none_turns_an_op_off_as_in_tensorflow_1():
         sess.close()
         with pytest.raises(RuntimeError, match="w"):
             tf.train.Supervisor(init_op=init_v).prepare_or_wait_for_session()
+
+
+# ------------------------------------------------------------------------ random integers
+
+def test_full_range_random_integers_with_tensorflows_spelling():
+    # TensorFlow asks for full-range integers with minval=None and maxval=None; that was
+    # an error here ("maxval must be given ... (or neither bound)"), so code written for
+    # TF could not ask for them
+    full = tw.random.stateless_uniform([64], [3, 4], dtype=tw.int64)
+    same = tw.random.stateless_uniform([64], [3, 4], minval=None, maxval=None, dtype=tw.int64)
+    np.testing.assert_array_equal(same.numpy(), full.numpy())
+    g1, g2 = tw.random.Generator.from_seed(5), tw.random.Generator.from_seed(5)
+    np.testing.assert_array_equal(
+        g1.uniform([8], minval=None, maxval=None, dtype=tw.int32).numpy(),
+        g2.uniform([8], dtype=tw.int32).numpy())
+    # one bound without the other stays an error naming the function and the line
+    _raises_naming("stateless_uniform", ValueError,
+                   lambda: tw.random.stateless_uniform(  # one bound
+                       [2], [1, 2], minval=None, maxval=5, dtype=tw.int32),
+                   "# one bound", "minval must be given")

@@ -259,17 +259,22 @@ def stateless_uniform(shape: Sequence[int] | Any, seed: Any, minval: TensorLike 
     """Uniform values in ``[minval, maxval)``, a pure function of `seed` (``[a, b]``,
     int32 or int64) and the shape (``tf.random.stateless_uniform``): the same seed gives
     the same numbers on every target and run. Integer dtypes need Python-int bounds, or
-    neither bound for the dtype's full range."""
+    ``minval=None, maxval=None`` (or no bounds) for the dtype's full range."""
     dtype = as_dtype(dtype)
     seed_t = _seed_tensor(seed)
     if dtype.is_integer:
-        if maxval is None and _is_number(minval, 0):
+        # the full range: TensorFlow's spelling is minval=None and maxval=None; leaving
+        # minval at its default 0 asks for it too
+        if maxval is None and (minval is None or _is_number(minval, 0)):
             return apply_op1("StatelessRandomUniformFullInt", [seed_t],
                              {"shape": _shape_attr(shape), "dtype": dtype}, name=name)
-        if maxval is None:
-            raise InvalidArgumentError(f"tw.random.stateless_uniform: maxval must be given "
-                                       f"for integer dtype {dtype!r} (or neither bound, "
-                                       f"for its full range)", location=str(user_location()))
+        if maxval is None or minval is None:
+            missing = "maxval" if maxval is None else "minval"
+            raise InvalidArgumentError(f"tw.random.stateless_uniform: {missing} must be given "
+                                       f"for integer dtype {dtype!r} (or neither bound: "
+                                       f"minval=None, maxval=None for its full range); got "
+                                       f"minval={minval!r}, maxval={maxval!r}",
+                                       location=str(user_location()))
         (lo,) = _static_ints(minval, "minval")
         (hi,) = _static_ints(maxval, "maxval")
         return apply_op1("StatelessRandomUniformInt", [seed_t],
