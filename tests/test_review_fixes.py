@@ -312,3 +312,23 @@ def test_full_range_random_integers_with_tensorflows_spelling():
                    lambda: tw.random.stateless_uniform(  # one bound
                        [2], [1, 2], minval=None, maxval=5, dtype=tw.int32),
                    "# one bound", "minval must be given")
+
+
+# ------------------------------------------------------------------ tw.debugging.assert_near
+
+def test_assert_near_default_tolerance_of_bfloat16_is_its_own_epsilon():
+    # TensorFlow's default is 10 epsilons of the dtype; bfloat16 used float32's epsilon,
+    # so two bfloat16 values one ulp apart (1 and 1 + 2**-7) failed the assertion
+    import ml_dtypes
+    bf16 = ml_dtypes.bfloat16
+    x = np.array([1.0, 2.0], bf16)
+    y = np.array([1.0078125, 2.0], bf16)  # one bfloat16 ulp above 1
+    tw.debugging.assert_near(tw.constant(x), tw.constant(y))
+    # 10 epsilons (0.078) is the limit: 1.25 vs 1 is outside it
+    with pytest.raises(tw.errors.InvalidArgumentError, match="rtol = 0.078125"):
+        tw.debugging.assert_near(tw.constant(np.array([1.25], bf16)),
+                                 tw.constant(np.array([1.0], bf16)))
+    # float16 and float32 keep theirs
+    with pytest.raises(tw.errors.InvalidArgumentError):
+        tw.debugging.assert_near(tw.constant(np.float32(1.0)), tw.constant(np.float32(1.00001)))
+    tw.debugging.assert_near(tw.constant(np.float16(1.0)), tw.constant(np.float16(1.00098)))
