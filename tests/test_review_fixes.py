@@ -332,3 +332,23 @@ def test_assert_near_default_tolerance_of_bfloat16_is_its_own_epsilon():
     with pytest.raises(tw.errors.InvalidArgumentError):
         tw.debugging.assert_near(tw.constant(np.float32(1.0)), tw.constant(np.float32(1.00001)))
     tw.debugging.assert_near(tw.constant(np.float16(1.0)), tw.constant(np.float16(1.00098)))
+
+
+# -------------------------------------------------------------------- tf.multinomial (v1)
+
+def test_v1_multinomial_takes_tensorflow_1s_arguments():
+    # tf.multinomial(logits, num_samples, seed=None, name=None, output_dtype=None) was
+    # categorical's (logits, num_samples, dtype, seed, name): a positional seed was read
+    # as the dtype, and output_dtype= was an unexpected keyword
+    import tensorweave.compat.v1 as tf
+    logits = np.log(np.array([[0.2, 0.3, 0.5], [0.9, 0.05, 0.05]], np.float32))
+    with tf.Graph().as_default():
+        a = tf.multinomial(tf.constant(logits), 40, 7, "draw", tf.int32)
+        b = tf.multinomial(tf.constant(logits), 40, seed=7, output_dtype=tf.int32)
+        c = tf.random.categorical(tf.constant(logits), 40, tf.int32, seed=7)
+        with tf.Session() as sess:
+            va, vb, vc = sess.run([a, b, c])
+    assert va.dtype == np.int32 and va.shape == (2, 40)
+    np.testing.assert_array_equal(va, vb)
+    np.testing.assert_array_equal(va, vc)
+    assert "draw" in a.name

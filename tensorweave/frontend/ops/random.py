@@ -469,7 +469,14 @@ random_uniform = uniform
 random_normal = normal
 set_random_seed = set_seed
 random_shuffle = shuffle
-multinomial = categorical
+
+
+def multinomial(logits: TensorLike, num_samples: int | Any, seed: int | None = None,
+                name: str | None = None, output_dtype: DType | str | None = None) -> Tensor:
+    """TensorFlow 1's ``tf.multinomial`` (``tf.random.multinomial``): `categorical` with
+    TF1's argument order, the seed third and the dtype last as `output_dtype`."""
+    return categorical(logits, num_samples, dtype=output_dtype, seed=seed, name=name)
+
 
 __all__ = ["uniform", "normal", "truncated_normal", "set_seed", "get_seed", "random_uniform",
            "random_normal", "set_random_seed", "DEFAULT_GRAPH_SEED", "categorical", "shuffle",
