@@ -1,7 +1,7 @@
 """LSTM language-model training step time (issue 6's benchmark, and issue 13's W5).
 
     python benchmarks/lstm.py [--steps N] [--target reference|cpu]
-    python benchmarks/lstm.py --w5 [--steps N] [--numpy]
+    python benchmarks/lstm.py --w5 [--steps N] [--numpy] [--dataflow]
 
 Without --w5: one table with median and best step time, words per second, and the
 first-call latency (trace + compile + first step), for the model of examples/lstm_lm.py
@@ -13,7 +13,9 @@ entropy, SGD on all six parameters; V=10k, E=H=256, T=20, B=32; data and initial
 as the peers' harness, ../shared/peers/common.py), whether it ran as one native step,
 its median and best step times, and with --numpy the hand-written NumPy step of the
 peers' harness (bench_numpy.w5_grads, sparse embedding update) timed in the same loop,
-interleaved, so both see the same machine load.
+interleaved, so both see the same machine load; with --dataflow also the same step on the
+dataflow executor (how W5 ran before its loops compiled natively: a deadline keeps a step
+with loops there), on copies of the variables.
 """
 
 from __future__ import annotations
@@ -73,17 +75,23 @@ def w5_loss(p: list, tok: tw.Tensor, tgt: tw.Tensor) -> tw.Tensor:
                                                                            logits=logits))
 
 
-def w5_main(steps: int, with_numpy: bool) -> None:
-    """Time W5 on the cpu target (and NumPy by hand, interleaved)."""
-    d = w5_data()
-    vs = [tw.Variable(a) for a in d["params"]]
+def _w5_step(params: list[np.ndarray], **compile_args: object) -> object:
+    """A compiled W5 training step on fresh variables holding `params`."""
+    vs = [tw.Variable(a) for a in params]
 
-    @tw.compile(target="cpu")
+    @tw.compile(target="cpu", **compile_args)
     def step(tok, tgt):
         loss = w5_loss(vs, tok, tgt)
         for v, g in zip(vs, tw.gradients(loss, vs)):
             v.assign_sub(W5_LR * g)
         return loss
+    return step
+
+
+def w5_main(steps: int, with_numpy: bool, with_dataflow: bool) -> None:
+    """Time W5 on the cpu target (and NumPy by hand, the dataflow executor: interleaved)."""
+    d = w5_data()
+    step = _w5_step(d["params"])
 
     tok, tgt = d["tok"], d["tgt"]
     start = time.perf_counter()
@@ -93,6 +101,10 @@ def w5_main(steps: int, with_numpy: bool) -> None:
     native = exe.native_step([tok, tgt]) is not None
     runs: dict[str, list[float]] = {"tw cpu": []}
     calls = {"tw cpu": lambda: step(tok, tgt)}
+    if with_dataflow:
+        slow = _w5_step(d["params"], timeout=3600.0)
+        runs["tw cpu, dataflow executor"] = []
+        calls["tw cpu, dataflow executor"] = lambda: slow(tok, tgt)
     if with_numpy:
         sys.path.insert(0, str(ROOT.parent / "shared" / "peers"))
         import bench_numpy  # the peers' hand-written step (sets 2 BLAS threads on import)
@@ -127,9 +139,11 @@ def main() -> None:
     parser.add_argument("--w5", action="store_true", help="issue 13's W5 on the cpu target")
     parser.add_argument("--numpy", action="store_true",
                         help="with --w5: NumPy by hand (../shared/peers) in the same loop")
+    parser.add_argument("--dataflow", action="store_true",
+                        help="with --w5: the step on the dataflow executor in the same loop")
     args = parser.parse_args()
     if args.w5:
-        w5_main(args.steps, args.numpy)
+        w5_main(args.steps, args.numpy, args.dataflow)
         return
     cfg = lstm_lm.parse_args([])
     corpus = lstm_lm.Corpus(lstm_lm.stdlib_text(300_000), cfg.vocab)
