@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import InvalidArgumentError
-from .device import cuda, simulator_requested
+from .device import cuda, require, simulator_requested
 
 KDL_CPU = 1
 KDL_CUDA = 2
@@ -232,6 +232,9 @@ class DeviceTensor:
     def __float__(self) -> float:
         return float(self.numpy())
 
+    def __bool__(self) -> bool:
+        return bool(self.numpy())
+
     def __int__(self) -> int:
         return int(self.numpy())
 
@@ -395,7 +398,7 @@ def as_device_array(x: Any, what: str = "argument") -> Any:
     desc["strides"] = None
     if simulator_requested():
         return _simulated_view(desc, keeper)
-    return cuda().from_cuda_array_interface(desc, owner=keeper, sync=True)
+    return require().from_cuda_array_interface(desc, owner=keeper, sync=True)
 
 
 def to_host(x: Any) -> np.ndarray:
