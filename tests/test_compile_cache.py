@@ -173,8 +173,7 @@ def expected(name: str) -> tuple[float, int]:
 
 def forget(ir_text: str) -> None:
     """Drop `ir_text` from the in-memory cache so the next compile goes to disk."""
-    with jit.LLVM_LOCK:
-        jit._CACHE.pop((False, ir_text), None)
+    jit.forget(ir_text)
 
 
 def stats() -> dict:

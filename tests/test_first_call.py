@@ -99,3 +99,33 @@ def test_blas_thread_limits_are_applied_again_only_when_something_changed(monkey
     monkeypatch.setenv("TW_BLAS_THREADS", "2")
     threads.limit_blas_threads()  # another setting: asked again
     assert len(calls) == 3
+
+
+def test_llvm_pipeline_level_defaults_to_o2_and_keys_the_cache(monkeypatch):
+    import ctypes
+
+    from tensorweave.targets.cpu import jit
+    ir_text = """
+    define double @tw_test_opt_level(double %x) {
+      %a = fmul double %x, 3.0
+      %b = fadd double %a, 0.25
+      ret double %b
+    }
+    """
+    monkeypatch.delenv("TW_LLVM_OPT", raising=False)
+    assert jit.opt_level() == 2
+    keys, compiled = {}, {}
+    for level in ("1", "2", "3"):
+        monkeypatch.setenv("TW_LLVM_OPT", level)
+        assert jit.opt_level() == int(level)
+        keys[level] = jit.cache_key(ir_text)
+        module = jit.compile_module(ir_text, ["tw_test_opt_level"])
+        assert module is not compiled.get(str(int(level) - 1))  # not the other level's
+        compiled[level] = module
+        fn = ctypes.CFUNCTYPE(ctypes.c_double, ctypes.c_double)(
+            module.address("tw_test_opt_level"))
+        assert fn(1.5) == 1.5 * 3.0 + 0.25  # every level computes the same
+    assert len(set(keys.values())) == 3  # code of one level is never loaded for another
+    for bad, want in (("9", 3), ("0", 1), ("fast", 2)):
+        monkeypatch.setenv("TW_LLVM_OPT", bad)
+        assert jit.opt_level() == want

@@ -1,11 +1,11 @@
-"""LLVM through llvmlite: the host target machine, the O3 pipeline and the JIT.
+"""LLVM through llvmlite: the host target machine, the optimization pipeline and the JIT.
 
 `compile_module(ir_text, names)` optimizes one module of LLVM IR for the host CPU (its
-name and features, as LLVM detects them) with the new pass manager at O3 (loop and SLP
-vectorization on), JIT-compiles it with MCJIT and returns the addresses of the named
-functions. Results are cached in memory, keyed by the IR text (and `loop_vectorize`):
-two kernels that generate the same IR (same ops, dtypes and loop structure, whatever
-their sizes) share one compilation.
+name and features, as LLVM detects them) with the new pass manager at O2 (`opt_level`:
+``TW_LLVM_OPT=3`` for O3; loop and SLP vectorization on), JIT-compiles it with MCJIT
+and returns the addresses of the named functions. Results are cached in memory, keyed by
+the IR text (and `loop_vectorize`): two kernels that generate the same IR (same ops,
+dtypes and loop structure, whatever their sizes) share one compilation.
 
 Code reaches the engine as an object file: the optimized module is assembled with
 `TargetMachine.emit_object` and loaded with `ExecutionEngine.add_object_file`. The same
@@ -99,8 +99,13 @@ def _ensure_libm() -> None:
     missing = [s for s in LIBM_SYMBOLS if not llvm.address_of_symbol(s)]
     if not missing:
         return
-    name = ctypes.util.find_library("m")
-    libm = ctypes.CDLL(name) if name else ctypes.CDLL(None)
+    # glibc's soname first: `find_library` runs ldconfig or a compiler (20-120 ms, most
+    # of a first call whose code comes from the disk cache)
+    try:
+        libm = ctypes.CDLL("libm.so.6")
+    except OSError:
+        name = ctypes.util.find_library("m")
+        libm = ctypes.CDLL(name) if name else ctypes.CDLL(None)
     for s in missing:
         fn = getattr(libm, s, None)
         if fn is not None:
@@ -135,8 +140,24 @@ def target_machine() -> llvm.TargetMachine:
     return new_target_machine()
 
 
+def opt_level() -> int:
+    """The speed level of the module pipeline: ``TW_LLVM_OPT`` (1-3), default 2.
+
+    The kernels are vectorized and blocked by the code generator itself, so O3's extra
+    passes bought nothing at run time while costing a fifth of a cold first call
+    (measured on the AVX-512 host, CPU time: the W3 step 1.58-1.71 s -> 1.21-1.33 s to
+    compile, 72-73 ms per step either way; W2 and gelu the same). The code generator
+    (instruction selection, scheduling, register allocation) stays at -O3."""
+    import os
+    try:
+        level = int(os.environ.get("TW_LLVM_OPT", "2"))
+    except ValueError:
+        level = 2
+    return min(3, max(1, level))
+
+
 def parse_and_optimize(ir_text: str, loop_vectorize: bool = False) -> llvm.ModuleRef:
-    """Parse LLVM IR text, verify it, and run the O3 pipeline for the host on it.
+    """Parse LLVM IR text, verify it, and run the host's pipeline at `opt_level` on it.
 
     Fused kernels are vectorized explicitly by the code generator, so LLVM's loop
     vectorizer and unroller are off unless `loop_vectorize` (for plain scalar loops):
@@ -152,7 +173,7 @@ def parse_and_optimize(ir_text: str, loop_vectorize: bool = False) -> llvm.Modul
             raise CompileError(f"LLVM rejected the generated IR: {e}") from None
         module.triple = tm.triple
         module.data_layout = str(tm.target_data)
-        options = llvm.create_pipeline_tuning_options(speed_level=3)
+        options = llvm.create_pipeline_tuning_options(speed_level=opt_level())
         options.loop_vectorization = loop_vectorize
         options.loop_interleaving = loop_vectorize
         options.loop_unrolling = loop_vectorize
@@ -181,11 +202,12 @@ class ObjectLoadError(Exception):
     """An object file that cannot be (or was not) loaded into an execution engine."""
 
 
-_CACHE: dict[tuple[bool, str], CompiledModule] = {}
+# (loop_vectorize, pipeline level, IR text) or (loop_vectorize, key) -> compiled module
+_CACHE: dict[tuple, CompiledModule] = {}
 
 # What the code of an entry depends on besides its key's other parts: the pipeline and
 # target-machine options of `parse_and_optimize` and `new_target_machine`.
-_PIPELINE = "O3 slp loopvec=flag; tm opt=3 codemodel=jitdefault jit=1 reloc=default"
+_PIPELINE = "O{} slp loopvec=flag; tm opt=3 codemodel=jitdefault jit=1 reloc=default"
 
 
 def cache_key(ir_text: str, loop_vectorize: bool = False) -> str:
@@ -193,7 +215,8 @@ def cache_key(ir_text: str, loop_vectorize: bool = False) -> str:
     object code depends on (flag, host, llvmlite and LLVM versions, cache format)."""
     info = host_info()
     h = hashlib.sha256()
-    for part in (f"tensorweave cpu-jit v{disk_cache.FORMAT_VERSION}", _PIPELINE,
+    for part in (f"tensorweave cpu-jit v{disk_cache.FORMAT_VERSION}",
+                 _PIPELINE.format(opt_level()),
                  f"loop_vectorize={int(loop_vectorize)}", info.triple, info.cpu,
                  info.features, f"llvmlite {llvmlite.__version__}",
                  "llvm " + ".".join(map(str, llvm.llvm_version_info))):
@@ -322,14 +345,15 @@ def compile_module(ir_text: str, names: Sequence[str], loop_vectorize: bool = Fa
     """JIT-compile `ir_text` (cached in memory by the text and flag, and on disk) and
     resolve the functions `names`."""
     with LLVM_LOCK:
-        hit = _CACHE.get((loop_vectorize, ir_text))
+        memory_key = (loop_vectorize, opt_level(), ir_text)
+        hit = _CACHE.get(memory_key)
         if hit is not None:
             STATS.hits += 1
             return hit
         start = time.perf_counter()
         key = cache_key(ir_text, loop_vectorize)
         compiled = _from_disk(key, names) or _compile(ir_text, names, loop_vectorize, key)
-        _CACHE[(loop_vectorize, ir_text)] = compiled
+        _CACHE[memory_key] = compiled
         STATS.misses += 1
         STATS.compile_seconds += time.perf_counter() - start
         return compiled
@@ -374,10 +398,18 @@ def codegen_fingerprint() -> str:
 
 
 def assembly(ir_text: str, loop_vectorize: bool = False) -> str:
-    """The host assembly of an LLVM IR module after the O3 pipeline (for inspection)."""
+    """The host assembly of an LLVM IR module after the pipeline (for inspection)."""
     module = parse_and_optimize(ir_text, loop_vectorize)
     with LLVM_LOCK:
         return target_machine().emit_assembly(module)
+
+
+def forget(ir_text: str, loop_vectorize: bool = False) -> None:
+    """Drop `ir_text` from the in-memory cache (at every pipeline level): the next
+    compile of it goes to the disk cache."""
+    with LLVM_LOCK:
+        for k in [k for k in _CACHE if k[0] == loop_vectorize and k[-1] == ir_text]:
+            del _CACHE[k]
 
 
 def clear_cache() -> None:
