@@ -23,6 +23,7 @@ Values between the GPU nodes of a step never leave the device.
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -36,6 +37,7 @@ from ...runtime.kernel_context import CallCounters
 from ...runtime.resources import ResourceManager
 from .interop import DeviceTensor
 
+_log = logging.getLogger(__name__)
 _HOST_OPS = frozenset({"VarHandle", "ReadVariable", "AssignVariable", "AssignAddVariable",
                        "AssignSubVariable", "NoOp", "Send", "Recv"})
 
@@ -72,6 +74,17 @@ class GpuRuntime:
         self._lock = threading.Lock()
         self.uploads = 0
         self.downloads = 0
+        # compute nodes of GPU partitions that run on the host instead, with the reason
+        self.fallbacks: dict[str, str] = {}
+
+    def note_fallback(self, node: Node, reason: str) -> None:
+        """Record (and log at INFO) that `node` runs its reference kernel on the host."""
+        with self._lock:
+            known = self.fallbacks.get(node.name) == reason
+            self.fallbacks[node.name] = reason
+        if not known:
+            _log.info("gpu: %s '%s' (%s) runs on the host: %s", node.op, node.name,
+                      node.loc, reason)
 
     # ------------------------------------------------------------- transfers
     def to_device(self, value: Any) -> Any:
@@ -137,6 +150,8 @@ class GpuNodeKernel:
         self.host = PreparedKernel(node)
         self.reason = ("a resource op runs on the host" if node.op in _HOST_OPS
                        else gpu_kernel_reason(node) if node.op != "Fusion" else None)
+        if self.reason is not None and node.op not in _HOST_OPS and node.op != "Const":
+            runtime.note_fallback(node, self.reason)
         self._steps: dict[tuple, Any] = {}
         self._const: DeviceTensor | None = None
         self._lock = threading.Lock()
@@ -197,8 +212,11 @@ class GpuNodeKernel:
             if node.op != "Fusion":
                 fuse(g)
             plan = plan_step(g)
-        except (Ineligible, TensorWeaveError):
+        except (Ineligible, TensorWeaveError) as e:
+            self.runtime.note_fallback(node, str(e))
             return None
+        for reason in plan.fallbacks.values():  # a host call inside the one-node step
+            self.runtime.note_fallback(node, reason)
         return GpuStep(plan, resources, counters, self.runtime.cuda, self.runtime.allocator)
 
 

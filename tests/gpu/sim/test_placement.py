@@ -48,6 +48,7 @@ def test_a_split_graph_matches_one_device_with_one_copy_per_tensor_and_direction
     f = tw.compile(_split, target=target)
     ref = tw.compile(_one_device, target="reference")
     args = _args(0)
+    known_fallbacks = dict(gpu_runtime().fallbacks)
     for got, want in zip(f(*args), ref(*args)):  # first call: compiles, uploads constants
         np.testing.assert_allclose(got, want, rtol=2e-5, atol=1e-6)
     placed = run_placed(f, args)
@@ -63,6 +64,7 @@ def test_a_split_graph_matches_one_device_with_one_copy_per_tensor_and_direction
         # down: z (one Send for both reductions) and y (a result of the GPU partition)
         assert after["uploads"] - before["uploads"] == 3
         assert after["downloads"] - before["downloads"] == 2
+    assert rt.fallbacks == known_fallbacks  # every GPU node ran a GPU kernel
 
 
 def run_placed(f, args):
@@ -89,6 +91,7 @@ def test_soft_placement_runs_ops_without_a_gpu_kernel_on_the_cpu():
     f = tw.compile(_noisy, target="reference")
     x = np.arange(9, dtype=np.float32).reshape(3, 3) / 9
     np.testing.assert_allclose(f(x), np.cumsum(x @ x, axis=1), rtol=1e-5)
+    assert "scan" not in gpu_runtime().fallbacks  # placed on the CPU, not run on the host
     text = f.get_concrete_function(x).ir("placed")
     scan = next(line for line in text.splitlines() if '"tw.Cumsum"' in line)
     assert "soft placement (requested device '/GPU:0': no GPU kernel for Cumsum)" in scan
