@@ -62,34 +62,46 @@ class LearningRateSchedule:
         return f"{type(self).__name__}({args})"
 
 
-class ExponentialDecay(LearningRateSchedule):
-    """``initial_learning_rate * decay_rate ** (step / decay_steps)``; with `staircase`
-    the exponent is ``floor(step / decay_steps)`` (the rate drops every `decay_steps`)."""
+class _StepDecay(LearningRateSchedule):
+    """What ExponentialDecay and InverseTimeDecay share: their arguments, and the decay
+    progress ``step / decay_steps`` (floored with `staircase`); subclasses apply it to
+    the rate in `_decayed`."""
 
     def __init__(self, initial_learning_rate: Any, decay_steps: Any, decay_rate: Any,
                  staircase: bool = False, name: str | None = None) -> None:
-        _positive(decay_steps, "decay_steps", "ExponentialDecay")
+        _positive(decay_steps, "decay_steps", type(self).__name__)
         self.initial_learning_rate = initial_learning_rate
         self.decay_steps = decay_steps
         self.decay_rate = decay_rate
         self.staircase = staircase
         self.name = name
 
+    def _decayed(self, lr: Any, rate: Any, p: Any) -> Any:
+        raise NotImplementedError
+
     def __call__(self, step: Any) -> Any:
         m = _m()
-        with name_scope(self.name or "ExponentialDecay"):
+        with name_scope(self.name or type(self).__name__):
             lr = convert_to_tensor(self.initial_learning_rate)
             dtype = lr.dtype
             p = _step(step, dtype) / m.cast(convert_to_tensor(self.decay_steps), dtype)
             if self.staircase:
                 p = m.floor(p)
-            return lr * m.pow(m.cast(convert_to_tensor(self.decay_rate), dtype), p)
+            return self._decayed(lr, m.cast(convert_to_tensor(self.decay_rate), dtype), p)
 
     def get_config(self) -> dict[str, Any]:
         """The constructor arguments."""
         return {"initial_learning_rate": self.initial_learning_rate,
                 "decay_steps": self.decay_steps, "decay_rate": self.decay_rate,
                 "staircase": self.staircase, "name": self.name}
+
+
+class ExponentialDecay(_StepDecay):
+    """``initial_learning_rate * decay_rate ** (step / decay_steps)``; with `staircase`
+    the exponent is ``floor(step / decay_steps)`` (the rate drops every `decay_steps`)."""
+
+    def _decayed(self, lr: Any, rate: Any, p: Any) -> Any:
+        return lr * _m().pow(rate, p)
 
 
 class PiecewiseConstantDecay(LearningRateSchedule):
@@ -216,34 +228,12 @@ class PolynomialDecay(LearningRateSchedule):
                 "power": self.power, "cycle": self.cycle, "name": self.name}
 
 
-class InverseTimeDecay(LearningRateSchedule):
+class InverseTimeDecay(_StepDecay):
     """``initial_learning_rate / (1 + decay_rate * step / decay_steps)``; with
     `staircase`, ``floor(step / decay_steps)`` in place of ``step / decay_steps``."""
 
-    def __init__(self, initial_learning_rate: Any, decay_steps: Any, decay_rate: Any,
-                 staircase: bool = False, name: str | None = None) -> None:
-        _positive(decay_steps, "decay_steps", "InverseTimeDecay")
-        self.initial_learning_rate = initial_learning_rate
-        self.decay_steps = decay_steps
-        self.decay_rate = decay_rate
-        self.staircase = staircase
-        self.name = name
-
-    def __call__(self, step: Any) -> Any:
-        m = _m()
-        with name_scope(self.name or "InverseTimeDecay"):
-            lr = convert_to_tensor(self.initial_learning_rate)
-            dtype = lr.dtype
-            p = _step(step, dtype) / m.cast(convert_to_tensor(self.decay_steps), dtype)
-            if self.staircase:
-                p = m.floor(p)
-            return lr / (1 + m.cast(convert_to_tensor(self.decay_rate), dtype) * p)
-
-    def get_config(self) -> dict[str, Any]:
-        """The constructor arguments."""
-        return {"initial_learning_rate": self.initial_learning_rate,
-                "decay_steps": self.decay_steps, "decay_rate": self.decay_rate,
-                "staircase": self.staircase, "name": self.name}
+    def _decayed(self, lr: Any, rate: Any, p: Any) -> Any:
+        return lr / (1 + rate * p)
 
 
 _BY_NAME = {c.__name__: c for c in (ExponentialDecay, PiecewiseConstantDecay, CosineDecay,
