@@ -278,8 +278,6 @@ class ConcreteFunction:
             recorder.add(trace)
         elif self.keep_on_device:
             results = exe(*arrays, timeout=self.timeout, keep_on_device=True)
-        elif self.keep_on_device:
-            results = exe(*arrays, timeout=self.timeout, keep_on_device=True)
         elif self.timeout is None:
             results = exe(*arrays)
         else:
