@@ -343,3 +343,32 @@ def test_turned_off_by_the_environment(monkeypatch):
     for _ in range(4):
         np.testing.assert_array_equal(f(x), 2.0)
     assert f._native is None and f._dispatcher is None
+
+
+def test_identity_no_arguments_and_methods():
+    ident = tw.compile(lambda x: x, target="cpu")
+    x = np.arange(5, dtype=np.int32)
+    out = _warm(ident, x)
+    np.testing.assert_array_equal(out, x)
+    assert not np.shares_memory(out, x)  # a result is never the argument itself
+
+    const = tw.compile(lambda: tw.constant([1.0, 2.0]) * 2.0, target="cpu")
+    first = _warm(const)
+    second = const()
+    np.testing.assert_array_equal(second, [2.0, 4.0])
+    assert not np.shares_memory(first, second)
+    second[:] = 0  # the caller owns its result: the next call is not affected
+    np.testing.assert_array_equal(const(), [2.0, 4.0])
+
+    class Scaler:
+        def __init__(self, k: float) -> None:
+            self.k = k
+
+        @tw.compile(target="cpu")
+        def apply(self, x):
+            return x * self.k
+
+    s = Scaler(3.0)
+    y = np.ones(2, np.float32)
+    for _ in range(4):
+        np.testing.assert_array_equal(s.apply(y), 3.0)
