@@ -436,3 +436,23 @@ def test_weight_gradients_of_a_loop_sum_outer_products_after_the_loop(bounded):
     kinds = {how for a in loops for how in a.in_place.values()}
     assert ("outer_acc" in kinds) == bounded, [a.in_place for a in loops]
     check_gradients(lambda x, w: loss(x, w, tw.constant(3)), x, w, target="cpu")
+
+
+def test_lstm_gradients_are_identical_on_one_and_two_threads(monkeypatch):
+    # (sizes where the logits' products and the fused loops are split over threads; the
+    # loop's weight gradient is one serial GEMM: nothing depends on the thread count)
+    V, E, H, T, B = 2048, 32, 64, 4, 32
+    rng = np.random.default_rng(11)
+    params = [rng.uniform(-0.2, 0.2, s).astype(np.float32) for s in
+              [(V, E), (E, 4 * H), (H, 4 * H), (4 * H,), (H, V), (V,)]]
+    tok, tgt = (rng.integers(0, V, (B, T)).astype(np.int32) for _ in range(2))
+    results = []
+    for threads in (1, 2):
+        monkeypatch.setenv("TW_NUM_THREADS", str(threads))
+        fn, vs = _lstm_step(params, 0.5)
+        step = tw.compile(fn, target="cpu")
+        loss = step(tok, tgt)
+        _assert_native_with_stacks(step, tok, tgt)
+        results.append([loss, *(v.numpy() for v in vs)])
+    for one, two in zip(*results):
+        np.testing.assert_array_equal(one, two)
