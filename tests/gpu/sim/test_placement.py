@@ -68,8 +68,10 @@ def test_a_split_graph_matches_one_device_with_one_copy_per_tensor_and_direction
 
 
 def run_placed(f, args):
+    """The partitioned graph of `f` (a function and its arguments, or a trace)."""
     from tensorweave.compiler.pipeline import run_pipeline
-    return run_pipeline(f.get_concrete_function(*args).graph, "partitioned")
+    cf = f.get_concrete_function(*args) if hasattr(f, "get_concrete_function") else f
+    return run_pipeline(cf.graph, "partitioned")
 
 
 def test_the_partitioned_graph_has_one_pair_per_tensor_and_direction():
@@ -185,3 +187,26 @@ def test_a_training_step_with_its_forward_pass_on_the_gpu_matches_the_reference(
     np.testing.assert_allclose(losses, ref_losses, rtol=1e-5)
     np.testing.assert_allclose(w, ref_w, rtol=1e-5, atol=1e-6)
     assert losses[-1] < losses[0]
+
+
+def test_a_variable_placed_on_the_gpu_is_read_and_updated_there():
+    def run(device):
+        with tw.device(device):
+            v = tw.Variable(np.eye(3, dtype=np.float32), name=f"gpu_var_{device[1:4]}")
+
+        @tw.compile(target="reference")
+        def step(x):
+            with tw.device(device):
+                v.assign_add(tw.matmul(x, v))
+                return tw.reduce_sum(v)
+        x = np.arange(9, dtype=np.float32).reshape(3, 3) / 10
+        totals = [float(step(x)) for _ in range(3)]
+        return totals, v.numpy(), step.get_concrete_function(x)
+
+    totals, value, cf = run("/GPU:0")
+    want_totals, want_value, _ = run("/CPU:0")
+    np.testing.assert_allclose(totals, want_totals, rtol=1e-6)
+    np.testing.assert_allclose(value, want_value, rtol=1e-6)
+    placed = run_placed(cf, ())
+    handle = next(n for n in placed.nodes if n.op == "VarHandle")
+    assert handle.assigned_device == GPU0
