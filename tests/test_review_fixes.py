@@ -352,3 +352,24 @@ def test_v1_multinomial_takes_tensorflow_1s_arguments():
     np.testing.assert_array_equal(va, vb)
     np.testing.assert_array_equal(va, vc)
     assert "draw" in a.name
+
+
+def test_v1_summary_tags_are_unique_names_as_in_tensorflow_1():
+    # TF1 tags a summary with its name scope made unique: a second "loss" in the graph is
+    # "loss_1" (so merge_all works), and a family prefixes the scope once more. A second
+    # "loss" used to get the same tag, and merge_all failed at run time
+    summary_pb2 = pytest.importorskip("tensorboard.compat.proto.summary_pb2")
+    import tensorweave.compat.v1 as tf
+    with tf.Graph().as_default():
+        tf.summary.scalar("loss", tf.constant(1.0))
+        tf.summary.scalar("loss", tf.constant(2.0))
+        tf.summary.scalar("lr", tf.constant(3.0), family="train")
+        with tf.name_scope("outer"):
+            tf.summary.scalar("acc", tf.constant(4.0))
+            tf.summary.histogram("acc", tf.constant([1.0, 2.0]), family="fam")
+        merged = tf.summary.merge_all()
+        with tf.Session() as sess:
+            values = summary_pb2.Summary.FromString(bytes(sess.run(merged))).value
+    assert [v.tag for v in values] == ["loss", "loss_1", "train/train/lr", "outer/acc",
+                                       "fam/outer/fam/acc"]
+    assert [v.simple_value for v in values[:4]] == [1.0, 2.0, 3.0, 4.0]

@@ -19,7 +19,6 @@ from typing import Any
 import numpy as np
 
 from ...frontend.building import apply_op1
-from ...frontend.context import current_builder
 from ...frontend.tensor import Tensor
 from ...runtime import summary_io
 from .graph import get_default_graph, in_default_graph
@@ -30,10 +29,13 @@ SUMMARIES = "summaries"  # tf.GraphKeys.SUMMARIES
 def _build(op: str, kind: str, name: str, tensor: Any, collections: Any, family: str | None,
            attrs: dict[str, Any]) -> Tensor:
     summary_io.require_tensorboard(f"tf.summary.{kind}")
-    builder = current_builder()
-    tag = f"{family}/{name}" if family else name
-    tag = builder.scoped_name(tag) if builder is not None else tag
-    out = apply_op1(op, [tensor], {"tag": tag, **attrs}, name=name)
+    base = f"{family}/{name}" if family else name
+    out = apply_op1(op, [tensor], {"tag": base, **attrs}, name=base)
+    # TensorFlow 1 tags a summary with its name scope made unique, which is the op's name
+    # (a second "loss" is "loss_1", so merge_all does not see the tag twice), and puts a
+    # family in front once more ("train/train/loss") so it names the dashboard's tab
+    node = out.op
+    node.attrs["tag"] = f"{family}/{node.name}" if family else node.name
     for key in (collections if collections is not None else [SUMMARIES]):
         get_default_graph().add_to_collection(key, out)
     return out
