@@ -456,3 +456,29 @@ def test_lstm_gradients_are_identical_on_one_and_two_threads(monkeypatch):
         results.append([loss, *(v.numpy() for v in vs)])
     for one, two in zip(*results):
         np.testing.assert_array_equal(one, two)
+
+
+def test_scaled_variable_updates_skip_the_product_and_keep_its_bits():
+    def make(target):
+        v, w, u = _vars(np.linspace(-1.0, 1.0, 12).reshape(3, 4).astype(np.float32),
+                        np.arange(5.0, dtype=np.float32), np.ones(2, np.float32))
+
+        @tw.compile(target=target)
+        def step(x, c):
+            v.assign_sub(0.1 * x)             # constant scale, folded into the update
+            w.assign_add(tw.reduce_sum(x, axis=0)[:1] * c + tw.zeros([5]))  # not c * x
+            shown = c * tw.ones([2])          # also returned: computed on its own
+            u.assign_sub(shown)
+            return shown
+        return step, (v, w, u)
+
+    (cpu, vs_cpu), (ref, vs_ref) = make("cpu"), make("reference")
+    rng = np.random.default_rng(12)
+    for _ in range(2):
+        x, c = rng.standard_normal((3, 4)).astype(np.float32), np.float32(rng.standard_normal())
+        np.testing.assert_array_equal(cpu(x, c), ref(x, c))
+        for a, b in zip(vs_cpu, vs_ref):
+            np.testing.assert_array_equal(a.numpy(), b.numpy())
+    plan = _step(cpu, x, c).plan
+    scaled = [a for a in plan.actions if a.kind == "assign" and len(a.ins) == 2]
+    assert len(scaled) == 1 and scaled[0].node.op == "AssignSubVariable"

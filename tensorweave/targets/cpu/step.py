@@ -265,6 +265,10 @@ class _Planner:
                 row_adds[f] = (i, u)
         skipped = {u for _, u in row_adds.values()}
         self.row_adds = row_adds
+        # var -= c * x (an optimizer's update): the product is computed in the update's own
+        # pass instead of a fused kernel writing it to memory first
+        self.scaled = _scaled_updates(self.graph, self.order)
+        skipped |= {x.producer for x, _ in self.scaled.values()}
         # outer_acc: the fused sum becomes an append of the product's operands to the
         # loop's histories (argument slots after the loop variables); the product and the
         # sum never run
@@ -377,6 +381,8 @@ class _Planner:
             return [node.inputs[0], *u.inputs]
         if kind == "append":
             return list(self.appends[node][1].inputs)
+        if kind == "assign" and node in self.scaled:
+            return [node.inputs[0], *self.scaled[node][1]]
         return list(node.inputs)
 
     def _region_plans(self, node: Node) -> list[StepPlan] | None:
@@ -488,7 +494,10 @@ class _Planner:
                 t = _tensor(value)
                 if t.dtype.name == "bool" and node.op != "AssignVariable":
                     raise Ineligible(f"{node.op} '{node.name}' on a bool variable")
-                actions.append(Action("assign", node, ins=[st(value)], nbytes=_nbytes(t),
+                # (a scaled update reads x and the scalar c: var -= c * x)
+                ins = [st(v) for v in self.scaled[node][1]] if node in self.scaled else \
+                    [st(value)]
+                actions.append(Action("assign", node, ins=ins, nbytes=_nbytes(t),
                                       var=self._var_of(node.inputs[0], "read"), op=node.op,
                                       dtype=t.dtype))
         for r, v in enumerate(self.graph.results):
@@ -598,6 +607,41 @@ def _outer_acc_vars(node: Node) -> list[tuple[int, Node]]:
         if how == "outer_acc":
             out.append((k, _outer_acc_parts(node, body.results[k], body.args[k],
                                             body.topological_order())[1]))
+    return out
+
+
+def _scaled_updates(graph: Graph, order: list[Node]) -> dict[Node, tuple[Value, list[Value]]]:
+    """AssignAdd/AssignSub nodes whose value is ``c * x`` from a fused Mul of a float
+    scalar and a tensor of the variable's shape that nothing else reads: node -> (the
+    product, [x, c])."""
+    readers: dict[Value, int] = {}
+    for n in order:
+        for v in n.inputs:
+            readers[v] = readers.get(v, 0) + 1
+    for v in graph.results:
+        readers[v] = readers.get(v, 0) + 1
+    out = {}
+    for node in order:
+        if node.op not in ("AssignAddVariable", "AssignSubVariable"):
+            continue
+        value = node.inputs[1]
+        f = value.producer
+        if f is None or f.op != "Fusion" or len(f.outputs) != 1 or readers.get(value) != 1 \
+                or not isinstance(value.type, TensorType) or value.type.dtype.kind != "float":
+            continue
+        region = f.regions[0]
+        if len(region.nodes) != 1 or region.nodes[0].op != "Mul" or \
+                region.results[0] is not region.nodes[0].outputs[0]:
+            continue
+        mul = region.nodes[0]
+        if any(v.producer is not None for v in mul.inputs):
+            continue
+        outer = [f.inputs[v.index] for v in mul.inputs]
+        shapes = [tuple(v.type.shape) for v in outer]
+        if shapes == [(), tuple(value.type.shape)]:
+            out[node] = (value, [outer[1], outer[0]])
+        elif shapes == [tuple(value.type.shape), ()] and shapes[0] != ():
+            out[node] = (value, [outer[0], outer[1]])
     return out
 
 
@@ -861,7 +905,8 @@ def _emit_plan(module: ir.Module, plan: StepPlan, name: str, gemm_mode: str,
             if a.op == "AssignVariable":
                 copy(dst, src, a.nbytes)
             else:
-                _emit_update(b, a, dst, src)
+                scale = pointer(a.ins[1]) if len(a.ins) == 2 else None
+                _emit_update(b, a, dst, src, scale)
         profiling.end(b, module, probe, plan.base + k)
     b.ret(I32(0))
     return fn
@@ -1082,17 +1127,23 @@ def _emit_objects_entry(module: ir.Module, step: ir.Function, plan: StepPlan,
     b.ret(b.call(step, [args, results, vars_, consts, ws, failed, context, callback]))
 
 
-def _emit_update(b: ir.IRBuilder, a: Action, dst: ir.Value, src: ir.Value) -> None:
-    """var += value / var -= value, elementwise (wrapping for integers, like NumPy)."""
+def _emit_update(b: ir.IRBuilder, a: Action, dst: ir.Value, src: ir.Value,
+                 scale: ir.Value | None = None) -> None:
+    """var += value / var -= value, elementwise (wrapping for integers, like NumPy);
+    with `scale` (a float scalar c), value is c * src, rounded as the product on its own
+    (no fused multiply-add), as the fused kernel computed it."""
     from .elementwise import memory_type
     t = memory_type(a.dtype)  # (bool variables are refused when planning)
     n = a.nbytes // np.dtype(a.dtype.np).itemsize
     d = b.bitcast(dst, ir.PointerType(t))
     s = b.bitcast(src, ir.PointerType(t))
     is_float = a.dtype.kind == "float"
+    c = b.load(b.bitcast(scale, ir.PointerType(t))) if scale is not None else None
     with counted_loop(b, 0, n, name="upd") as i:
         pd, ps = b.gep(d, [i]), b.gep(s, [i])
         x, y = b.load(pd), b.load(ps)
+        if c is not None:
+            y = b.fmul(c, y)
         if a.op == "AssignAddVariable":
             r = b.fadd(x, y) if is_float else b.add(x, y)
         else:
