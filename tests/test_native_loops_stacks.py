@@ -482,3 +482,20 @@ def test_scaled_variable_updates_skip_the_product_and_keep_its_bits():
     plan = _step(cpu, x, c).plan
     scaled = [a for a in plan.actions if a.kind == "assign" and len(a.ins) == 2]
     assert len(scaled) == 1 and scaled[0].node.op == "AssignSubVariable"
+
+
+def test_a_cond_reading_a_weight_gradient_accumulator_keeps_it_per_iteration():
+    # (a hand-written loop whose condition reads its own outer-product accumulator: the
+    # products must be added every iteration, not after the loop)
+    def f(p, g):
+        def body(i, acc):
+            return i + 1, acc + tw.matmul(p * tw.cast(i + 1, p.dtype), g, transpose_a=True)
+        return tw.while_loop(lambda i, acc: tw.reduce_sum(acc) < 40.0, body,
+                             (tw.constant(0), tw.zeros([3, 2], tw.float64)),
+                             maximum_iterations=10)
+
+    cpu, ref = _both(f)
+    p, g = np.ones((4, 3)), np.full((4, 2), 0.5)
+    _close(cpu(p, g), ref(p, g))
+    loop = _loop_actions(_step(cpu, p, g).plan)[0]
+    assert "outer_acc" not in loop.in_place.values()

@@ -585,6 +585,11 @@ def _outer_acc_parts(node: Node, res: Value, arg: Value, order: list[Node]
     thread count: one serial BLAS call)."""
     if int(node.attrs.get("maximum_iterations", -1)) < 0:
         return None
+    cond = node.regions[0]
+    k = arg.index
+    if any(v is cond.args[k] for n in cond.walk() for v in n.inputs) or \
+            any(v is cond.args[k] for v in cond.results):
+        return None  # (the cond would see the value before the products are added)
     f = _fused_sum_of(res, arg)
     if f is None or arg.type.dtype.name not in ("f32", "f64"):
         return None
