@@ -59,9 +59,9 @@ def seen_arrays(monkeypatch):
     seen = {"call": [], "native": []}
     call_flat, native_call = ConcreteFunction.call_flat, NativeStep.__call__
 
-    def spy_call(self, arrays):
+    def spy_call(self, arrays, *rest):  # rest: call_flat's `donated` (donate_argnums)
         seen["call"].append(list(arrays))
-        return call_flat(self, arrays)
+        return call_flat(self, arrays, *rest)
 
     def spy_native(self, arrays, step=None):
         seen["native"].append(list(arrays))
@@ -154,9 +154,9 @@ def test_compiled_functions_take_foreign_arrays_without_a_copy(target, data):
     seen = {"call": []}
     call_flat = ConcreteFunction.call_flat
 
-    def spy(self, arrays):
+    def spy(self, arrays, *rest):
         seen["call"].append(list(arrays))
-        return call_flat(self, arrays)
+        return call_flat(self, arrays, *rest)
 
     ConcreteFunction.call_flat = spy
     try:
