@@ -631,8 +631,8 @@ class Function:
         steps without variables)."""
         self._native_tried.add(key)
         exe = cf._executable
-        if not hasattr(exe, "dispatch_entry") or not all(
-                type(a) is np.ndarray for a in arrays):
+        if not hasattr(exe, "dispatch_entry") or getattr(cf, "keep_on_device", False) or \
+                not all(type(a) is np.ndarray for a in arrays):
             return
         from ..targets.cpu import dispatch
         if not dispatch.enabled():

@@ -390,7 +390,8 @@ def _native() -> tuple[Any, _MethodDef, list[int]]:
     from . import jit
     off = layout()
     assert off is not None
-    compiled = jit.compile_module(_IR.format(entries=_T_ENTRIES, **off), ["tw_dispatch"])
+    compiled = jit.compile_module(_IR.format(entries=_T_ENTRIES, **off), ["tw_dispatch"],
+                                  runtime=True)
     method = _MethodDef(b"tw_dispatch", compiled.address("tw_dispatch"), _METH_FASTCALL,
                         b"A tw.compile function's native dispatcher.")
     api = ctypes.pythonapi

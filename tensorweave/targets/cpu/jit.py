@@ -297,7 +297,8 @@ def load_object(obj: bytes, names: Sequence[str]) -> tuple[llvm.ExecutionEngine,
         return engine, addresses
 
 
-def _from_disk(key: str, names: Sequence[str]) -> CompiledModule | None:
+def _from_disk(key: str, names: Sequence[str], stats: CacheStats = STATS
+               ) -> CompiledModule | None:
     """The module stored under `key` on disk, loaded; None when there is no usable entry
     (an entry that does not load is deleted)."""
     if disk_cache.cache_dir() is None:
@@ -307,55 +308,59 @@ def _from_disk(key: str, names: Sequence[str]) -> CompiledModule | None:
         obj = disk_cache.load(key)
     except disk_cache.InvalidEntry:  # logged and deleted by `load`
         obj = None
-        STATS.disk_errors += 1
+        stats.disk_errors += 1
     if obj is None:
-        STATS.disk_misses += 1
+        stats.disk_misses += 1
         return None
     try:
         engine, addresses = load_object(obj, names)
     except ObjectLoadError as e:
         _log.debug("compile cache: entry %s does not load (%s); rebuilding it", key, e)
         disk_cache.discard(key)
-        STATS.disk_errors += 1
-        STATS.disk_misses += 1
+        stats.disk_errors += 1
+        stats.disk_misses += 1
         return None
-    STATS.disk_hits += 1
-    STATS.disk_load_seconds += time.perf_counter() - start
+    stats.disk_hits += 1
+    stats.disk_load_seconds += time.perf_counter() - start
     return CompiledModule(engine, None, addresses)
 
 
-def _compile(ir_text: str, names: Sequence[str], loop_vectorize: bool, key: str
-             ) -> CompiledModule:
+def _compile(ir_text: str, names: Sequence[str], loop_vectorize: bool, key: str,
+             stats: CacheStats = STATS) -> CompiledModule:
     """Run LLVM on `ir_text`, load the object code, and store it on disk."""
     module = parse_and_optimize(ir_text, loop_vectorize)
     with LLVM_LOCK:
         obj = target_machine().emit_object(module)
-    STATS.llvm_compiles += 1
+    stats.llvm_compiles += 1
     try:
         engine, addresses = load_object(obj, names)
     except ObjectLoadError as e:
         raise CompileError(f"JIT: cannot load the compiled code: {e}") from None
     if disk_cache.store(key, obj):
-        STATS.disk_writes += 1
+        stats.disk_writes += 1
     return CompiledModule(engine, module, addresses)
 
 
-def compile_module(ir_text: str, names: Sequence[str], loop_vectorize: bool = False
-                   ) -> CompiledModule:
+def compile_module(ir_text: str, names: Sequence[str], loop_vectorize: bool = False,
+                   runtime: bool = False) -> CompiledModule:
     """JIT-compile `ir_text` (cached in memory by the text and flag, and on disk) and
-    resolve the functions `names`."""
+    resolve the functions `names`. `runtime`: tensorweave's own code (the native call
+    dispatcher), compiled once per process and not counted in `STATS`, which counts the
+    kernels of users' graphs."""
+    stats = CacheStats() if runtime else STATS
     with LLVM_LOCK:
         memory_key = (loop_vectorize, opt_level(), ir_text)
         hit = _CACHE.get(memory_key)
         if hit is not None:
-            STATS.hits += 1
+            stats.hits += 1
             return hit
         start = time.perf_counter()
         key = cache_key(ir_text, loop_vectorize)
-        compiled = _from_disk(key, names) or _compile(ir_text, names, loop_vectorize, key)
+        compiled = (_from_disk(key, names, stats)
+                    or _compile(ir_text, names, loop_vectorize, key, stats))
         _CACHE[memory_key] = compiled
-        STATS.misses += 1
-        STATS.compile_seconds += time.perf_counter() - start
+        stats.misses += 1
+        stats.compile_seconds += time.perf_counter() - start
         return compiled
 
 
