@@ -373,3 +373,28 @@ def test_v1_summary_tags_are_unique_names_as_in_tensorflow_1():
     assert [v.tag for v in values] == ["loss", "loss_1", "train/train/lr", "outer/acc",
                                        "fam/outer/fam/acc"]
     assert [v.simple_value for v in values[:4]] == [1.0, 2.0, 3.0, 4.0]
+
+
+# ------------------------------------------------------------- TF1 collections with a scope
+
+def test_v1_variable_lists_and_collections_filter_by_scope_as_tensorflow_1():
+    # tf.trainable_variables(scope=...) (TF1's way to pick a GAN's generator variables)
+    # was a TypeError; get_collection(key, scope) returned items without a name, which
+    # TF1 leaves out whenever a scope is given
+    import tensorweave.compat.v1 as tf
+    with tf.Graph().as_default():
+        with tf.variable_scope("gen"):
+            g = tf.get_variable("w", [2])
+        with tf.variable_scope("disc"):
+            d = tf.get_variable("w", [2])
+            s = tf.get_variable("steps", [], trainable=False)
+        tf.add_to_collection("misc", 3)
+        def names(vs):
+            return [v.name for v in vs]
+        assert names(tf.trainable_variables(scope="gen")) == [g.name] == ["gen/w:0"]
+        assert names(tf.trainable_variables("disc")) == [d.name]
+        assert names(tf.global_variables(scope="disc")) == [d.name, s.name]
+        assert names(tf.global_variables()) == [g.name, d.name, s.name]
+        assert tf.local_variables(scope="gen") == []
+        assert tf.get_collection("misc") == [3]
+        assert tf.get_collection("misc", scope=".*") == []

@@ -86,8 +86,10 @@ class Graph:
             return items
         import re
         pattern = re.compile(scope)
-        return [v for v in items
-                if pattern.match(str(getattr(v, "shared_name", getattr(v, "name", ""))))]
+        # as TensorFlow: an item without a name is never returned when a scope is given
+        names = [getattr(v, "shared_name", getattr(v, "name", None)) for v in items]
+        return [v for v, n in zip(items, names)
+                if isinstance(n, str) and pattern.match(n)]
 
     def get_collection_ref(self, name: str) -> list[Any]:
         """The collection's list itself: changing it changes the collection."""
@@ -305,17 +307,20 @@ class Variable(_Variable):
         return f"<tf.Variable '{self.name}' shape={self._type.shape} dtype={self.dtype.tf_name}>"
 
 
-def global_variables() -> list[Variable]:
-    """The variables of the default graph (its ``GLOBAL_VARIABLES`` collection)."""
-    return get_default_graph().get_collection(GLOBAL_VARIABLES)
+def global_variables(scope: str | None = None) -> list[Variable]:
+    """The variables of the default graph (its ``GLOBAL_VARIABLES`` collection), those
+    whose name `scope` matches from the start (a regular expression) when given."""
+    return get_default_graph().get_collection(GLOBAL_VARIABLES, scope)
 
 
 all_variables = global_variables
 
 
-def trainable_variables() -> list[Variable]:
-    """The trainable variables of the default graph (what optimizers update by default)."""
-    return get_default_graph().get_collection(TRAINABLE_VARIABLES)
+def trainable_variables(scope: str | None = None) -> list[Variable]:
+    """The trainable variables of the default graph (what optimizers update by default),
+    those whose name `scope` matches from the start when given (TensorFlow 1's
+    ``tf.trainable_variables(scope="generator")``)."""
+    return get_default_graph().get_collection(TRAINABLE_VARIABLES, scope)
 
 
 def variables_initializer(var_list: list[Variable], name: str = "init") -> ir.Node:
@@ -332,9 +337,10 @@ def global_variables_initializer() -> ir.Node:
 initialize_all_variables = global_variables_initializer
 
 
-def local_variables() -> list[Variable]:
-    """The default graph's ``LOCAL_VARIABLES``: state of this worker only (not saved)."""
-    return get_default_graph().get_collection(LOCAL_VARIABLES)
+def local_variables(scope: str | None = None) -> list[Variable]:
+    """The default graph's ``LOCAL_VARIABLES``: state of this worker only (not saved);
+    those whose name `scope` matches from the start when given."""
+    return get_default_graph().get_collection(LOCAL_VARIABLES, scope)
 
 
 def local_variables_initializer() -> ir.Node:
