@@ -13,7 +13,8 @@ Decisions, strongest first:
    (``/cpu:1``, ``/device:GPU:*``, ``/job:localhost``); the node may go on any device that
    matches it and has a kernel for the op (the reference kernels run every op on a CPU;
    on a GPU, the gpu target must have a kernel for it: `kernel_reason` says why not).
-   Nodes without a request go to the CPUs (the devices of `auto_device_types`), unless
+   Nodes without a request, or whose request names no device type (``/job:ps``), go to
+   the CPUs (the devices of `auto_device_types`), unless
    ``tw.config.set_auto_gpu_placement(True)`` lets the cost model put them on GPUs too.
 3. **Soft placement.** A request no device can satisfy falls back to the default device
    when `soft_placement` is on, and raises `InvalidArgumentError` (op, node, source line,
@@ -387,6 +388,8 @@ class _Placer:
             # "/gpu:0" or "/job:worker" in worker 1's session: worker 1's device.
             spec = replace(spec, job=t.job, replica=t.replica, task=t.task)
         matching = [d for d in self.devices if spec.matches(d.spec)]
+        if spec.device_type is None:  # "/job:ps": that task's CPUs, GPUs only when allowed
+            matching = [d for d in matching if d.device_type in self.auto_types] or matching
         usable = [d for d in matching if has_kernel(node, d.device_type)]
         if usable:
             return usable, "requested"

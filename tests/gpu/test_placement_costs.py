@@ -193,3 +193,13 @@ def test_every_cpu_gpu_edge_gets_one_send_recv_pair_per_tensor_and_direction():
     assert len(recvs) == 2
     assert {n.attrs["key"] for n in sends} == {n.attrs["key"] for n in recvs}
     assert np.all([n.assigned_device == n.attrs["recv_device"] for n in recvs])
+
+
+def test_a_request_without_a_device_type_keeps_to_the_cpus_unless_gpus_are_allowed():
+    def f(x):
+        with tw.device("/job:localhost"):
+            return tw.matmul(x, x, name="mm")
+    assert _where(_placed(f, _spec(1024, 1024)), "mm") == "CPU:0"
+    g = _placed(f, _spec(1024, 1024), auto_device_types=("CPU", "GPU"))
+    assert _where(g, "mm") == "GPU:0"
+    assert g.node_by_name("mm").attrs[REASON_ATTR] == "requested (cost model among 2 devices)"
