@@ -339,3 +339,24 @@ def test_donate_argnums_is_checked():
     out = f(x, y)  # one result: only one donated buffer can be it
     assert np.array_equal(out, np.full(4, 3.0, np.float32))
     assert np.may_share_memory(out, x) != np.may_share_memory(out, y)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape", [(301, 257, 200), (400, 301, 100), (2, 72, 700, 100)])
+def test_per_node_matmul_kernel_is_identical_on_any_thread_count(monkeypatch, dtype, shape):
+    """The dataflow executor's MatMul kernel (`blas.MatMulKernel`, shapes known at run
+    time) cuts a product over threads only as `gemm_split` allows for its shape: on
+    SkylakeX OpenBLAS a row cut of a dgemm with an odd n changed bits before."""
+    from tensorweave.targets.cpu.blas import MatMulKernel
+    *batch, m, n, k = shape
+    rng = np.random.default_rng(m * n)
+    a = rng.standard_normal((*batch, m, k)).astype(dtype)
+    b = rng.standard_normal((*batch, k, n)).astype(dtype)
+    node = single_node("MatMul", [a, b])
+    outs = []
+    for threads in (1, 2, 3):
+        monkeypatch.setenv("TW_NUM_THREADS", str(threads))
+        outs.append(MatMulKernel(node)([a, b])[0])
+    assert outs[0].tobytes() == outs[1].tobytes() == outs[2].tobytes()
+    np.testing.assert_allclose(outs[0], a.astype(np.float64) @ b.astype(np.float64),
+                               rtol=1e-4, atol=1e-3)

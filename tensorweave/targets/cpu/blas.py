@@ -11,10 +11,13 @@ as one row-major GEMM, which both the native steps and the kernels here call.
 `matmul_ir(dtype)` is one JIT function per dtype that runs a batch of products:
 
     i32 tw_matmul_<dt>(T* a, T* b, T* c, i64 batch, i64* a_offsets, i64* b_offsets,
-                       i64* dims)      ; dims = [m, n, k, transpose_a, transpose_b]
+                       i64* dims)      ; dims = [m, n, k, transpose_a, transpose_b, split]
 
-For f32/f64 it calls the BLAS once per batch entry; for integers it runs an i-k-j loop
-nest that LLVM vectorizes over j (wrapping arithmetic, like NumPy).
+For f32/f64 it calls the BLAS once per batch entry, on one thread or cut over threads
+as `lowering.gemm_split` chose for the shape when the kernel planned it (``split``: 0
+one call, 1 rows, 2 columns; each cut checked bit for bit against one call at that
+shape, so results do not depend on the thread count); for integers it runs an i-k-j
+loop nest that LLVM vectorizes over j (wrapping arithmetic, like NumPy).
 """
 
 from __future__ import annotations
@@ -125,6 +128,8 @@ entry:
   %ta = load i64, i64* %pta
   %ptb = getelementptr i64, i64* %dims, i64 4
   %tb = load i64, i64* %ptb
+  %psplit = getelementptr i64, i64* %dims, i64 5
+  %split = load i64, i64* %psplit
   %mn = mul i64 %m, %n
   br label %loop
 loop:
@@ -140,7 +145,8 @@ body:
   %pa = getelementptr {t}, {t}* %a, i64 %ao
   %pb = getelementptr {t}, {t}* %b, i64 %bo
   %pc = getelementptr {t}, {t}* %c, i64 %co
-  call void @tw_one_{dt}({t}* %pa, {t}* %pb, {t}* %pc, i64 %m, i64 %n, i64 %k, i64 %ta, i64 %tb)
+  call void @tw_one_{dt}({t}* %pa, {t}* %pb, {t}* %pc, i64 %m, i64 %n, i64 %k, i64 %ta, i64 %tb,
+                        i64 %split)
   %i1 = add i64 %i, 1
   br label %loop
 done:
@@ -148,10 +154,12 @@ done:
 }}
 """
 
-# One product through `lowering.gemm_function` (BLAS, row-major, Fortran call inside).
+# One product through `lowering.gemm_function` (BLAS, row-major, Fortran call inside):
+# `{call}` is the GEMM call with the arguments `{args}`, or a switch on %split over the
+# serial GEMM and the row and column cuts (with threads).
 _GEMM_ONE = """
 define internal void @tw_one_{dt}({t}* %a, {t}* %b, {t}* %c, i64 %m, i64 %n, i64 %k,
-                                  i64 %ta, i64 %tb) {{
+                                  i64 %ta, i64 %tb, i64 %split) {{
 entry:
   %taf = icmp ne i64 %ta, 0
   %tbf = icmp ne i64 %tb, 0
@@ -159,15 +167,28 @@ entry:
   %tb32 = zext i1 %tbf to i32
   %lda = select i1 %taf, i64 %m, i64 %k
   %ldb = select i1 %tbf, i64 %k, i64 %n
-  call void @tw_gemm_{dt}(i32 %ta32, i32 %tb32, i64 %m, i64 %n, i64 %k, {t} 1.0, {t}* %a,
-                          i64 %lda, {t}* %b, i64 %ldb, {t} 0.0, {t}* %c, i64 %n)
+{call}
   ret void
 }}
 """
+_GEMM_ARGS = ("(i32 %ta32, i32 %tb32, i64 %m, i64 %n, i64 %k, {t} 1.0, {t}* %a, i64 %lda, "
+              "{t}* %b, i64 %ldb, {t} 0.0, {t}* %c, i64 %n)")
+_GEMM_SWITCH = """  switch i64 %split, label %serial [i64 1, label %rows
+                                     i64 2, label %cols]
+serial:
+  call void @"{serial}"{args}
+  br label %done
+rows:
+  call void @"{rows}"{args}
+  br label %done
+cols:
+  call void @"{cols}"{args}
+  br label %done
+done:"""
 
 _INT_ONE = """
 define internal void @tw_one_{dt}({t}* noalias %a, {t}* noalias %b, {t}* noalias %c, i64 %m,
-                                  i64 %n, i64 %k, i64 %ta, i64 %tb) {{
+                                  i64 %n, i64 %k, i64 %ta, i64 %tb, i64 %split) {{
 entry:
   ; element (i, p) of op(A) is a[i * sa0 + p * sa1]; (p, j) of op(B) is b[p * sb0 + j * sb1]
   %taf = icmp ne i64 %ta, 0
@@ -241,10 +262,18 @@ def matmul_ir(dtype: DType) -> str:
     if dtype.name in _GEMM:
         import llvmlite.ir as ir
 
-        from .lowering import gemm_function
+        from .lowering import _gemm_cols_function, gemm_function
         gemm = ir.Module(name=f"tw_matmul_{dtype.name}")
-        gemm_function(gemm, dtype, "blas")
-        one = str(gemm) + _GEMM_ONE.format(dt=dtype.name, t=t)
+        fn = gemm_function(gemm, dtype, "blas")
+        serial = gemm.globals.get(fn.name + ".serial")
+        args = _GEMM_ARGS.format(t=t)
+        if serial is None:  # one thread: `fn` is the serial GEMM
+            call = f'  call void @"{fn.name}"{args}'
+        else:
+            cols = _gemm_cols_function(gemm, fn, serial, dtype)
+            call = _GEMM_SWITCH.format(serial=serial.name, rows=fn.name, cols=cols.name,
+                                       args=args)
+        one = str(gemm) + _GEMM_ONE.format(dt=dtype.name, t=t, call=call)
     elif dtype.name in INT_DTYPES:
         one = _INT_ONE.format(dt=dtype.name, t=t)
     else:
@@ -293,6 +322,8 @@ class MatMulKernel:
         self.ta = bool(node.attrs.get("transpose_a"))
         self.tb = bool(node.attrs.get("transpose_b"))
         self.fn, self._module = matmul_function(self.dtype)
+        from .parallel import num_threads
+        self._threads = num_threads()  # (what the compiled cuts were generated for)
         self._plans: dict[tuple, tuple] = {}
 
     def _plan(self, a_shape: tuple, b_shape: tuple) -> tuple:
@@ -303,7 +334,14 @@ class MatMulKernel:
             raise InvalidArgumentError(f"inner dimensions differ: a has shape {list(a_shape)}, "
                                        f"b has shape {list(b_shape)}")
         batch, aoff, boff = _batch_offsets(a_shape[:-2], b_shape[:-2], ar * ac, br * bc)
-        dims = np.array([m, n, k, int(self.ta), int(self.tb)], dtype=np.int64)
+        split = 0
+        from .parallel import num_threads
+        if self.dtype.name in _GEMM and num_threads() == self._threads:
+            # cut over threads only where that gives one call's bits at this shape
+            from .lowering import gemm_split
+            split = {None: 0, "rows": 1, "cols": 2}[gemm_split(self.dtype, self.ta, self.tb,
+                                                               m, n, k)]
+        dims = np.array([m, n, k, int(self.ta), int(self.tb), split], dtype=np.int64)
         return batch + (m, n), aoff, boff, dims, k
 
     def __call__(self, inputs: Sequence[Any], resources: Any = None, counters: Any = None,
