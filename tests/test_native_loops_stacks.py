@@ -499,3 +499,50 @@ def test_a_cond_reading_a_weight_gradient_accumulator_keeps_it_per_iteration():
     _close(cpu(p, g), ref(p, g))
     loop = _loop_actions(_step(cpu, p, g).plan)[0]
     assert "outer_acc" not in loop.in_place.values()
+
+
+@settings(max_examples=8, deadline=None)
+@given(rows=st.integers(0, 12), n=st.integers(1, 7), width=st.integers(1, 5),
+       lr=st.sampled_from([0.1, 0.5, -0.25]), seed=st.integers(0, 99))
+def test_sparse_segment_sum_updates_change_only_named_rows_bitwise(rows, n, width, lr, seed):
+    # var -= lr * unsorted_segment_sum(data, ids, n) with repeated and negative ids: with
+    # lr > 0 only the named rows are touched (sums in data order, as the segment sum);
+    # lr < 0 takes the dense path; both bitwise the reference, -0.0 entries included
+    rng = np.random.default_rng(seed)
+    data = rng.standard_normal((rows, width)).astype(np.float32)
+    ids = rng.integers(-2, n, rows).astype(np.int32)
+    init = rng.standard_normal((n, width)).astype(np.float32)
+    init[0, 0] = -0.0
+
+    def make(target):
+        (v,) = _vars(init)
+
+        @tw.compile(target=target)
+        def step(data, ids):
+            v.assign_sub(lr * tw.unsorted_segment_sum(data, ids, n))
+            return tw.reduce_sum(data)
+        return step, v
+
+    (cpu, v1), (ref, v2) = make("cpu"), make("reference")
+    for _ in range(2):
+        np.testing.assert_array_equal(cpu(data, ids), ref(data, ids))
+        np.testing.assert_array_equal(v1.numpy(), v2.numpy())
+        assert np.signbit(v1.numpy()[0, 0]) == np.signbit(v2.numpy()[0, 0])
+    kinds = [a.kind for a in _step(cpu, data, ids).plan.actions]
+    assert ("sparse_update" in kinds) == (lr > 0), kinds
+
+
+def test_a_sparse_update_with_an_id_out_of_range_names_the_segment_sum():
+    (v,) = _vars(np.zeros((3, 2), np.float32))
+    @tw.compile(target="cpu")
+    def f(d, i):
+        v.assign_sub(0.5 * tw.unsorted_segment_sum(d, i, 3))
+        return d * 1.0
+
+    d = np.ones((2, 2), np.float32)
+    f(d, np.array([2, 2], np.int32))
+    np.testing.assert_array_equal(v.numpy(), [[0, 0], [0, 0], [-1, -1]])
+    assert "sparse_update" in [a.kind for a in _step(f, d, np.array([0, 1], np.int32)).plan.actions]
+    with pytest.raises(tw.errors.InvalidArgumentError,
+                       match=r"(?s)UnsortedSegmentSum.*test_native_loops.*segment id"):
+        f(d, np.array([0, 3], np.int32))

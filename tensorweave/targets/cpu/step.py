@@ -269,6 +269,11 @@ class _Planner:
         # pass instead of a fused kernel writing it to memory first
         self.scaled = _scaled_updates(self.graph, self.order)
         skipped |= {x.producer for x, _ in self.scaled.values()}
+        # ... and of a segment sum (an embedding's gradient): only the rows it names
+        self.sparse = {n: _sparse_update_parts(n, x, c, self.order)
+                       for n, (_, (x, c)) in self.scaled.items()}
+        self.sparse = {n: u for n, u in self.sparse.items() if u is not None}
+        skipped |= set(self.sparse.values())
         # outer_acc: the fused sum becomes an append of the product's operands to the
         # loop's histories (argument slots after the loop variables); the product and the
         # sum never run
@@ -350,6 +355,8 @@ class _Planner:
         # Workspace: every other computed value, placed by live range.
         computed: list[tuple[int, Any, int]] = []  # (definition, value or node, bytes)
         for k, (kind, node) in enumerate(steps):
+            if kind == "assign" and node in self.sparse:
+                computed.append((k, node, _sparse_scratch(self.sparse[node])))
             if kind == "assign" or (kind == "read" and node not in snapshot):
                 continue
             if kind == "region":
@@ -381,6 +388,8 @@ class _Planner:
             return [node.inputs[0], *u.inputs]
         if kind == "append":
             return list(self.appends[node][1].inputs)
+        if kind == "assign" and node in self.sparse:
+            return [node.inputs[0], *self.sparse[node].inputs, self.scaled[node][1][1]]
         if kind == "assign" and node in self.scaled:
             return [node.inputs[0], *self.scaled[node][1]]
         return list(node.inputs)
@@ -494,6 +503,13 @@ class _Planner:
                 t = _tensor(value)
                 if t.dtype.name == "bool" and node.op != "AssignVariable":
                     raise Ineligible(f"{node.op} '{node.name}' on a bool variable")
+                if node in self.sparse:  # (rows, ids, c; reported as the segment sum)
+                    actions.append(Action(
+                        "sparse_update", self.sparse[node],
+                        ins=[st(v) for v in self._step_inputs(kind, node)[1:]],
+                        nbytes=_nbytes(t), var=self._var_of(node.inputs[0], "read"),
+                        op=node.op, dtype=t.dtype, scratch=self.scratch[node]))
+                    continue
                 # (a scaled update reads x and the scalar c: var -= c * x)
                 ins = [st(v) for v in self.scaled[node][1]] if node in self.scaled else \
                     [st(value)]
@@ -648,6 +664,37 @@ def _scaled_updates(graph: Graph, order: list[Node]) -> dict[Node, tuple[Value, 
         elif shapes == [tuple(value.type.shape), ()] and shapes[0] != ():
             out[node] = (value, [outer[0], outer[1]])
     return out
+
+
+def _sparse_update_parts(assign: Node, x: Value, c: Value, order: list[Node]) -> Node | None:
+    """The UnsortedSegmentSum producing `x` in ``var -= c * x`` (or ``+=`` with c < 0),
+    when only its named rows can change the variable: c is a positive (negative for +=)
+    finite constant, so ``var - c * 0`` is exactly ``var`` on every row no id names
+    (signed zeros included), and nothing else reads the sum; else None."""
+    u = x.producer
+    if u is None or u.op != "UnsortedSegmentSum" or c.producer is None or \
+            c.producer.op != "Const":
+        return None
+    value = float(np.asarray(c.producer.attrs["value"]))
+    if not np.isfinite(value) or value == 0.0 or \
+            (value > 0) != (assign.op == "AssignSubVariable"):
+        return None
+    data, ids = u.inputs
+    if not isinstance(data.type, TensorType) or data.type.dtype != x.type.dtype or \
+            ids.type.rank < 1 or x.type.rank < 1 or \
+            tuple(data.type.shape[ids.type.rank:]) != tuple(x.type.shape[1:]):
+        return None
+    if sum(1 for n in order for v in n.inputs if v is x) != 1:  # (only the fused product)
+        return None
+    return u
+
+
+def _sparse_scratch(u: Node) -> int:
+    """Workspace of a sparse update: one slot per segment (int64), then one accumulated
+    row per data row."""
+    n_seg = int(u.outputs[0].type.shape[0])
+    rows = int(u.inputs[1].type.num_elements)
+    return _aligned(8 * n_seg) + _aligned(rows * _nbytes(u.outputs[0].type) // max(1, n_seg))
 
 
 def _row_add_parts(res: Value, arg: Value, order: list[Node], pos: dict[Node, int]
@@ -905,6 +952,10 @@ def _emit_plan(module: ir.Module, plan: StepPlan, name: str, gemm_mode: str,
             copy(pointer(a.outs[0]), pointer(Storage("var", a.var)), a.nbytes)
         elif a.kind == "result":
             copy(pointer(a.outs[0]), pointer(a.ins[0]), a.nbytes)
+        elif a.kind == "sparse_update":
+            _emit_sparse_update(b, a, pointer(Storage("var", a.var)),
+                                [pointer(s) for s in a.ins], b.gep(ws, [I64(a.scratch)]),
+                                check, plan.base + k)
         elif a.kind == "assign":
             dst, src = pointer(Storage("var", a.var)), pointer(a.ins[0])
             if a.op == "AssignVariable":
@@ -979,6 +1030,67 @@ def _emit_row_add(b: ir.IRBuilder, a: Action, ptrs: list[ir.Value], check: Any,
         with counted_loop(b, 0, n, name="row") as i:
             pd = b.gep(dst, [i])
             b.store(b.fadd(b.load(pd), b.load(b.gep(src, [i]))), pd)
+
+
+def _emit_sparse_update(b: ir.IRBuilder, a: Action, var: ir.Value, ptrs: list[ir.Value],
+                        scratch: ir.Value, check: Any, ident: int) -> None:
+    """var[s] -= c * sum of the data rows with id s, for the ids present only (`a.node` is
+    the segment sum, `_sparse_update_parts`). The sums are the segment sum's: from 0.0,
+    adding rows in data order; then the product and the update, rounded as the dense
+    kernels round them. An id >= the number of segments is the segment sum's status 1,
+    a negative id drops its row."""
+    from .elementwise import memory_type
+    u = a.node
+    t = u.outputs[0].type
+    n_seg = int(t.shape[0])
+    width = int(t.num_elements) // max(1, n_seg)
+    ids_t = u.inputs[1].type
+    rows = int(ids_t.num_elements)
+    et = ir.PointerType(memory_type(t.dtype))
+    data, ids, cp = (b.bitcast(ptrs[0], et), ptrs[1], b.bitcast(ptrs[2], et))
+    slots = b.bitcast(scratch, ir.PointerType(I64))
+    acc = b.bitcast(b.gep(scratch, [I64(_aligned(8 * n_seg))]), et)
+    idt = np.dtype(ids_t.dtype.np).itemsize * 8
+    id_ptr = b.bitcast(ids, ir.PointerType(ir.IntType(idt)))
+
+    def segment(j: ir.Value) -> ir.Value:
+        s = b.load(b.gep(id_ptr, [j]))
+        return b.sext(s, I64) if idt < 64 else s
+
+    zero = ir.Constant(memory_type(t.dtype), 0.0)
+    with counted_loop(b, 0, n_seg, name="slot") as s:
+        b.store(I64(-1), b.gep(slots, [s]))
+    with counted_loop(b, 0, rows, name="gather") as j:
+        s = segment(j)
+        check(b.select(b.icmp_signed(">=", s, I64(n_seg)), I32(1), I32(0)), ident)
+        with b.if_then(b.icmp_signed(">=", s, I64(0))):
+            slot_ptr = b.gep(slots, [s])
+            slot = b.load(slot_ptr)
+            first = b.icmp_signed("<", slot, I64(0))
+            with b.if_then(first):
+                b.store(j, slot_ptr)
+            row = b.select(first, j, slot)
+            dst = b.gep(acc, [b.mul(row, I64(width))])
+            src = b.gep(data, [b.mul(j, I64(width))])
+            with counted_loop(b, 0, width, name="sum") as i:
+                pd = b.gep(dst, [i])
+                before = b.select(first, zero, b.load(pd))
+                b.store(b.fadd(before, b.load(b.gep(src, [i]))), pd)
+    c = b.load(cp)
+    v = b.bitcast(var, et)
+    with counted_loop(b, 0, rows, name="apply") as j:
+        s = segment(j)
+        owner = b.and_(b.icmp_signed(">=", s, I64(0)),
+                       b.icmp_signed("<", s, I64(n_seg)))
+        with b.if_then(owner):
+            with b.if_then(b.icmp_signed("==", b.load(b.gep(slots, [s])), j)):
+                dst = b.gep(v, [b.mul(s, I64(width))])
+                src = b.gep(acc, [b.mul(j, I64(width))])
+                with counted_loop(b, 0, width, name="upd") as i:
+                    pd = b.gep(dst, [i])
+                    y = b.fmul(c, b.load(b.gep(src, [i])))
+                    x = b.load(pd)
+                    b.store(b.fsub(x, y) if a.op == "AssignSubVariable" else b.fadd(x, y), pd)
 
 
 def _emit_if(env: _RegionEnv, a: Action, fns: list[ir.Function]) -> None:
