@@ -546,3 +546,21 @@ def test_a_sparse_update_with_an_id_out_of_range_names_the_segment_sum():
     with pytest.raises(tw.errors.InvalidArgumentError,
                        match=r"(?s)UnsortedSegmentSum.*test_native_loops.*segment id"):
         f(d, np.array([0, 3], np.int32))
+
+
+def test_a_segment_sum_also_returned_keeps_the_dense_update():
+    def make(target):
+        (v,) = _vars(np.ones((4, 2), np.float32))
+
+        @tw.compile(target=target)
+        def f(d, i):
+            g = tw.unsorted_segment_sum(d, i, 4)
+            v.assign_sub(0.5 * g)
+            return g
+        return f, v
+
+    (cpu, v1), (ref, v2) = make("cpu"), make("reference")
+    d, i = np.arange(6, dtype=np.float32).reshape(3, 2), np.array([1, 3, 1], np.int32)
+    np.testing.assert_array_equal(cpu(d, i), ref(d, i))
+    np.testing.assert_array_equal(v1.numpy(), v2.numpy())
+    assert "sparse_update" not in [a.kind for a in _step(cpu, d, i).plan.actions]

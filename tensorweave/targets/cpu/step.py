@@ -684,7 +684,8 @@ def _sparse_update_parts(assign: Node, x: Value, c: Value, order: list[Node]) ->
             ids.type.rank < 1 or x.type.rank < 1 or \
             tuple(data.type.shape[ids.type.rank:]) != tuple(x.type.shape[1:]):
         return None
-    if sum(1 for n in order for v in n.inputs if v is x) != 1:  # (only the fused product)
+    if sum(1 for n in order for v in n.inputs if v is x) != 1 or \
+            any(v is x for v in assign.graph.results):  # (only the fused product reads it)
         return None
     return u
 
