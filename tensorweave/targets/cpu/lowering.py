@@ -431,17 +431,19 @@ def col_align(dtype: DType) -> int:
 def gemm_split(dtype: DType, ta: bool, tb: bool, m: Any, n: Any, k: Any) -> str | None:
     """How the step splits this BLAS product over threads: ``"rows"`` (blocks of rows of
     C, `_gemm_split_rows`), ``"cols"`` (blocks of columns of C with all of K,
-    `_gemm_split_cols`) or None (one serial call).
+    `_gemm_cols_function`) or None (one serial call).
 
     Each thread's BLAS call packs its own copy of the operand the threads share: all of
     op(B) (k x n) for a row split, all of op(A) (m x k) for a column split. So the split
-    that copies less is tried first (columns when m <= n: on the AVX-512 host of issue 13
-    the products of the MLP's step, m = 256 and n = 1024, ran at ~260 GFLOP/s cut by rows
-    and ~300 cut by columns), the other one next. Either must give the bits of one BLAS
-    call: `blas_row_align` probes one shape, but OpenBLAS picks kernels by shape (on
-    SkylakeX a dgemm with an odd n changes bits at nearly every row cut while n = 256
-    changes none), so each static shape big enough to be split is checked once, at its
-    own size, transposes and cuts (`_probe_split`); dynamic shapes are not split."""
+    that copies less is tried first (columns when m <= n: on the AVX-512 host of issue 13,
+    two threads, the MLP step's products with m = 256 and n = 1024 ran at 252-283 GFLOP/s
+    cut by columns and 122-160 cut by rows, and took 2-20% less CPU time; W3's products
+    with m >> n took 5-25% less cut by rows), the other one next. Either must give the
+    bits of one BLAS call: `blas_row_align` probes one shape, but OpenBLAS picks kernels
+    by shape (on SkylakeX a dgemm with an odd n changes bits at nearly every row cut
+    while n = 256 changes none), so each static shape big enough to be split is checked
+    once, at its own size, transposes and cuts (`_probe_split`); dynamic shapes are not
+    split."""
     if not all(isinstance(x, (int, np.integer)) for x in (m, n, k)):
         return None
     m, n, k = int(m), int(n), int(k)
