@@ -59,9 +59,11 @@ def test_pool_small_requests_and_the_cap():
     assert np.all(c == 1.0) and np.all(b == 2.0)
     del c
     assert pool.free_bytes() == nbytes and pool.release_free() == nbytes
-    # over the cap: plain NumPy memory
+    # over the cap, or objects: plain NumPy memory
     huge = allocator.BlockPool(cap=1 << 20).empty((1 << 20,), np.float32)
     assert huge.base is None
+    objects = pool.empty((BIG,), object)
+    assert objects.base is None and objects.dtype == object
 
 
 def test_result_cache_size_from_the_environment(monkeypatch):

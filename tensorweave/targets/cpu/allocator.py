@@ -94,8 +94,8 @@ class BlockPool:
             count *= int(d)
         nbytes = count * dt.itemsize
         cap = self.cap
-        if nbytes < MIN_BYTES or _round(nbytes) > cap:
-            return np.empty(shape, dt)
+        if nbytes < MIN_BYTES or _round(nbytes) > cap or dt.hasobject:
+            return np.empty(shape, dt)  # (object arrays cannot view raw bytes)
         size = _round(nbytes)
         with self._lock:
             block = None
