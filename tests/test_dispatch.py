@@ -234,10 +234,92 @@ def test_variables_are_read_when_called():
     v = tw.Variable(np.ones(3, np.float32))
     f = tw.compile(lambda x: x + v.read_value(), target="cpu")
     x = np.zeros(3, np.float32)
-    for _ in range(4):
-        np.testing.assert_array_equal(f(x), 1.0)
+    np.testing.assert_array_equal(_warm(f, x), 1.0)
+    before = _hits(f)
     v.assign(np.full(3, 5.0, np.float32))
     np.testing.assert_array_equal(f(x), 5.0)
+    out = f(x)
+    v.assign(np.full(3, 7.0, np.float32))
+    np.testing.assert_array_equal(out, 5.0)  # a result is not the variable's buffer
+    np.testing.assert_array_equal(f(x), 7.0)
+    assert _hits(f) == before + 3
+
+
+def _sgd_step(seed: int):
+    rng = np.random.default_rng(seed)
+    w = tw.Variable(rng.standard_normal((6, 3)).astype(np.float32))
+    b = tw.Variable(np.zeros(3, np.float32))
+    opt = tw.optimizers.SGD(0.3)
+
+    @tw.compile(target="cpu")
+    def step(x, y):
+        loss = tw.reduce_mean(tw.nn.softmax_cross_entropy_with_logits(
+            labels=y, logits=tw.matmul(x, w) + b))
+        opt.minimize(loss, var_list=[w, b])
+        return loss
+    return step, w, b
+
+
+def test_training_steps_run_natively_bitwise_like_the_python_path(monkeypatch):
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((8, 6)).astype(np.float32)
+    y = np.eye(3, dtype=np.float32)[rng.integers(0, 3, 8)]
+    native, nw, nb = _sgd_step(0)
+    native_losses = [native(x, y) for _ in range(8)]
+    monkeypatch.setenv("TW_NATIVE_DISPATCH", "0")
+    plain, pw, pb = _sgd_step(0)
+    plain_losses = [plain(x, y) for _ in range(8)]
+    assert _hits(native) >= 5 and plain._native is None
+    np.testing.assert_array_equal(native_losses, plain_losses)
+    np.testing.assert_array_equal(nw.numpy(), pw.numpy())
+    np.testing.assert_array_equal(nb.numpy(), pb.numpy())
+    assert native_losses[-1] < native_losses[0]
+
+
+def test_variable_updates_from_threads_are_not_lost():
+    v = tw.Variable(np.zeros(4, np.float64))
+
+    @tw.compile(target="cpu")
+    def bump(x):
+        v.assign_add(x)
+        return v.read_value()
+
+    one = np.ones(4)
+    _warm(bump, one)
+    start = v.numpy().copy()
+    errors: list = []
+
+    def work() -> None:
+        try:
+            for _ in range(200):
+                bump(one)
+        except BaseException as e:  # noqa: BLE001 - reported by the main thread
+            errors.append(e)
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors[0]
+    np.testing.assert_array_equal(v.numpy(), start + 800)  # every update under the lock
+
+
+def test_a_call_waits_for_a_variable_lock_held_elsewhere():
+    v = tw.Variable(np.ones(2, np.float32))
+    f = tw.compile(lambda x: x + v.read_value(), target="cpu")
+    x = np.ones(2, np.float32)
+    _warm(f, x)
+    (state,) = f.get_concrete_function(x).executable.native_step([x])._variables()
+    got: list = []
+    with state.lock:
+        t = threading.Thread(target=lambda: got.append(f(x)))
+        t.start()
+        t.join(0.3)
+        assert t.is_alive() and not got  # blocked on the lock, not running without it
+        state.value[:] = 5.0
+    t.join()
+    np.testing.assert_array_equal(got[0], 6.0)
 
 
 def test_a_call_while_another_function_traces_is_inlined():

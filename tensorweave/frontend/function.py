@@ -628,7 +628,7 @@ class Function:
                         arrays: tuple) -> None:
         """After a Python-path call with these arrays: let the native dispatcher answer
         later calls with their signature, when the target can (the cpu target's native
-        steps without variables)."""
+        steps, `targets/cpu/dispatch.py`)."""
         self._native_tried.add(key)
         exe = cf._executable
         if not hasattr(exe, "dispatch_entry") or getattr(cf, "keep_on_device", False) or \

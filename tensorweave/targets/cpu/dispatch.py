@@ -20,19 +20,23 @@ referenced for the duration of the call, so removing an entry while a step runs 
 another thread is safe. A failing step stores its status in the entry and calls
 ``on_error``, which raises the same error as the Python path.
 
-Only steps without variables are dispatched natively (variable locks and buffers stay
-in Python). ``TW_NATIVE_DISPATCH=0`` turns native dispatch off; it is also off where
-the layout of NumPy's array objects cannot be verified or the interpreter is not a
-64-bit build with a GIL.
+Steps with variables take the variables' locks (in name order, as the Python path does,
+but without waiting: a lock held elsewhere sends the call to the Python path, which
+waits for it) and read each variable's buffer (``state.value``) on every call, checked
+like an argument (an uninitialized variable sends the call to the Python path); both
+are released after the step, before the result is built. ``TW_NATIVE_DISPATCH=0``
+turns native dispatch off; it is also off where the layout of NumPy's array objects
+cannot be verified or the interpreter is not a 64-bit build with a GIL.
 """
 
 from __future__ import annotations
 
 import ctypes
+import functools
 import os
 import sysconfig
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from functools import lru_cache
 from typing import Any
 
@@ -56,13 +60,14 @@ _TAKEN = np.empty(0)  # a pool slot no call may reuse: its refcount is never 1
 
 # table words (int64) of a dispatcher
 _T_COUNT, _T_MISS, _T_NDARRAY, _T_INCREF, _T_DECREF, _T_GETITEM, _T_SETITEM, _T_CALL, \
-    _T_SAVE, _T_RESTORE = range(10)
-_T_ENTRIES = 10
+    _T_SAVE, _T_RESTORE, _T_GETATTR, _T_VALUE, _T_TRUE = range(13)
+_T_ENTRIES = 13
 # words of an entry
 (_E_NARGS, _E_SPEC, _E_STEP, _E_CONSTS, _E_CALLBACK, _E_OBJECTS, _E_NRES, _E_POOL,
  _E_ALLOCS, _E_WS, _E_BUSY, _E_FINISH, _E_ON_ERROR, _E_STATUS, _E_HITS, _E_RELEASE,
- _E_OWNER) = range(17)
-_E_WORDS = 17
+ _E_OWNER, _E_NVARS, _E_VSTATES, _E_VSPEC, _E_VVALS, _E_NLOCKS, _E_ACQUIRE,
+ _E_RELEASES) = range(24)
+_E_WORDS = 24
 
 
 @lru_cache(maxsize=1)
@@ -111,6 +116,124 @@ def enabled() -> bool:
 
 
 _IR = """
+; -1: does not match this spec; -2: not a NumPy array; else the spec position after it
+define internal i64 @tw_check(ptr %a, ptr %spec, i64 %pos, ptr %arrtype) alwaysinline {{
+entry:
+  %tp = getelementptr i8, ptr %a, i64 8
+  %t = load ptr, ptr %tp
+  %isarr = icmp eq ptr %t, %arrtype
+  br i1 %isarr, label %arg_nd, label %not_array
+
+not_array:
+  ret i64 -2
+
+arg_nd:
+  %ndp = getelementptr i8, ptr %a, i64 {nd}
+  %nd32 = load i32, ptr %ndp
+  %nd = sext i32 %nd32 to i64
+  %snp = getelementptr i64, ptr %spec, i64 %pos
+  %snd = load i64, ptr %snp
+  %ndok = icmp eq i64 %nd, %snd
+  br i1 %ndok, label %arg_dtype, label %mismatch
+
+arg_dtype:
+  %dp = getelementptr i8, ptr %a, i64 {descr}
+  %d = load ptr, ptr %dp
+  %tnp = getelementptr i8, ptr %d, i64 {type_num}
+  %tn32 = load i32, ptr %tnp
+  %tn = sext i32 %tn32 to i64
+  %post = add i64 %pos, 1
+  %stp = getelementptr i64, ptr %spec, i64 %post
+  %stn = load i64, ptr %stp
+  %tnok = icmp eq i64 %tn, %stn
+  %bop = getelementptr i8, ptr %d, i64 {byteorder}
+  %bo = load i8, ptr %bop
+  %bo_eq = icmp eq i8 %bo, 61
+  %bo_pipe = icmp eq i8 %bo, 124
+  %bo_ok = or i1 %bo_eq, %bo_pipe
+  %flp = getelementptr i8, ptr %a, i64 {flags}
+  %fl = load i32, ptr %flp
+  %cbit = and i32 %fl, 1
+  %cok = icmp ne i32 %cbit, 0
+  %ok1 = and i1 %tnok, %bo_ok
+  %ok2 = and i1 %ok1, %cok
+  br i1 %ok2, label %dims_start, label %mismatch
+
+dims_start:
+  %dimsp = getelementptr i8, ptr %a, i64 {dims}
+  %dims = load ptr, ptr %dimsp
+  %sdims = add i64 %pos, 2
+  br label %dim_loop
+
+dim_loop:
+  %k = phi i64 [0, %dims_start], [%k1, %dim_body]
+  %dmore = icmp slt i64 %k, %nd
+  br i1 %dmore, label %dim_body, label %matched
+
+dim_body:
+  %dkp = getelementptr i64, ptr %dims, i64 %k
+  %dk = load i64, ptr %dkp
+  %sk = add i64 %sdims, %k
+  %skp = getelementptr i64, ptr %spec, i64 %sk
+  %sv = load i64, ptr %skp
+  %k1 = add i64 %k, 1
+  %dok = icmp eq i64 %dk, %sv
+  br i1 %dok, label %dim_loop, label %mismatch
+
+matched:
+  %next = add i64 %sdims, %nd
+  ret i64 %next
+
+mismatch:
+  ret i64 -1
+}}
+
+; drop the first `nvals` fetched variable values and release the first `nlocks` locks
+define internal void @tw_release(ptr %e, ptr %tbl, i64 %nvals, i64 %nlocks) {{
+entry:
+  %decrefp = getelementptr i64, ptr %tbl, i64 4
+  %decref = load ptr, ptr %decrefp
+  %callp = getelementptr i64, ptr %tbl, i64 7
+  %call0 = load ptr, ptr %callp
+  %valsp = getelementptr i64, ptr %e, i64 20
+  %vals = load ptr, ptr %valsp
+  %relsp = getelementptr i64, ptr %e, i64 23
+  %rels = load ptr, ptr %relsp
+  br label %val_loop
+
+val_loop:
+  %i = phi i64 [0, %entry], [%i1, %val_body]
+  %vmore = icmp slt i64 %i, %nvals
+  br i1 %vmore, label %val_body, label %lock_loop
+
+val_body:
+  %vp = getelementptr ptr, ptr %vals, i64 %i
+  %v = load ptr, ptr %vp
+  call void %decref(ptr %v)
+  %i1 = add i64 %i, 1
+  br label %val_loop
+
+lock_loop:
+  %j = phi i64 [%nlocks, %val_loop], [%j1, %lock_body], [%j1, %drop]
+  %lmore = icmp sgt i64 %j, 0
+  br i1 %lmore, label %lock_body, label %done
+
+lock_body:
+  %j1 = sub i64 %j, 1
+  %rp = getelementptr ptr, ptr %rels, i64 %j1
+  %rel = load ptr, ptr %rp
+  %r = call ptr %call0(ptr %rel)
+  %rnull = icmp eq ptr %r, null
+  br i1 %rnull, label %lock_loop, label %drop
+
+drop:
+  call void %decref(ptr %r)
+  br label %lock_loop
+
+done:
+  ret void
+}}
+
 define ptr @tw_dispatch(ptr %self, ptr %args, i64 %nargs) {{
 entry:
   %tblp = getelementptr i8, ptr %self, i64 {data}
@@ -143,75 +266,24 @@ args_start:
   br label %arg_loop
 
 arg_loop:
-  %i = phi i64 [0, %args_start], [%i1, %arg_done]
-  %pos = phi i64 [0, %args_start], [%pos1, %arg_done]
+  %i = phi i64 [0, %args_start], [%i1, %arg_ok]
+  %pos = phi i64 [0, %args_start], [%pos1, %arg_ok]
   %amore = icmp slt i64 %i, %nargs
   br i1 %amore, label %arg_body, label %hit
 
 arg_body:
   %ap = getelementptr ptr, ptr %args, i64 %i
   %a = load ptr, ptr %ap
-  %tp = getelementptr i8, ptr %a, i64 8
-  %t = load ptr, ptr %tp
-  %isarr = icmp eq ptr %t, %arrtype
-  br i1 %isarr, label %arg_nd, label %miss_out
+  %pos1 = call i64 @tw_check(ptr %a, ptr %spec, i64 %pos, ptr %arrtype)
+  %notarr = icmp eq i64 %pos1, -2
+  br i1 %notarr, label %miss_out, label %arg_test
 
-arg_nd:
-  %ndp = getelementptr i8, ptr %a, i64 {nd}
-  %nd32 = load i32, ptr %ndp
-  %nd = sext i32 %nd32 to i64
-  %snp = getelementptr i64, ptr %spec, i64 %pos
-  %snd = load i64, ptr %snp
-  %ndok = icmp eq i64 %nd, %snd
-  br i1 %ndok, label %arg_dtype, label %next_entry
+arg_test:
+  %bad = icmp slt i64 %pos1, 0
+  br i1 %bad, label %next_entry, label %arg_ok
 
-arg_dtype:
-  %dp = getelementptr i8, ptr %a, i64 {descr}
-  %d = load ptr, ptr %dp
-  %tnp = getelementptr i8, ptr %d, i64 {type_num}
-  %tn32 = load i32, ptr %tnp
-  %tn = sext i32 %tn32 to i64
-  %post = add i64 %pos, 1
-  %stp = getelementptr i64, ptr %spec, i64 %post
-  %stn = load i64, ptr %stp
-  %tnok = icmp eq i64 %tn, %stn
-  %bop = getelementptr i8, ptr %d, i64 {byteorder}
-  %bo = load i8, ptr %bop
-  %bo_eq = icmp eq i8 %bo, 61
-  %bo_pipe = icmp eq i8 %bo, 124
-  %bo_ok = or i1 %bo_eq, %bo_pipe
-  %flp = getelementptr i8, ptr %a, i64 {flags}
-  %fl = load i32, ptr %flp
-  %cbit = and i32 %fl, 1
-  %cok = icmp ne i32 %cbit, 0
-  %ok1 = and i1 %tnok, %bo_ok
-  %ok2 = and i1 %ok1, %cok
-  br i1 %ok2, label %dims_start, label %next_entry
-
-dims_start:
-  %dimsp = getelementptr i8, ptr %a, i64 {dims}
-  %dims = load ptr, ptr %dimsp
-  %sdims = add i64 %pos, 2
-  br label %dim_loop
-
-dim_loop:
-  %k = phi i64 [0, %dims_start], [%k1, %dim_body]
-  %dmore = icmp slt i64 %k, %nd
-  br i1 %dmore, label %dim_body, label %arg_done
-
-dim_body:
-  %dkp = getelementptr i64, ptr %dims, i64 %k
-  %dk = load i64, ptr %dkp
-  %sk = add i64 %sdims, %k
-  %skp = getelementptr i64, ptr %spec, i64 %sk
-  %sv = load i64, ptr %skp
-  %k1 = add i64 %k, 1
-  %dok = icmp eq i64 %dk, %sv
-  br i1 %dok, label %dim_loop, label %next_entry
-
-arg_done:
+arg_ok:
   %i1 = add i64 %i, 1
-  %pos1 = add i64 %sdims, %nd
   br label %arg_loop
 
 next_entry:
@@ -243,10 +315,102 @@ take:
   %call0 = load ptr, ptr %callp
   %objsp = getelementptr i64, ptr %e, i64 5
   %objs = load ptr, ptr %objsp
+  %nresp = getelementptr i64, ptr %e, i64 6
+  %nres = load i64, ptr %nresp
+  %nvarsp = getelementptr i64, ptr %e, i64 17
+  %nvars = load i64, ptr %nvarsp
+  %nlocksp = getelementptr i64, ptr %e, i64 21
+  %nlocks = load i64, ptr %nlocksp
+  %acqsp = getelementptr i64, ptr %e, i64 22
+  %acqs = load ptr, ptr %acqsp
+  %truep = getelementptr i64, ptr %tbl, i64 12
+  %true = load ptr, ptr %truep
+  br label %lock_loop
+
+lock_loop:
+  %li = phi i64 [0, %take], [%li1, %lock_got]
+  %lmore = icmp slt i64 %li, %nlocks
+  br i1 %lmore, label %lock_body, label %vars_start
+
+lock_body:
+  %lap = getelementptr ptr, ptr %acqs, i64 %li
+  %la = load ptr, ptr %lap
+  %lr = call ptr %call0(ptr %la)
+  %lnull = icmp eq ptr %lr, null
+  br i1 %lnull, label %lock_failed, label %lock_check
+
+lock_check:
+  %lok = icmp eq ptr %lr, %true
+  call void %decref(ptr %lr)
+  br i1 %lok, label %lock_got, label %lock_failed
+
+lock_got:
+  %li1 = add i64 %li, 1
+  br label %lock_loop
+
+lock_failed:
+  ; (held by another call, or an error: the Python path waits for it or reports it)
+  call void @tw_release(ptr %e, ptr %tbl, i64 0, i64 %li)
+  store i64 0, ptr %busyp
+  call void %decref(ptr %owner)
+  br label %miss_out
+
+vars_start:
+  %vstatesp = getelementptr i64, ptr %e, i64 18
+  %vstates = load ptr, ptr %vstatesp
+  %vspecp = getelementptr i64, ptr %e, i64 19
+  %vspec = load ptr, ptr %vspecp
+  %vvalsp = getelementptr i64, ptr %e, i64 20
+  %vvals = load ptr, ptr %vvalsp
+  %getattrp = getelementptr i64, ptr %tbl, i64 10
+  %getattr = load ptr, ptr %getattrp
+  %vnamep = getelementptr i64, ptr %tbl, i64 11
+  %vname = load ptr, ptr %vnamep
+  br label %var_loop
+
+var_loop:
+  %vk = phi i64 [0, %vars_start], [%vk1, %var_ok]
+  %vpos = phi i64 [0, %vars_start], [%vpos1, %var_ok]
+  %vmore = icmp slt i64 %vk, %nvars
+  br i1 %vmore, label %var_body, label %copy_start
+
+var_body:
+  %vsp = getelementptr ptr, ptr %vstates, i64 %vk
+  %vs = load ptr, ptr %vsp
+  %val = call ptr %getattr(ptr %vs, ptr %vname)
+  %vnull = icmp eq ptr %val, null
+  br i1 %vnull, label %var_error, label %var_have
+
+var_error:
+  ; (an attribute error: handed to the caller as is)
+  call void @tw_release(ptr %e, ptr %tbl, i64 %vk, i64 %nlocks)
+  store i64 0, ptr %busyp
+  call void %decref(ptr %owner)
+  ret ptr null
+
+var_have:
+  %vvp = getelementptr ptr, ptr %vvals, i64 %vk
+  store ptr %val, ptr %vvp
+  %vpos1 = call i64 @tw_check(ptr %val, ptr %vspec, i64 %vpos, ptr %arrtype)
+  %vbad = icmp slt i64 %vpos1, 0
+  %vk1 = add i64 %vk, 1
+  br i1 %vbad, label %var_mismatch, label %var_ok
+
+var_mismatch:
+  ; (uninitialized, or another shape or layout: the Python path deals with it)
+  call void @tw_release(ptr %e, ptr %tbl, i64 %vk1, i64 %nlocks)
+  store i64 0, ptr %busyp
+  call void %decref(ptr %owner)
+  br label %miss_out
+
+var_ok:
+  br label %var_loop
+
+copy_start:
   br label %copy_loop
 
 copy_loop:
-  %j = phi i64 [0, %take], [%j1, %copy_body]
+  %j = phi i64 [0, %copy_start], [%j1, %copy_body]
   %cmore = icmp slt i64 %j, %nargs
   br i1 %cmore, label %copy_body, label %res_start
 
@@ -259,8 +423,6 @@ copy_body:
   br label %copy_loop
 
 res_start:
-  %nresp = getelementptr i64, ptr %e, i64 6
-  %nres = load i64, ptr %nresp
   %poolp = getelementptr i64, ptr %e, i64 7
   %pool = load ptr, ptr %poolp
   %allocsp = getelementptr i64, ptr %e, i64 8
@@ -270,7 +432,7 @@ res_start:
 res_loop:
   %rk = phi i64 [0, %res_start], [%rk1, %res_store]
   %rmore = icmp slt i64 %rk, %nres
-  br i1 %rmore, label %res_body, label %res_done
+  br i1 %rmore, label %res_body, label %vcopy_start
 
 res_body:
   %r = call ptr %getitem(ptr %pool, i64 %rk)
@@ -296,8 +458,26 @@ res_store:
   %rk1 = add i64 %rk, 1
   br label %res_loop
 
+vcopy_start:
+  %vbase = add i64 %nargs, %nres
+  br label %vcopy_loop
+
+vcopy_loop:
+  %q = phi i64 [0, %vcopy_start], [%q1, %vcopy_body]
+  %qmore = icmp slt i64 %q, %nvars
+  br i1 %qmore, label %vcopy_body, label %res_done
+
+vcopy_body:
+  %qvp = getelementptr ptr, ptr %vvals, i64 %q
+  %qv = load ptr, ptr %qvp
+  %qidx = add i64 %vbase, %q
+  %qop = getelementptr ptr, ptr %objs, i64 %qidx
+  store ptr %qv, ptr %qop
+  %q1 = add i64 %q, 1
+  br label %vcopy_loop
+
 res_done:
-  %widx = add i64 %nargs, %nres
+  %widx = add i64 %vbase, %nvars
   %wop = getelementptr ptr, ptr %objs, i64 %widx
   %wsp = getelementptr i64, ptr %e, i64 9
   %ws = load ptr, ptr %wsp
@@ -329,6 +509,7 @@ call_held:
 
 after:
   %st = phi i32 [%st1, %call_released], [%st2, %call_held]
+  call void @tw_release(ptr %e, ptr %tbl, i64 %nvars, i64 %nlocks)
   %hitsp = getelementptr i64, ptr %e, i64 14
   %hits = load i64, ptr %hitsp
   %hits1 = add i64 %hits, 1
@@ -367,6 +548,7 @@ done:
   ret ptr %out
 
 fail:
+  call void @tw_release(ptr %e, ptr %tbl, i64 %nvars, i64 %nlocks)
   store i64 0, ptr %busyp
   call void %decref(ptr %owner)
   ret ptr null
@@ -401,10 +583,12 @@ def _native() -> tuple[Any, _MethodDef, list[int]]:
 
     header = [0, id(MISS), id(np.ndarray), fn("Py_IncRef"), fn("Py_DecRef"),
               fn("PyList_GetItem"), fn("PyList_SetItem"), fn("PyObject_CallNoArgs"),
-              fn("PyEval_SaveThread"), fn("PyEval_RestoreThread")]
+              fn("PyEval_SaveThread"), fn("PyEval_RestoreThread"), fn("PyObject_GetAttr"),
+              id(_VALUE), id(True)]
     return compiled, method, header
 
 
+_VALUE = "value"  # the attribute of a variable's state that holds its buffer
 _new_function = ctypes.pythonapi.PyCFunction_NewEx
 _new_function.restype = ctypes.py_object
 _new_function.argtypes = [ctypes.c_void_p, ctypes.py_object, ctypes.c_void_p]
@@ -421,15 +605,21 @@ class Entry:
     zero-argument callable that builds the return value from `pool`; `on_error(status,
     workspace)` raises the step's error. `keep` holds whatever else must stay alive;
     `pool` optionally gives the result buffers to start from (reused once the caller has
-    dropped them)."""
+    dropped them). `variables`: the states of the variables the step reads or assigns
+    (their ``value`` is read on every call and must match the (dtype, shape) in
+    `var_specs`, else the call takes the Python path, e.g. while uninitialized), and
+    `locks` the locks to hold during the step, in the order to take them (taken without
+    waiting: a lock held elsewhere sends the call to the Python path, which waits)."""
 
     def __init__(self, key: Any, step_fn: int, consts: int, callback: int,
                  arg_specs: list[tuple[np.dtype, tuple[int, ...]]],
                  result_allocs: list[Callable[[], np.ndarray]],
                  finish: Callable[[list[np.ndarray]], Any] | None,
                  on_error: Callable[[int, np.ndarray], Any], workspace: np.ndarray,
-                 release_gil: bool, keep: Any, pool: list[np.ndarray] | None = None
-                 ) -> None:
+                 release_gil: bool, keep: Any, pool: list[np.ndarray] | None = None,
+                 variables: Sequence[Any] = (),
+                 var_specs: Sequence[tuple[np.dtype, tuple[int, ...]]] = (),
+                 locks: Sequence[Any] = ()) -> None:
         self.key = key
         self.keep = keep
         spec: list[int] = []
@@ -441,8 +631,19 @@ class Entry:
         self.pool = list(pool) if pool is not None else [_TAKEN] * len(result_allocs)
         self.allocs = list(result_allocs)
         self.workspace = workspace
-        n = len(arg_specs) + len(result_allocs) + 1
+        n = len(arg_specs) + len(result_allocs) + len(variables) + 1
         self.objects = np.zeros(n, np.uint64)
+        vspec: list[int] = []
+        for dt, shape in var_specs:
+            vspec += [len(shape), np.dtype(dt).num, *shape]
+        self.var_spec = np.array(vspec or [0], np.int64)
+        self.variables = list(variables)
+        self.var_ids = np.array([id(v) for v in self.variables] or [0], np.uint64)
+        self.var_values = np.zeros(max(1, len(self.variables)), np.uint64)  # (scratch)
+        self.acquires = [functools.partial(lock.acquire, False) for lock in locks]
+        self.releases = [lock.release for lock in locks]
+        self.acquire_ids = np.array([id(f) for f in self.acquires] or [0], np.uint64)
+        self.release_ids = np.array([id(f) for f in self.releases] or [0], np.uint64)
         self.finish = None if finish is None else (lambda: finish(list(self.pool)))
         self._on_error = on_error
         self.raise_error = self._raise_error
@@ -455,6 +656,10 @@ class Entry:
         w[_E_FINISH] = 0 if self.finish is None else id(self.finish)
         w[_E_ON_ERROR], w[_E_RELEASE] = id(self.raise_error), int(release_gil)
         w[_E_OWNER] = id(self)
+        w[_E_NVARS], w[_E_VSTATES] = len(self.variables), self.var_ids.ctypes.data
+        w[_E_VSPEC], w[_E_VVALS] = self.var_spec.ctypes.data, self.var_values.ctypes.data
+        w[_E_NLOCKS], w[_E_ACQUIRE] = len(self.acquires), self.acquire_ids.ctypes.data
+        w[_E_RELEASES] = self.release_ids.ctypes.data
 
     @property
     def hits(self) -> int:

@@ -331,10 +331,12 @@ class NativeStep:
 
     def dispatch_entry(self, key: Any, finish: Any) -> Any:
         """A `dispatch.Entry` that runs this step from native code (the call path of
-        `tw.compile` on a signature hit), or None for steps that take variables (their
-        locks and buffers are managed here) or keep stacks in their workspaces' arenas
-        (released with `_workspaces`). `finish`: see `dispatch.Entry`."""
-        if self.plan.var_names or self._arena:
+        `tw.compile` on a signature hit), or None for steps that keep stacks in their
+        workspaces' arenas (released with `_workspaces`). The entry reads the variables'
+        buffers and takes their locks (in name order, as `__call__` does) on every call;
+        a variable not yet initialized sends the call here. `finish`: see
+        `dispatch.Entry`."""
+        if self._arena:
             return None
         from functools import partial
 
@@ -355,7 +357,10 @@ class NativeStep:
                      ctypes.cast(self._callback, ctypes.c_void_p).value,
                      [(np.dtype(dt), shape) for dt, shape in self._arg_specs],
                      [partial(empty, shape, dt) for shape, dt in self._result_specs],
-                     finish, on_error, ws, release_gil=True, keep=self, pool=pool)
+                     finish, on_error, ws, release_gil=True, keep=self, pool=pool,
+                     variables=self._variables(),
+                     var_specs=[(t.dtype.np, tuple(t.shape)) for t in self.plan.var_types],
+                     locks=self._locks)
 
     def _raise(self, status: int, position: int) -> None:
         error, self._state.error = self._state.error, None
