@@ -53,9 +53,10 @@ def np_inverse_time(step, lr, decay_steps, rate, staircase):
     return lr / (1 + rate * (math.floor(p) if staircase else p))
 
 
-def check_schedule(schedule, expected_fn, steps=STEPS, rtol=2e-6, atol=1e-9):
+def check_schedule(schedule, expected_fn, steps=STEPS, rtol=2e-5, atol=1e-9):
     """`schedule` at each step, eagerly and compiled on every target (one trace for all
-    steps), equals `expected_fn(step)` within float32 rounding."""
+    steps), equals `expected_fn(step)` within float32 rounding (a power like
+    ``rate ** (step / decay_steps)`` at step 1000 loses ~1e-6 relative in float32)."""
     want = np.array([expected_fn(int(s)) for s in steps], np.float64)
     eager = np.array([float(schedule(int(s))) for s in steps])
     np.testing.assert_allclose(eager, want, rtol=rtol, atol=atol)

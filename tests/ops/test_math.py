@@ -552,8 +552,8 @@ def test_bad_axes_are_shape_errors():
 def test_runtime_value_errors():
     with pytest.raises(tw.errors.InvalidArgumentError, match="negative integer powers"):
         tw.pow(np.array([2], np.int32), np.array([-1], np.int32))
-    with pytest.raises(tw.errors.UnimplementedError, match="pass x and y"):
-        tw.where(np.array([True]))
+    with pytest.raises(ValueError, match="both x and y, or neither"):
+        tw.where(np.array([True]), np.array([1.0]))
     with pytest.raises(ValueError, match="non-empty list"):
         tw.add_n([])
 
