@@ -24,7 +24,8 @@ from ..compiler.ir import Graph
 from ..compiler.types import TensorType, as_shape, format_shape
 from ..errors import DTypeError, InvalidArgumentError, TracingError
 from ..runtime import profiler as _profiler
-from . import compile_log, nest
+from . import building as _building
+from . import compile_log, nest, tape_calls
 from . import context as _context
 from .building import convert_to_tensor, python_array
 from .call_site import user_location
@@ -215,6 +216,7 @@ class ConcreteFunction:
                  lower_control_flow: bool | None = None, keep_on_device: bool = False) -> None:
         self.graph = graph
         self.keep_on_device = keep_on_device  # gpu target: DeviceTensor results
+        self.variables: list[Variable] = []  # the tw.Variables the trace uses
         self.input_specs = specs
         self.target = target
         self.timeout = timeout
@@ -497,8 +499,10 @@ class Function:
                                        f"tuples/lists/dicts of them")
             graph.set_results(results, result_names)
         self.tracing_count += 1
-        return ConcreteFunction(graph, out_tree, mapping, specs, self.target, self.timeout,
-                                self.lower_control_flow, self.keep_on_device)
+        cf = ConcreteFunction(graph, out_tree, mapping, specs, self.target, self.timeout,
+                              self.lower_control_flow, self.keep_on_device)
+        cf.variables = list(builder.variables.values())  # what the trace reads or assigns
+        return cf
 
     def _concrete(self, args: tuple, kwargs: dict) -> tuple[ConcreteFunction, list[np.ndarray],
                                                             Any]:
@@ -574,6 +578,11 @@ class Function:
         return key, None
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if _building.eager_observers and current_builder() is None:
+            # an eager GradientTape may be recording: make the call differentiable
+            tapes = tape_calls.recording_tapes()
+            if tapes:
+                return tape_calls.call_recorded(self, args, kwargs, tapes)
         if self.donate_argnums and current_builder() is None:
             return self._call_donating(args, kwargs)
         native = self._native

@@ -1,0 +1,116 @@
+"""Calls of compiled functions while an eager `GradientTape` records: TensorFlow 2's
+``with tf.GradientTape() as tape: loss = model(x)`` where ``model`` is a ``tf.function``.
+
+The call runs compiled, as any other. An eager tape cannot see inside it, so the results
+come out of one ``CustomGradient`` node (`custom_gradient`) whose inputs are the call's
+eager tensor arguments and a read of every trainable variable the trace reads. When the
+tape differentiates, that node's gradient traces the Python function once more, into
+the tape's own graph, on those inputs, and differentiates it there: the forward pass is
+recomputed op by op, which gives the same values only when the function is a pure
+function of its inputs and variables. A trace with stateful ops (random numbers,
+variable assignments, queues) would recompute different values, so such calls are
+refused with an error naming the op, not differentiated wrongly.
+"""
+
+from __future__ import annotations
+
+import weakref
+from typing import Any
+
+import numpy as np
+
+from ..compiler.registry import get_op
+from ..errors import UnimplementedError
+from . import building, nest
+from .building import apply_op, convert_to_tensor, user_location
+from .tensor import EagerTensor
+
+# stateful ops that recompute to the same values (they only read, check or print)
+_REPLAYABLE = frozenset({"VarHandle", "ReadVariable", "Assert", "Print", "NoOp",
+                         "VarIsInitialized"})
+
+
+def recording_tapes() -> list[Any]:
+    """The GradientTapes recording eagerly on this thread."""
+    from .tape import GradientTape
+    return [o for o in building.eager_observers
+            if isinstance(o, GradientTape) and o._mine()]
+
+
+def call_recorded(function: Any, args: tuple, kwargs: dict, tapes: list[Any]) -> Any:
+    """`function(*args, **kwargs)` while `tapes` record: differentiable through the call
+    (module docstring)."""
+    from .custom_gradient import _GRAD_FNS, _Entry, _keys, _lock
+    for tape in tapes:  # the compiled call itself runs unobserved
+        tape._stop()
+    try:
+        out = function(*args, **kwargs)
+        cf = function.get_concrete_function(*args, **kwargs)
+    finally:
+        for tape in tapes:
+            tape._start()
+    leaves, tree = nest.flatten((args, kwargs))
+    xs_at = [i for i, x in enumerate(leaves) if isinstance(x, EagerTensor)]
+    xs = [leaves[i] for i in xs_at]
+    used = [v for v in cf.variables if v.trainable and v.dtype.is_floating]
+    if not any(id(x) in tape._values for tape in tapes for x in xs) and not used:
+        return out  # nothing the tapes follow flows in
+    _refuse_stateful(cf.graph, function)
+    out_leaves, out_tree = nest.flatten(out)
+    results = [i for i, y in enumerate(out_leaves) if isinstance(y, np.ndarray)]
+    if not results:
+        return out
+    reads = [convert_to_tensor(v) for v in used]  # eager reads: the tapes note them
+
+    def grad_fn(*dys: Any, variables: Any = None) -> Any:
+        # inside the tape's graph: the recorded eager arguments stand for their values
+        # there (`_TapeBuilder.lift_eager`); variables are read anew
+        from .autodiff import gradients
+        traced = [convert_to_tensor(x) for x in xs]
+        call_leaves = list(leaves)
+        for i, t in zip(xs_at, traced):
+            call_leaves[i] = t
+        call_args, call_kwargs = nest.unflatten(tree, call_leaves)
+        recomputed, _ = nest.flatten(function.python_function(*call_args, **call_kwargs))
+        ys = [convert_to_tensor(recomputed[i]) for i in results]
+        pairs = [(y, d) for y, d in zip(ys, dys) if y.dtype.is_floating]
+        grads = gradients([y for y, _ in pairs], [*traced, *used],
+                          grad_ys=[d for _, d in pairs]) if pairs else \
+            [None] * (len(traced) + len(used))
+        return grads[:len(traced)], grads[len(traced):]
+
+    with _lock:
+        key = next(_keys)
+    _GRAD_FNS[key] = _Entry(grad_fn, getattr(function, "name", "function"), len(xs), used)
+    ys = [EagerTensor(out_leaves[i]) for i in results]
+    outs = apply_op("CustomGradient", [*xs, *reads, *ys],
+                    {"num_outputs": len(ys), "key": key}, name=getattr(function, "name", None))
+    weakref.finalize(outs[0], _GRAD_FNS.pop, key, None)
+    for i, t in zip(results, outs):
+        out_leaves[i] = t
+    return nest.unflatten(out_tree, out_leaves)
+
+
+def _refuse_stateful(graph: Any, function: Any) -> None:
+    for node in _all_nodes(graph):
+        if node.op in _REPLAYABLE or not get_op(node.op).stateful:
+            continue
+        where = f" ({node.loc})" if getattr(node, "loc", None) else ""
+        raise UnimplementedError(
+            f"{getattr(function, 'name', 'a compiled function')} was called while an eager "
+            f"GradientTape records, and its trace has the stateful op {node.op} "
+            f"'{node.name}'{where}: the tape differentiates a compiled call by recomputing "
+            f"it, which would not reproduce that op's values. Take the gradient inside "
+            f"the compiled function (a GradientTape or tw.gradients in it), or call the "
+            f"Python function itself under the tape",
+            location=str(user_location()))
+
+
+def _all_nodes(graph: Any) -> Any:
+    for node in graph.nodes:
+        yield node
+        for region in getattr(node, "regions", ()) or ():
+            yield from _all_nodes(region)
+
+
+__all__ = ["call_recorded", "recording_tapes"]
