@@ -37,3 +37,21 @@ def test_v1_reaches_linalg_and_takes_boolean_mask_name_third():
     np.testing.assert_allclose(got_inverse, np.diag([0.5, 0.25, 0.125]))
     np.testing.assert_array_equal(got_rows, a[[0, 2]])
     assert rows.name.startswith("rows")
+
+
+def test_v1_variables_take_the_enclosing_scopes_and_get_variable_does_not_double_them():
+    g = tf.Graph()
+    with g.as_default():
+        with tf.variable_scope("gen"):
+            w = tf.Variable(np.zeros(2, np.float32), name="w")
+            v = tf.get_variable("v", initializer=np.zeros(2, np.float32))
+            with tf.name_scope("layer"):
+                u = tf.Variable(np.zeros(2, np.float32), name="u")
+        other = tf.Variable(np.zeros(2, np.float32), name="w")
+        assert [w.shared_name, v.shared_name, u.shared_name, other.shared_name] == \
+            ["gen/w", "gen/v", "gen/layer/u", "w"]
+        gen_vars = tf.trainable_variables(scope="gen")
+        assert gen_vars == [w, v, u]
+        loss = tf.reduce_sum(w * w) + tf.reduce_sum(other)
+        train = tf.train.GradientDescentOptimizer(0.1).minimize(loss, var_list=gen_vars)
+        assert train is not None

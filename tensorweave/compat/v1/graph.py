@@ -196,7 +196,9 @@ class Variable(_Variable):
 
     def __init__(self, initial_value: Any = None, trainable: bool = True, name: str | None = None,
                  dtype: DType | str | None = None, shape: Any = None, collections: Any = None,
-                 validate_shape: bool = True) -> None:
+                 validate_shape: bool = True, *, _absolute_name: bool = False) -> None:
+        """As TensorFlow 1's ``tf.Variable``: `name` (default ``Variable``) is prefixed
+        with the enclosing name scopes (a variable scope opens one), and made unique."""
         if initial_value is None:
             raise ValueError("Variable needs an initial_value")
         graph = get_default_graph()
@@ -210,7 +212,10 @@ class Variable(_Variable):
             var_shape = init.shape if shape is None else tuple(shape)
             self._graph = graph
             self._type = TensorType(init.dtype, var_shape)
-            self._shared_name = graph.unique_variable_name(name or "Variable")
+            name = name or "Variable"
+            if not _absolute_name:  # get_variable, slots and the like give full names
+                name = graph._builder.scoped_name(name)
+            self._shared_name = graph.unique_variable_name(name)
             self.trainable = trainable
             self._initial_value = init
             self.initializer = self._build_initializer(init)
@@ -242,7 +247,8 @@ class Variable(_Variable):
         from ...frontend.context import device as device_scope
         with self._graph.as_default(), device_scope(None), \
                 device_scope(self.op.device), colocate_with(self.op):
-            slot = Variable(initial, trainable=False, name=f"{self._shared_name}/{slot_name}")
+            slot = Variable(initial, trainable=False, name=f"{self._shared_name}/{slot_name}",
+                            _absolute_name=True)
         info = getattr(self, "_save_slice_info", None)
         if info is not None and tuple(slot.shape) == tuple(self.shape):
             slot._save_slice_info = info.for_slot(slot_name)
@@ -257,7 +263,7 @@ class Variable(_Variable):
         from ...frontend.context import device as device_scope
         with self._graph.as_default(), device_scope(None), \
                 device_scope(self.op.device), colocate_with(self.op):
-            return Variable(initial, trainable=False, name=name)
+            return Variable(initial, trainable=False, name=name, _absolute_name=True)
 
     def handle(self) -> ir.Value:
         if getattr(current_builder(), "capture", None) is not None:

@@ -67,7 +67,8 @@ def create_global_step(graph: Graph | None = None) -> Variable:
     if get_global_step(graph) is not None:
         raise InvalidArgumentError("the graph already has a global step")
     with graph.as_default():
-        step = Variable(np.zeros((), np.int64), trainable=False, name="global_step")
+        step = Variable(np.zeros((), np.int64), trainable=False, name="global_step",
+                        _absolute_name=True)
     graph.add_to_collection(GLOBAL_STEP, step)
     return step
 

@@ -325,7 +325,7 @@ def _make(name: str, shape: tuple, dtype: Any, initializer: Any, info: Partition
         return initializer(shape, dtype=dtype, partition_info=info)
 
     var = Variable(initial, trainable=trainable, name=name, dtype=dtype, shape=shape,
-                   collections=collections)
+                   collections=collections, _absolute_name=True)
     if regularizer is not None:
         loss = regularizer(var)
         if loss is not None:
