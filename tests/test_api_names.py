@@ -55,3 +55,16 @@ def test_v1_variables_take_the_enclosing_scopes_and_get_variable_does_not_double
         loss = tf.reduce_sum(w * w) + tf.reduce_sum(other)
         train = tf.train.GradientDescentOptimizer(0.1).minimize(loss, var_list=gen_vars)
         assert train is not None
+
+
+def test_pools_take_tf2s_input_and_tf1s_value_keywords():
+    x = np.arange(16, dtype=np.float32).reshape(1, 4, 4, 1)
+    want = np.array([[5.0, 7.0], [13.0, 15.0]], np.float32).reshape(1, 2, 2, 1)
+    np.testing.assert_array_equal(tw.nn.max_pool(input=x, ksize=2, strides=2,
+                                                 padding="VALID"), want)
+    np.testing.assert_array_equal(tw.nn.max_pool(value=x, ksize=2, strides=2,
+                                                 padding="VALID"), want)
+    np.testing.assert_array_equal(tw.nn.avg_pool(input=x, ksize=2, strides=2,
+                                                 padding="VALID"), want - 2.5)
+    with pytest.raises(tw.errors.DTypeError, match="exactly once"):
+        tw.nn.max_pool(x, 2, 2, "VALID", value=x)

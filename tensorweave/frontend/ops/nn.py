@@ -436,18 +436,40 @@ def _pool_by_rank(kind: str, value: TensorLike, ksize: IntOrInts, strides: IntOr
                  data_format, name, fn)
 
 
-def max_pool(value: TensorLike, ksize: IntOrInts, strides: IntOrInts, padding: str,
-             data_format: str | None = None, name: str | None = None) -> Tensor:
-    """Max pooling of an NWC, NHWC or NDHWC `value`, chosen by its rank (``tf.nn.max_pool``;
-    TensorFlow 1's 4-element `ksize` and `strides` work for NHWC)."""
-    return _pool_by_rank("MAX", value, ksize, strides, padding, data_format, name, "max_pool")
+def _pool_input(input: TensorLike, value: TensorLike, fn: str) -> TensorLike:  # noqa: A002
+    """The pooled tensor, given as TF2's `input` or TF1's `value` (exactly one)."""
+    if (input is None) == (value is None):
+        raise DTypeError(f"tw.nn.{fn}: give the tensor to pool as input (or TensorFlow 1's "
+                         f"value), exactly once", location=str(user_location()))
+    return input if value is None else value
 
 
-def avg_pool(value: TensorLike, ksize: IntOrInts, strides: IntOrInts, padding: str,
-             data_format: str | None = None, name: str | None = None) -> Tensor:
-    """Average pooling of an NWC, NHWC or NDHWC `value`, chosen by its rank
-    (``tf.nn.avg_pool``; TensorFlow 1's 4-element `ksize` and `strides` work for NHWC)."""
-    return _pool_by_rank("AVG", value, ksize, strides, padding, data_format, name, "avg_pool")
+def max_pool(input: TensorLike = None, ksize: IntOrInts = None,  # noqa: A002
+             strides: IntOrInts = None, padding: str | None = None,
+             data_format: str | None = None, name: str | None = None, *,
+             value: TensorLike = None) -> Tensor:
+    """Max pooling of an NWC, NHWC or NDHWC `input`, chosen by its rank (``tf.nn.max_pool``;
+    TensorFlow 1's 4-element `ksize` and `strides` work for NHWC).
+    The tensor may also be given as TensorFlow 1's ``value=``."""
+    x = _pool_input(input, value, "max_pool")
+    if ksize is None or strides is None or padding is None:
+        raise DTypeError("tw.nn.max_pool needs ksize, strides and padding",
+                         location=str(user_location()))
+    return _pool_by_rank("MAX", x, ksize, strides, padding, data_format, name, "max_pool")
+
+
+def avg_pool(input: TensorLike = None, ksize: IntOrInts = None,  # noqa: A002
+             strides: IntOrInts = None, padding: str | None = None,
+             data_format: str | None = None, name: str | None = None, *,
+             value: TensorLike = None) -> Tensor:
+    """Average pooling of an NWC, NHWC or NDHWC `input`, chosen by its rank
+    (``tf.nn.avg_pool``; TensorFlow 1's 4-element `ksize` and `strides` work for NHWC).
+    The tensor may also be given as TensorFlow 1's ``value=``."""
+    x = _pool_input(input, value, "avg_pool")
+    if ksize is None or strides is None or padding is None:
+        raise DTypeError("tw.nn.avg_pool needs ksize, strides and padding",
+                         location=str(user_location()))
+    return _pool_by_rank("AVG", x, ksize, strides, padding, data_format, name, "avg_pool")
 
 
 def max_pool_grad(orig_input: TensorLike, orig_output: TensorLike, grad: TensorLike,
