@@ -34,6 +34,17 @@ storage whose entries live in the call's arena (`stacks`), so the forward loop's
 and the backward loop's pops never leave native code. ``ResourceGather`` gathers rows
 straight from the variable's buffer (the ``Gather`` lowering on it).
 
+Loop variables that need not alternate between the two buffer sets (`_in_place`): an
+invariant stays in its input's storage; a ``DynamicUpdateRow`` of the variable writes
+its row in place (``row_update``); ``acc + UnsortedSegmentSum(row, i)`` adds the row in
+place (``row_add``); ``acc + P^T @ G`` in a bounded loop appends P and G to histories and
+one GEMM after the loop adds the products (``outer_acc``). Variable updates by a scalar
+multiple, ``var -= c * x``, multiply in the update's own pass, and touch only the named
+rows when x is a segment sum and c a positive constant (``sparse_update``, an
+embedding's SGD step). Each keeps the reference's results: the same operations in the
+same order, except ``outer_acc``, whose sum BLAS groups (within float tolerance, and the
+same on any thread count).
+
 A graph that cannot run this way (several devices, Send/Recv, blocking ops, resources
 other than variables and stacks, shapes known only at run time) raises `Ineligible` and
 runs on the dataflow executor instead (`executable.CpuExecutable`).
