@@ -93,7 +93,7 @@ def test_a_compiled_call_with_random_ops_under_a_tape_is_refused_not_differentia
         return tw.nn.dropout(x @ w, rate=0.5)
 
     x = tw.constant(np.ones((2, 3)))
-    with tw.GradientTape() as tape, pytest.raises(tw.errors.UnimplementedError,
+    with tw.GradientTape(), pytest.raises(tw.errors.UnimplementedError,
                                                   match="stateful op"):
         noisy(x)
     # outside a tape, and with nothing the tape follows, the call is as always
