@@ -564,3 +564,34 @@ def test_a_segment_sum_also_returned_keeps_the_dense_update():
     np.testing.assert_array_equal(cpu(d, i), ref(d, i))
     np.testing.assert_array_equal(v1.numpy(), v2.numpy())
     assert "sparse_update" not in [a.kind for a in _step(cpu, d, i).plan.actions]
+
+
+def test_branches_read_and_assign_variables_natively():
+    def make(target):
+        v, w = _vars(np.arange(3.0), np.ones(3))
+
+        @tw.compile(target=target)
+        def f(x, n):
+            before = v.read_value()
+
+            def body(i, a):
+                def grow():
+                    v.assign_add(a)
+                    return a * w.read_value()
+
+                def shrink():
+                    w.assign(w * 0.5)
+                    return a - v.read_value()
+                return i + 1, tw.cond(tw.reduce_sum(a) > 0, grow, shrink)
+            a = tw.while_loop(lambda i, a: i < n, body, (tw.constant(0), x))[1]
+            return a, before, v.read_value(), w.read_value()
+        return f, (v, w)
+
+    (cpu, vs1), (ref, vs2) = make("cpu"), make("reference")
+    for x, n in ((np.array([1.0, -2.0, 0.5]), 3), (np.array([-1.0, -2.0, 0.5]), 4),
+                 (np.array([0.1, 0.2, 0.3]), 0)):
+        _close(cpu(x, np.int32(n)), ref(x, np.int32(n)))
+        _close([v.numpy() for v in vs1], [v.numpy() for v in vs2])
+    plan = _step(cpu, x, np.int32(1)).plan
+    assert not [a for a in _all_actions(plan) if a.kind == "callback"]
+    assert {a.node.op for a in _all_actions(plan) if a.kind == "region"} == {"While", "If"}
