@@ -13,9 +13,10 @@ entropy, SGD on all six parameters; V=10k, E=H=256, T=20, B=32; data and initial
 as the peers' harness, ../shared/peers/common.py), whether it ran as one native step,
 its median and best step times, and with --numpy the hand-written NumPy step of the
 peers' harness (bench_numpy.w5_grads, sparse embedding update) timed in the same loop,
-interleaved, so both see the same machine load; with --dataflow also the same step on the
-dataflow executor (how W5 ran before its loops compiled natively: a deadline keeps a step
-with loops there), on copies of the variables.
+interleaved, so both see the same machine load (but with tensorweave's BLAS setting, one
+thread per call: `TW_BLAS_THREADS`; the peers' own process gives NumPy two); with
+--dataflow also the same step on the dataflow executor (how W5 ran before its loops
+compiled natively: a deadline keeps a step with loops there), on copies of the variables.
 """
 
 from __future__ import annotations
