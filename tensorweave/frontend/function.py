@@ -119,23 +119,6 @@ def _device_argument(x: Any, target: str, what: str) -> Any:
     return interop.as_device_array(x, what) if target == "gpu" else interop.to_host(x)
 
 
-def _is_device_arg(x: Any) -> bool:
-    """Whether `x` is an array in GPU memory (a numba device array, a gpu-target
-    `DeviceTensor`, an object with ``__cuda_array_interface__``, a DLPack producer on a
-    CUDA device): the gpu target takes it without a host round trip."""
-    if isinstance(x, _NOT_FOREIGN) or x is None or isinstance(x, EagerTensor):
-        return False
-    from ..targets.gpu.interop import is_device_object
-    return is_device_object(x)
-
-
-def _device_argument(x: Any, target: str, what: str) -> Any:
-    """A GPU array argument as the target takes it: a numba device array viewing it for
-    the gpu target, a host copy for the others."""
-    from ..targets.gpu import interop
-    return interop.as_device_array(x, what) if target == "gpu" else interop.to_host(x)
-
-
 def as_numpy(x: Any, what: str = "argument", op: str | None = None) -> np.ndarray:
     """An array argument as a NumPy array, sharing memory where it can: an `EagerTensor`'s
     buffer, a DLPack producer through ``np.from_dlpack`` (PyTorch CPU tensors, JAX CPU
