@@ -436,11 +436,17 @@ def _pool_by_rank(kind: str, value: TensorLike, ksize: IntOrInts, strides: IntOr
                  data_format, name, fn)
 
 
-def _pool_input(input: TensorLike, value: TensorLike, fn: str) -> TensorLike:  # noqa: A002
-    """The pooled tensor, given as TF2's `input` or TF1's `value` (exactly one)."""
+def _pool_input(input: TensorLike, value: TensorLike, ksize: Any, strides: Any,  # noqa: A002
+                padding: Any, fn: str) -> TensorLike:
+    """The pooled tensor, given as TF2's `input` or TF1's `value` (exactly one); `ksize`,
+    `strides` and `padding` must be given too (they have defaults only so that `input`
+    may be a keyword)."""
     if (input is None) == (value is None):
         raise DTypeError(f"tw.nn.{fn}: give the tensor to pool as input (or TensorFlow 1's "
                          f"value), exactly once", location=str(user_location()))
+    if ksize is None or strides is None or padding is None:
+        raise DTypeError(f"tw.nn.{fn} needs ksize, strides and padding",
+                         location=str(user_location()))
     return input if value is None else value
 
 
@@ -451,10 +457,7 @@ def max_pool(input: TensorLike = None, ksize: IntOrInts = None,  # noqa: A002
     """Max pooling of an NWC, NHWC or NDHWC `input`, chosen by its rank (``tf.nn.max_pool``;
     TensorFlow 1's 4-element `ksize` and `strides` work for NHWC).
     The tensor may also be given as TensorFlow 1's ``value=``."""
-    x = _pool_input(input, value, "max_pool")
-    if ksize is None or strides is None or padding is None:
-        raise DTypeError("tw.nn.max_pool needs ksize, strides and padding",
-                         location=str(user_location()))
+    x = _pool_input(input, value, ksize, strides, padding, "max_pool")
     return _pool_by_rank("MAX", x, ksize, strides, padding, data_format, name, "max_pool")
 
 
@@ -465,10 +468,7 @@ def avg_pool(input: TensorLike = None, ksize: IntOrInts = None,  # noqa: A002
     """Average pooling of an NWC, NHWC or NDHWC `input`, chosen by its rank
     (``tf.nn.avg_pool``; TensorFlow 1's 4-element `ksize` and `strides` work for NHWC).
     The tensor may also be given as TensorFlow 1's ``value=``."""
-    x = _pool_input(input, value, "avg_pool")
-    if ksize is None or strides is None or padding is None:
-        raise DTypeError("tw.nn.avg_pool needs ksize, strides and padding",
-                         location=str(user_location()))
+    x = _pool_input(input, value, ksize, strides, padding, "avg_pool")
     return _pool_by_rank("AVG", x, ksize, strides, padding, data_format, name, "avg_pool")
 
 
