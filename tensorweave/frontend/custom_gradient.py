@@ -188,19 +188,29 @@ def custom_gradient(f: Callable | None = None) -> Callable:
                                location=str(user_location()))
         if builder is None and not recording:
             return nest.unflatten(y_tree, ys)  # no tape records: no node needed
-        reads = [convert_to_tensor(v) for v in used]
-        with _lock:
-            key = next(_keys)
-        _GRAD_FNS[key] = _Entry(grad_fn, _name(f), len(xs), used)
-        outs = apply_op("CustomGradient", [*xs, *reads, *ys],
-                        {"num_outputs": len(ys), "key": key}, name=_name(f))
-        # grad_fn lives as long as what can still be differentiated: the graph being
-        # built, or (eagerly) the results, which the tapes that recorded them keep alive
-        owner = builder.graph if builder is not None else outs[0]
-        weakref.finalize(owner, _GRAD_FNS.pop, key, None)
+        outs = with_gradient(xs, used, ys, grad_fn, _name(f))
         return nest.unflatten(y_tree, outs)
 
     return wrapper
+
+
+def with_gradient(xs: list[Any], variables: list[Variable], ys: list[Any],
+                  grad_fn: Callable, name: str) -> list[Any]:
+    """Copies of `ys` out of one ``CustomGradient`` node over `xs`, a read of each of
+    `variables` and `ys`, whose gradient is ``grad_fn`` (called as `custom_gradient`
+    describes), in the graph being built or eagerly."""
+    reads = [convert_to_tensor(v) for v in variables]
+    with _lock:
+        key = next(_keys)
+    _GRAD_FNS[key] = _Entry(grad_fn, name, len(xs), list(variables))
+    outs = apply_op("CustomGradient", [*xs, *reads, *ys],
+                    {"num_outputs": len(ys), "key": key}, name=name)
+    # grad_fn lives as long as what can still be differentiated: the graph being built,
+    # or (eagerly) the results, which the tapes that recorded them keep alive
+    builder = current_builder()
+    weakref.finalize(builder.graph if builder is not None else outs[0],
+                     _GRAD_FNS.pop, key, None)
+    return outs
 
 
 def _name(f: Callable) -> str:

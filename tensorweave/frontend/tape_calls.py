@@ -14,7 +14,6 @@ refused with an error naming the op, not differentiated wrongly.
 
 from __future__ import annotations
 
-import weakref
 from typing import Any
 
 import numpy as np
@@ -22,7 +21,7 @@ import numpy as np
 from ..compiler.registry import get_op
 from ..errors import UnimplementedError
 from . import building, nest
-from .building import apply_op, convert_to_tensor, user_location
+from .building import convert_to_tensor, user_location
 from .tensor import EagerTensor
 
 # stateful ops that recompute to the same values (they only read, check or print)
@@ -40,7 +39,7 @@ def recording_tapes() -> list[Any]:
 def call_recorded(function: Any, args: tuple, kwargs: dict, tapes: list[Any]) -> Any:
     """`function(*args, **kwargs)` while `tapes` record: differentiable through the call
     (module docstring)."""
-    from .custom_gradient import _GRAD_FNS, _Entry, _keys, _lock
+    from .custom_gradient import with_gradient
     for tape in tapes:  # the compiled call itself runs unobserved
         tape._stop()
     try:
@@ -60,8 +59,6 @@ def call_recorded(function: Any, args: tuple, kwargs: dict, tapes: list[Any]) ->
     results = [i for i, y in enumerate(out_leaves) if isinstance(y, np.ndarray)]
     if not results:
         return out
-    reads = [convert_to_tensor(v) for v in used]  # eager reads: the tapes note them
-
     def grad_fn(*dys: Any, variables: Any = None) -> Any:
         # inside the tape's graph: the recorded eager arguments stand for their values
         # there (`_TapeBuilder.lift_eager`); variables are read anew
@@ -79,13 +76,9 @@ def call_recorded(function: Any, args: tuple, kwargs: dict, tapes: list[Any]) ->
             [None] * (len(traced) + len(used))
         return grads[:len(traced)], grads[len(traced):]
 
-    with _lock:
-        key = next(_keys)
-    _GRAD_FNS[key] = _Entry(grad_fn, getattr(function, "name", "function"), len(xs), used)
-    ys = [EagerTensor(out_leaves[i]) for i in results]
-    outs = apply_op("CustomGradient", [*xs, *reads, *ys],
-                    {"num_outputs": len(ys), "key": key}, name=getattr(function, "name", None))
-    weakref.finalize(outs[0], _GRAD_FNS.pop, key, None)
+    # (the variables are read eagerly here, so the tapes note the reads)
+    outs = with_gradient(xs, used, [EagerTensor(out_leaves[i]) for i in results], grad_fn,
+                         getattr(function, "name", "function"))
     for i, t in zip(results, outs):
         out_leaves[i] = t
     return nest.unflatten(out_tree, out_leaves)
