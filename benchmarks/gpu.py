@@ -16,6 +16,11 @@ Workloads (the same models as benchmarks/run.py, on the device):
 - W4: y = gelu_tanh(x * a + b) over 16M and 256M float32 values, forward only, GB/s
   (one read, one write) against the card's device-to-device copy bandwidth measured in
   the same run;
+- W5: the LSTM language model of ``benchmarks/lstm.py --w5`` (issue 13's W5: embedding
+  gather, an LSTM cell in ``tw.scan``, logits over 10k words, sparse softmax cross entropy,
+  SGD; V=10k, E=H=256, T=20, B=32), the model taken from that script so both measure the
+  same thing; its gpu-target row says whether the step ran as one GPU step or on the
+  dataflow executor (and why);
 - W6: dispatch of a compiled ``x + 1`` on a one-element device array (microseconds).
 Inputs live on the device for every framework (tensorweave takes them as numba device
 arrays; gelu keeps its result there with ``keep_on_device=True``). Every timing ends
@@ -25,10 +30,11 @@ with a device synchronization. Each row prints the median time per step.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import numpy as np
 
@@ -136,6 +142,73 @@ def torch_cnn(torch, x, y, params):
     return f.cross_entropy(h @ w4 + b4, y)
 
 
+@contextlib.contextmanager
+def w5_sizes(**sizes: int) -> Iterator[object]:
+    """benchmarks/lstm.py as a module, with its W5 sizes (``V``, ``E``, ``H``, ``T``,
+    ``B``) replaced for the block: its `w5_data` and `w5_loss` read them at call time, so
+    the smoke run's tiny model is the benchmark's model, not a copy of it."""
+    import lstm
+    saved = {k: getattr(lstm, f"W5_{k}") for k in sizes}
+    for k, v in sizes.items():
+        setattr(lstm, f"W5_{k}", v)
+    try:
+        yield lstm
+    finally:
+        for k, v in saved.items():
+            setattr(lstm, f"W5_{k}", v)
+
+
+def tw_w5_step(tw, lstm, target: str = "gpu") -> tuple[Callable[[object, object], object],
+                                                      object]:
+    """W5's SGD training step on fresh variables (as ``benchmarks/lstm.py --w5``) compiled
+    for `target`, and its compiled function (for ``native_reason``)."""
+    vs = [tw.Variable(a) for a in lstm.w5_data()["params"]]
+
+    @tw.compile(target=target)
+    def step(tok, tgt):
+        loss = lstm.w5_loss(vs, tok, tgt)
+        for v, g in zip(vs, tw.gradients(loss, vs)):
+            v.assign_sub(lstm.W5_LR * g)
+        return loss
+    return step, step
+
+
+def torch_w5_loss(torch, lstm, params, tok, tgt):
+    """W5's loss in PyTorch, written as `lstm.w5_loss` (time-major, gates i, f, g, o)."""
+    E, Wih, Whh, b, Wo, bo = params
+    B, T, H = lstm.W5_B, lstm.W5_T, lstm.W5_H
+    xw = (E[tok.t().reshape(T * B)] @ Wih + b).reshape(T, B, 4 * H)
+    h = c = torch.zeros(B, H, device=tok.device)
+    hs = []
+    for t in range(T):
+        g = xw[t] + h @ Whh
+        i, f = torch.sigmoid(g[:, :H]), torch.sigmoid(g[:, H:2 * H])
+        gg, o = torch.tanh(g[:, 2 * H:3 * H]), torch.sigmoid(g[:, 3 * H:])
+        c = f * c + i * gg
+        h = o * torch.tanh(c)
+        hs.append(h)
+    logits = torch.stack(hs).reshape(T * B, H) @ Wo + bo
+    return torch.nn.functional.cross_entropy(logits, tgt.t().reshape(T * B).long())
+
+
+def torch_w5_step(torch, lstm, compiled: bool) -> Callable[[], object]:
+    """W5's SGD step in PyTorch on the same data and initial values."""
+    d = lstm.w5_data()
+    ps = [torch.tensor(p, device="cuda", requires_grad=True) for p in d["params"]]
+    opt = torch.optim.SGD(ps, lr=lstm.W5_LR)
+    tok = torch.tensor(d["tok"], device="cuda")
+    tgt = torch.tensor(d["tgt"], device="cuda")
+
+    def step():
+        loss = torch_w5_loss(torch, lstm, ps, tok, tgt)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        return loss
+
+    return torch.compile(step) if compiled else step
+
+
 # ---------------------------------------------------------------------- rows
 
 def tw_train_step(tw, cuda, loss_fn, params, x, y) -> Callable[[], object]:
@@ -214,10 +287,13 @@ def main() -> int:
     def add(name: str, impl: str, make: Callable[[], Callable[[], object]], sync, extra=None):
         try:
             t = timed(make(), sync, repeats)
+            row = (name, impl, t, extra(t) if extra else "")
         except Exception as e:  # noqa: BLE001 - a failing implementation is a row, not the end
-            rows.append((name, impl, None, f"failed: {type(e).__name__}: {str(e)[:80]}"))
-            return
-        rows.append((name, impl, t, extra(t) if extra else ""))
+            row = (name, impl, None, f"failed: {type(e).__name__}: {str(e)[:80]}")
+        rows.append(row)
+        # each row as soon as it is measured: a run stopped by a time limit keeps them
+        print(f"  {row[0]} / {row[1]}: " + ("-" if row[2] is None else f"{row[2] * 1e3:.3f} ms")
+              + f"  {row[3]}", flush=True)
 
     torch_sync = (lambda: torch.cuda.synchronize()) if torch else None
     impls = [("torch eager", False)] + ([("torch.compile", True)] if args.compile else [])
@@ -265,6 +341,22 @@ def main() -> int:
             if args.compile:
                 add(label, "torch.compile", lambda: torch.compile(torch_gelu()), torch_sync, gbs)
 
+    with w5_sizes() as lstm:
+        d = lstm.w5_data()
+        label = f"W5 LSTM LM b{lstm.W5_B}"
+        how: list[str] = []
+
+        def tw_w5():
+            step, fn = tw_w5_step(tw, lstm)
+            dtok, dtgt = cuda.to_device(d["tok"]), cuda.to_device(d["tgt"])
+            step(dtok, dtgt)
+            how.append(_how_it_ran(fn, d["tok"], d["tgt"]))
+            return lambda: step(dtok, dtgt)
+        add(label, "tensorweave gpu", tw_w5, cuda.synchronize, lambda t: how[0] if how else "")
+        if torch:
+            for impl, compiled in impls:
+                add(label, impl, lambda c=compiled: torch_w5_step(torch, lstm, c), torch_sync)
+
     one = np.ones(1, np.float32)
     add("W6 dispatch x+1", "tensorweave gpu",
         lambda: (lambda f, d: (lambda: f(d)))(tw.compile(lambda v: v + 1.0, target="gpu",
@@ -280,8 +372,17 @@ def main() -> int:
     for name, impl, t, note in rows:
         shown = "-" if t is None else f"{t * 1e3:.3f} ms"
         print(f"{name:<18} {impl:<16} {shown:>10}  {note}")
-    print("\nW5 (LSTM LM) is not in this script yet: benchmarks/lstm.py runs it on the CPU.")
     return 0
+
+
+def _how_it_ran(fn, *arrays: np.ndarray) -> str:
+    """Whether the gpu target ran `fn` for `arrays` as one GPU step, and if not why."""
+    exe = fn.get_concrete_function(*arrays).executable
+    reason = getattr(exe, "native_reason", None)
+    host = getattr(exe, "fallbacks", {})
+    if reason:
+        return f"dataflow executor: {reason}"
+    return "one GPU step" + (f", {len(host)} host calls" if host else "")
 
 
 def smoke() -> int:
@@ -299,8 +400,18 @@ def smoke() -> int:
                    target="gpu", keep_on_device=True)
     want = 0.5 * v * (1 + np.tanh(GELU_C * (v + 0.044715 * v ** 3)))
     np.testing.assert_allclose(f(cuda.to_device(v)).numpy(), want, rtol=1e-5, atol=1e-6)
-    print(f"smoke: W2 MLP losses {losses[0]:.4f} -> {losses[1]:.4f}, W4 gelu matches; "
-          f"nothing timed")
+    with w5_sizes(V=40, E=6, H=5, T=3, B=2) as lstm:  # the W5 model, tiny
+        d = lstm.w5_data()
+        gpu, fn = tw_w5_step(tw, lstm, "gpu")
+        ref, _ = tw_w5_step(tw, lstm, "reference")
+        w5 = [(float(gpu(cuda.to_device(d["tok"]), cuda.to_device(d["tgt"]))),
+               float(ref(d["tok"], d["tgt"]))) for _ in range(2)]
+        how = _how_it_ran(fn, d["tok"], d["tgt"])
+    np.testing.assert_allclose(*zip(*w5), rtol=1e-5)
+    assert w5[1][0] < w5[0][0], w5
+    print(f"smoke: W2 MLP losses {losses[0]:.4f} -> {losses[1]:.4f}, W4 gelu matches, "
+          f"W5 LSTM LM losses {w5[0][0]:.4f} -> {w5[1][0]:.4f} match the reference "
+          f"({how}); nothing timed")
     return 0
 
 

@@ -1,0 +1,298 @@
+"""The one prepared run for a lent GPU (issue 12): tests, interop, benchmarks and the
+examples on a real device, in one call of the device tool, every result under $OUT.
+
+    bash tools/gpu_device_check.sh                 # on the lent machine (OUT set by the tool)
+    bash tools/gpu_device_check.sh --simulate      # here: the same run, tiny, under numba's
+                                                   # CUDA simulator (checks the machinery)
+    bash tools/gpu_device_check.sh --plan          # print the steps as JSON, run nothing
+    bash tools/gpu_device_check.sh --prepare       # here, before the call: download the
+                                                   # wheels the device image may lack
+
+The device machine has no network, so what its image may lack (pytest for the tests,
+scikit-learn for the examples' bundled digits, threadpoolctl, ml_dtypes) comes as a
+wheelhouse, `build/gpu_wheels` (made by --prepare, carried with ``carry=["build/gpu_wheels"]``)
+and is installed offline into a private directory only where an import fails.
+
+Steps run in a fixed order, each with its own timeout, inside one overall budget
+(`--budget`, 510 s by default: the device tool allows 600 s a call and the session's
+device time is 15 minutes, so the run must not need a second try; the dry run gets
+1200 s, the simulator being slow). A failing or timed
+out step is recorded and the run goes on. After every step `results.json` and
+`results.md` are rewritten, so a run cut short still leaves what it measured. Each
+step's output is in `OUT/logs/STEP.log`, pytest's in `OUT/junit/STEP.xml`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+WHEELHOUSE = "build/gpu_wheels"
+DEVICE_BUDGET_S = 510  # the device tool's per-call limit is 600 s: leave room to copy $OUT
+SIMULATE_BUDGET_S = 1200  # the dry run has no device clock to respect, only slow threads
+# what the device image may lack, by import name -> wheel (project name) to install
+OPTIONAL_WHEELS = {"pytest": "pytest", "sklearn": "scikit-learn", "threadpoolctl": "threadpoolctl",
+                   "ml_dtypes": "ml_dtypes", "scipy": "scipy"}
+# the wheels --prepare downloads (pure-Python ones and cp312 manylinux builds: the image's
+# Python is 3.12), dependencies of the above included
+PREPARE_WHEELS = ["pytest", "pluggy", "iniconfig", "packaging", "scikit-learn", "joblib",
+                  "threadpoolctl", "ml_dtypes"]
+PIP_LIST = ("numba|llvmlite|numpy|scipy|torch|cupy|jax|hypothesis|pytest|networkx|grpcio|"
+            "safetensors|ml.dtypes|threadpoolctl|scikit|cuda|nvidia")
+OP_SUITE_SHARDS = 6  # tests/ops files run in this many pytest processes at once (16 cores)
+
+
+@dataclass
+class Step:
+    """One command of the run: `argv` run from the repository root with `env` added,
+    stopped after `timeout` seconds; `group` steps of one name run at the same time."""
+
+    name: str
+    argv: list[str]
+    timeout: int
+    env: dict[str, str] = field(default_factory=dict)
+    group: str = ""
+    junit: bool = False
+    about: str = ""
+
+    @property
+    def command(self) -> str:
+        env = " ".join(f"{k}={shlex.quote(v)}" for k, v in self.env.items())
+        return (env + " " if env else "") + shlex.join(self.argv)
+
+
+def _pytest(name: str, args: list[str], timeout: int, env: dict[str, str], group: str = "",
+            about: str = "") -> Step:
+    return Step(name, [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q",
+                       "-W", "ignore::RuntimeWarning", "-o", "junit_family=xunit2", *args],
+                timeout, env, group, True, about)
+
+
+def _op_shards(simulate: bool) -> list[list[str]]:
+    files = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "tests" / "ops").glob("test_*.py"))
+    if simulate:  # one small file: the machinery, not the suite (CI runs the suite)
+        return [["tests/ops/test_activations.py", "-k", "relu"]]
+    shards: list[list[str]] = [[] for _ in range(min(OP_SUITE_SHARDS, len(files)))]
+    for i, f in enumerate(files):  # round robin: the big files spread out
+        shards[i % len(shards)].append(f)
+    return shards
+
+
+def plan(simulate: bool) -> list[Step]:
+    """The steps of the run, in order (see the module docstring)."""
+    py = sys.executable
+    env = {"PYTHONPATH": str(ROOT)}
+    if simulate:
+        env["NUMBA_ENABLE_CUDASIM"] = "1"
+    steps = [
+        Step("environment", [py, str(ROOT / "tools" / "gpu_env_report.py")], 30, env,
+             about="nvidia-smi, pip list of what we use, numba's view of the device"),
+    ]
+    device_tests = dict(env, TW_GPU_TESTS_ON_DEVICE="1")
+    if simulate:
+        gpu_args = ["tests/gpu/sim/test_cases.py", "-k", "add or matmul"]
+    else:
+        gpu_args = ["tests/gpu", "--ignore=tests/gpu/test_simulator.py",
+                    "--ignore=tests/gpu/test_torch_interop.py"]
+    steps.append(_pytest("gpu-tests", gpu_args, 170, device_tests, "tests",
+                         "tests/gpu without the simulator (sim/ runs on the device too)"))
+    for i, shard in enumerate(_op_shards(simulate)):
+        steps.append(_pytest(f"op-suite-{i}", [*shard, "-p", "tests.gpu.op_suite_plugin"],
+                             170, env, "tests", "tests/ops on the gpu target"))
+    steps.append(_pytest("torch-interop", ["tests/gpu/test_torch_interop.py", "-rs"], 45, env,
+                         about="DLPack / CUDA Array Interface with PyTorch"))
+    bench = [py, "benchmarks/gpu.py"] + (["--smoke"] if simulate else [])
+    steps.append(Step("benchmark", bench, 150, env,
+                      about="benchmarks/gpu.py: W2-W6 beside PyTorch on the same card"))
+    gpu_default = dict(env, TW_DEFAULT_TARGET="gpu")
+    mlp = ["--steps", "3", "--batch", "8", "--hidden", "8"] if simulate else ["--steps", "300"]
+    cnn = (["--steps", "2", "--batch", "2", "--filters", "2", "2", "--hidden", "8"]
+           if simulate else ["--steps", "200"])
+    # the simulator runs a Python thread per GPU thread: the examples' test-set accuracy
+    # (hundreds of images) takes minutes there, seconds on a GPU
+    slow = 6 if simulate else 1
+    steps.append(Step("mnist-mlp", [py, "examples/mnist_mlp.py", *mlp], 45 * slow, gpu_default,
+                      about="the MNIST MLP example, @tw.compile on the gpu target"))
+    steps.append(Step("mnist-cnn", [py, "examples/mnist_cnn.py", *cnn], 55 * slow, gpu_default,
+                      about="the MNIST CNN example, @tw.compile on the gpu target"))
+    return steps
+
+
+def wall_time(steps: list[Step]) -> int:
+    """Worst-case seconds of `steps` (a group costs its longest member)."""
+    total, groups = 0, {}
+    for s in steps:
+        if s.group:
+            groups[s.group] = max(groups.get(s.group, 0), s.timeout)
+        else:
+            total += s.timeout
+    return total + sum(groups.values())
+
+
+# ---------------------------------------------------------------------------- running
+
+@dataclass
+class Result:
+    name: str
+    command: str
+    status: str  # passed, failed, timeout, skipped
+    seconds: float
+    rc: int | None
+    tail: str
+
+
+class Run:
+    def __init__(self, out: Path, budget: float) -> None:
+        self.out = out
+        self.deadline = time.monotonic() + budget
+        self.results: list[Result] = []
+        self.extra_path = ""
+        (out / "logs").mkdir(parents=True, exist_ok=True)
+        (out / "junit").mkdir(parents=True, exist_ok=True)
+
+    def _start(self, step: Step) -> tuple[subprocess.Popen, float, float]:
+        env = dict(os.environ, **step.env)
+        if self.extra_path:
+            env["PYTHONPATH"] = env.get("PYTHONPATH", "") + os.pathsep + self.extra_path
+        argv = list(step.argv)
+        if step.junit:
+            argv += [f"--junitxml={self.out / 'junit' / (step.name + '.xml')}"]
+        log = open(self.out / "logs" / f"{step.name}.log", "w")  # noqa: SIM115 - closed in _finish
+        log.write(f"$ {step.command}\n")
+        log.flush()
+        proc = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+                                start_new_session=True)
+        proc._tw_log = log  # type: ignore[attr-defined]
+        limit = min(step.timeout, self.deadline - time.monotonic())
+        return proc, time.monotonic(), limit
+
+    def _finish(self, step: Step, proc: subprocess.Popen, start: float, limit: float) -> None:
+        try:
+            rc = proc.wait(timeout=max(0.0, start + limit - time.monotonic()))
+            status = "passed" if rc == 0 else "failed"
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, 9)  # the step's own process group (start_new_session)
+            rc, status = proc.wait(), "timeout"
+        proc._tw_log.close()  # type: ignore[attr-defined]
+        text = (self.out / "logs" / f"{step.name}.log").read_text(errors="replace")
+        self.results.append(Result(step.name, step.command, status,
+                                   round(time.monotonic() - start, 1), rc, text[-1500:]))
+        self.write()
+
+    def skip(self, step: Step, why: str) -> None:
+        self.results.append(Result(step.name, step.command, "skipped", 0.0, None, why))
+        self.write()
+
+    def run(self, steps: list[Step]) -> None:
+        i = 0
+        while i < len(steps):
+            batch = [steps[i]]
+            while steps[i].group and i + 1 < len(steps) and steps[i + 1].group == steps[i].group:
+                i += 1
+                batch.append(steps[i])
+            i += 1
+            if self.deadline - time.monotonic() < 5:
+                for s in batch:
+                    self.skip(s, "the run's time budget is spent")
+                continue
+            started = [(s, *self._start(s)) for s in batch]
+            for s, proc, start, limit in started:
+                self._finish(s, proc, start, limit)
+
+    def write(self) -> None:
+        data = [asdict(r) for r in self.results]
+        (self.out / "results.json").write_text(json.dumps(data, indent=1))
+        lines = ["| step | status | seconds | command |", "| --- | --- | --- | --- |"]
+        lines += [f"| {r.name} | {r.status} | {r.seconds} | `{r.command}` |" for r in self.results]
+        for r in self.results:
+            lines += ["", f"## {r.name}: {r.status}", "", "```", r.tail.rstrip(), "```"]
+        (self.out / "results.md").write_text("\n".join(lines) + "\n")
+
+
+def install_missing(out: Path) -> str:
+    """Install, offline from the wheelhouse, what this Python cannot import; returns the
+    directory to add to PYTHONPATH ("" when nothing was needed or possible)."""
+    missing = []
+    for module, wheel in OPTIONAL_WHEELS.items():
+        probe = subprocess.run([sys.executable, "-c", f"import {module}"], capture_output=True)
+        if probe.returncode:
+            missing.append(wheel)
+    report = out / "logs" / "wheels.log"
+    house = ROOT / WHEELHOUSE
+    if not missing:
+        report.write_text("every optional module imports: nothing installed\n")
+        return ""
+    if not house.is_dir():
+        report.write_text(f"missing {missing}, and no {WHEELHOUSE} (run --prepare here and "
+                          f"carry it): steps that need them will fail\n")
+        return ""
+    target = Path(os.environ.get("TMPDIR", "/tmp")) / "tw_gpu_wheels"
+    proc = subprocess.run([sys.executable, "-m", "pip", "install", "--no-index", "--no-deps",
+                           "--find-links", str(house), "--target", str(target), *missing,
+                           *(["pluggy", "iniconfig", "packaging"] if "pytest" in missing
+                             else []), *(["joblib"] if "scikit-learn" in missing else [])],
+                          capture_output=True, text=True, timeout=120)
+    report.write_text(f"missing {missing}\n{proc.stdout}\n{proc.stderr}\n")
+    return str(target) if proc.returncode == 0 else ""
+
+
+def prepare() -> int:
+    """Download the wheelhouse (on a machine with a registry, before the device call)."""
+    house = ROOT / WHEELHOUSE
+    house.mkdir(parents=True, exist_ok=True)
+    argv = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
+            "--python-version", "3.12", "--platform", "manylinux2014_x86_64",
+            "--platform", "manylinux_2_17_x86_64", "--platform", "manylinux_2_28_x86_64",
+            "-d", str(house), *PREPARE_WHEELS]
+    proc = subprocess.run(argv)
+    size = sum(p.stat().st_size for p in house.iterdir()) / 2**20
+    print(f"{house}: {len(list(house.iterdir()))} wheels, {size:.1f} MiB "
+          f"(the device tool carries at most 64 MiB)")
+    return proc.returncode
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--simulate", action="store_true",
+                        help="tiny sizes under numba's CUDA simulator (no GPU needed)")
+    parser.add_argument("--plan", action="store_true", help="print the steps as JSON, run nothing")
+    parser.add_argument("--prepare", action="store_true",
+                        help=f"download the wheelhouse into {WHEELHOUSE}")
+    parser.add_argument("--budget", type=float, default=None,
+                        help=f"seconds for the whole run (default {DEVICE_BUDGET_S}; "
+                             f"{SIMULATE_BUDGET_S} with --simulate)")
+    parser.add_argument("--out", default=os.environ.get("OUT"),
+                        help="where results go (default: $OUT)")
+    args = parser.parse_args(argv)
+    if args.prepare:
+        return prepare()
+    steps = plan(args.simulate)
+    if args.budget is None:
+        args.budget = SIMULATE_BUDGET_S if args.simulate else DEVICE_BUDGET_S
+    if args.plan:
+        print(json.dumps({"budget_s": args.budget, "worst_case_s": wall_time(steps),
+                          "steps": [asdict(s) | {"command": s.command} for s in steps]},
+                         indent=1))
+        return 0
+    if not args.out:
+        parser.error("no output directory: set OUT or give --out")
+    out = Path(args.out)
+    run = Run(out, args.budget)
+    run.extra_path = install_missing(out)
+    run.run(steps)
+    failed = [r.name for r in run.results if r.status != "passed"]
+    print((out / "results.md").read_text().split("\n## ")[0])
+    print("not passed: " + (", ".join(failed) if failed else "none"))
+    return 0  # every step is recorded; the run itself succeeded
+
+
+if __name__ == "__main__":
+    sys.exit(main())
