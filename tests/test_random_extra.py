@@ -124,7 +124,8 @@ def test_stateless_statistics_dtypes_and_integers():
     assert k.dtype == np.int32 and k.min() == -3 and k.max() == 3
     counts = np.bincount(k + 3)
     assert np.all(np.abs(counts - N / 7) < 5 * math.sqrt(N / 7))
-    full = tw.random.stateless_uniform([N], [9, 10], dtype=tw.int64).numpy()
+    full = tw.random.stateless_uniform([N], [9, 10], minval=None, maxval=None,
+                                       dtype=tw.int64).numpy()
     assert full.min() < -2**62 and full.max() > 2**62  # the whole int64 range is used
     assert (full < 0).mean() == pytest.approx(0.5, abs=5 * 0.5 / math.sqrt(N))
 

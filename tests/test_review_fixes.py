@@ -300,18 +300,24 @@ def test_full_range_random_integers_with_tensorflows_spelling():
     # TensorFlow asks for full-range integers with minval=None and maxval=None; that was
     # an error here ("maxval must be given ... (or neither bound)"), so code written for
     # TF could not ask for them
-    full = tw.random.stateless_uniform([64], [3, 4], dtype=tw.int64)
-    same = tw.random.stateless_uniform([64], [3, 4], minval=None, maxval=None, dtype=tw.int64)
-    np.testing.assert_array_equal(same.numpy(), full.numpy())
-    g1, g2 = tw.random.Generator.from_seed(5), tw.random.Generator.from_seed(5)
-    np.testing.assert_array_equal(
-        g1.uniform([8], minval=None, maxval=None, dtype=tw.int32).numpy(),
-        g2.uniform([8], dtype=tw.int32).numpy())
+    full = tw.random.stateless_uniform([64], [3, 4], minval=None, maxval=None, dtype=tw.int64)
+    assert full.numpy().min() < 0 < full.numpy().max()
+    g1 = tw.random.Generator.from_seed(5)
+    wide = g1.uniform([64], minval=None, maxval=None, dtype=tw.int32).numpy()
+    assert wide.min() < 0 < wide.max()
     # one bound without the other stays an error naming the function and the line
     _raises_naming("stateless_uniform", ValueError,
                    lambda: tw.random.stateless_uniform(  # one bound
                        [2], [1, 2], minval=None, maxval=5, dtype=tw.int32),
                    "# one bound", "minval must be given")
+    # minval's default 0 alone does not ask for the full range (it gave negative numbers
+    # for an explicit minval=0): an error, as in TensorFlow
+    _raises_naming("stateless_uniform", ValueError,
+                   lambda: tw.random.stateless_uniform(  # default minval
+                       [2], [1, 2], minval=0, dtype=tw.int32),
+                   "# default minval", "maxval must be given")
+    with pytest.raises(ValueError, match="maxval must be given"):
+        tw.random.Generator.from_seed(5).uniform([8], dtype=tw.int32)
 
 
 # ------------------------------------------------------------------ tw.debugging.assert_near

@@ -259,13 +259,13 @@ def stateless_uniform(shape: Sequence[int] | Any, seed: Any, minval: TensorLike 
     """Uniform values in ``[minval, maxval)``, a pure function of `seed` (``[a, b]``,
     int32 or int64) and the shape (``tf.random.stateless_uniform``): the same seed gives
     the same numbers on every target and run. Integer dtypes need Python-int bounds, or
-    ``minval=None, maxval=None`` (or no bounds) for the dtype's full range."""
+    ``minval=None, maxval=None`` for the dtype's full range."""
     dtype = as_dtype(dtype)
     seed_t = _seed_tensor(seed)
     if dtype.is_integer:
-        # the full range: TensorFlow's spelling is minval=None and maxval=None; leaving
-        # minval at its default 0 asks for it too
-        if maxval is None and (minval is None or _is_number(minval, 0)):
+        # the full range: minval=None and maxval=None, as in TensorFlow. minval's default
+        # 0 with no maxval is an error there too: `minval=0` must not give negatives.
+        if maxval is None and minval is None:
             return apply_op1("StatelessRandomUniformFullInt", [seed_t],
                              {"shape": _shape_attr(shape), "dtype": dtype}, name=name)
         if maxval is None or minval is None:
@@ -412,7 +412,7 @@ class Generator:
                 maxval: TensorLike | None = None, dtype: DType | str = float32,
                 name: str | None = None) -> Tensor:
         """Uniform values in ``[minval, maxval)`` (advances the state); integer dtypes
-        need Python-int bounds, or neither for the full range."""
+        need Python-int bounds, or ``minval=None, maxval=None`` for the full range."""
         return stateless_uniform(shape, self._next_seed(), minval, maxval, dtype, name)
 
     def truncated_normal(self, shape: Sequence[int] | Any, mean: TensorLike = 0.0,
