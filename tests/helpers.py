@@ -4,6 +4,8 @@ with a NumPy reference, and insist on the exact dtype and shape."""
 from __future__ import annotations
 
 import contextlib
+import inspect
+import os
 import threading
 from collections.abc import Callable
 
@@ -43,6 +45,15 @@ def assert_same(actual, expected, **tol) -> None:
                                    equal_nan=True, **t)
     else:
         np.testing.assert_array_equal(actual, expected)
+
+
+def line_of(fn: Callable, text: str) -> str:
+    """``'FILE.py:N)'`` for the first line of `fn`'s source that contains `text`: how an
+    error message ends the user's location ``(FILE.py:N)``, so ``line_of(...) in msg``
+    does not take line 12 for line 123."""
+    lines, start = inspect.getsourcelines(fn)
+    offset = next(i for i, line in enumerate(lines) if text in line)
+    return f"{os.path.basename(inspect.getsourcefile(fn))}:{start + offset})"
 
 
 def check_against_numpy(tw_fn: Callable, np_fn: Callable, *arrays, **tol) -> None:

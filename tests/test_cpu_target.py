@@ -9,7 +9,6 @@ through BLAS; kernels are compiled once per layout."""
 
 from __future__ import annotations
 
-import inspect
 import re
 import threading
 
@@ -25,7 +24,7 @@ from tensorweave.compiler.dtypes import float32
 from tensorweave.compiler.pipeline import compile_graph, run_pipeline
 from tensorweave.targets.cpu import jit, native_nodes
 from tensorweave.targets.cpu.codegen import Instr, Layout, Program, build_kernel
-from tests.helpers import assert_same
+from tests.helpers import assert_same, line_of
 
 F32, F64, I32, I64 = (np.dtype(t) for t in (np.float32, np.float64, np.int32, np.int64))
 
@@ -36,11 +35,6 @@ INT_BINARY = ["Add", "Sub", "Mul", "Maximum", "Minimum", "SquaredDifference", "D
               "FloorDiv", "FloorMod"]
 COMPARISONS = ["Equal", "NotEqual", "Less", "LessEqual", "Greater", "GreaterEqual"]
 REDUCTIONS = ["Sum", "Mean", "Max", "Min", "Prod"]
-
-
-def line_of(fn, text: str) -> str:
-    lines, start = inspect.getsourcelines(fn)
-    return f"test_cpu_target.py:{start + next(i for i, s in enumerate(lines) if text in s)}"
 
 
 def run_both(graph: Graph, *arrays):

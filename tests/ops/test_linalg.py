@@ -5,8 +5,6 @@ and the errors users see (which must name the op and the line of this file that 
 
 from __future__ import annotations
 
-import inspect
-
 import numpy as np
 import pytest
 import scipy.linalg
@@ -14,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import tensorweave as tw
-from tests.helpers import assert_same, check_against_numpy
+from tests.helpers import assert_same, check_against_numpy, line_of
 
 F32, F64 = np.dtype(np.float32), np.dtype(np.float64)
 
@@ -23,13 +21,6 @@ seeds = st.integers(0, 2**32 - 1)
 batches = st.lists(st.integers(0, 3), min_size=0, max_size=2).map(tuple)
 sides = st.integers(0, 4)
 EXAMPLES = settings(max_examples=12)
-
-
-def line_of(fn, text: str) -> str:
-    """'test_linalg.py:N' for the first line of `fn`'s source that contains `text`."""
-    lines, start = inspect.getsourcelines(fn)
-    offset = next(i for i, line in enumerate(lines) if text in line)
-    return f"test_linalg.py:{start + offset}"
 
 
 def tol(dtype, f32: float = 1e-4, f64: float = 1e-10) -> dict:

@@ -5,7 +5,6 @@ see (which must name the op and the line of this file that made it)."""
 from __future__ import annotations
 
 import functools
-import inspect
 
 import ml_dtypes
 import numpy as np
@@ -15,7 +14,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import tensorweave as tw
-from tests.helpers import assert_same, check_against_numpy
+from tests.helpers import assert_same, check_against_numpy, line_of
 
 F16, F32, F64 = np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64)
 I8, I32, I64, U8, BOOL = (np.dtype(t) for t in (np.int8, np.int32, np.int64, np.uint8, np.bool_))
@@ -44,13 +43,6 @@ def elements(dtype, lo=-8.0, hi=8.0, *, nonzero=False):
 
 def arrays(dtype, shape, lo=-8.0, hi=8.0, *, nonzero=False):
     return hnp.arrays(dtype, shape, elements=elements(dtype, lo, hi, nonzero=nonzero))
-
-
-def line_of(fn, text: str) -> str:
-    """'test_math.py:N' for the first line of `fn`'s source that contains `text`."""
-    lines, start = inspect.getsourcelines(fn)
-    offset = next(i for i, line in enumerate(lines) if text in line)
-    return f"test_math.py:{start + offset}"
 
 
 # ----------------------------------------------------------------------- unary elementwise

@@ -6,8 +6,6 @@ name the op or function and the line of this file that called it)."""
 
 from __future__ import annotations
 
-import inspect
-
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -15,7 +13,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import tensorweave as tw
-from tests.helpers import assert_same, check_against_numpy
+from tests.helpers import assert_same, check_against_numpy, line_of
 from tests.ops.test_math import BROADCAST2, arrays, reduction_axes
 
 F16, F32, F64 = np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64)
@@ -31,13 +29,6 @@ def few(n: int) -> settings:
     per_ci = settings.default.max_examples / 25
     return settings(max_examples=max(1, min(settings.default.max_examples, int(n * per_ci))),
                     deadline=None)
-
-
-def line_of(fn, text: str) -> str:
-    """'test_math_extra.py:N' for the first line of `fn`'s source that contains `text`."""
-    lines, start = inspect.getsourcelines(fn)
-    offset = next(i for i, line in enumerate(lines) if text in line)
-    return f"test_math_extra.py:{start + offset}"
 
 
 def in_f64(np_fn):
