@@ -6,6 +6,7 @@ call."""
 from __future__ import annotations
 
 import gc
+import platform
 
 import llvmlite.ir as ir
 import numpy as np
@@ -14,7 +15,7 @@ import pytest
 import tensorweave as tw
 from tensorweave.compiler.dtypes import as_dtype
 from tensorweave.errors import InvalidArgumentError
-from tensorweave.targets.cpu import allocator, lowering, parallel
+from tensorweave.targets.cpu import allocator, codegen, jit, lowering, parallel
 from tests.lowerings.helpers import single_node
 
 # ---------------------------------------------------------------------- allocator
@@ -47,7 +48,7 @@ def test_pool_small_requests_and_the_cap():
     small = pool.empty((10,), np.float64)
     assert small.base is None and pool.misses == 0  # NumPy's own memory
     a = pool.empty((BIG,), np.float32)
-    nbytes = a.base.size
+    nbytes = allocator._round(a.nbytes)  # (the block holds ALIGN bytes more)
     b = pool.empty((BIG,), np.float32)
     assert pool.tracked_bytes == 2 * nbytes
     del a
@@ -64,6 +65,18 @@ def test_pool_small_requests_and_the_cap():
     assert huge.base is None
     objects = pool.empty((BIG,), object)
     assert objects.base is None and objects.dtype == object
+
+
+def test_pool_results_start_on_a_cache_line():
+    pool = allocator.BlockPool(cap=1 << 30)
+    held = [pool.empty(shape, dt) for shape, dt in
+            [((BIG,), np.float32), ((BIG // 3, 3), np.float64), ((4 * BIG + 5,), np.int8)]]
+    assert all(a.ctypes.data % allocator.ALIGN == 0 for a in held)
+    del held
+    again = pool.empty((BIG,), np.float32)  # a reused block: aligned too
+    assert pool.hits == 1 and again.ctypes.data % allocator.ALIGN == 0
+    assert pool.tracked_bytes == sum(allocator._round(n) for n in
+                                             (BIG * 4, (BIG // 3) * 24, 4 * BIG + 5))
 
 
 def test_result_cache_size_from_the_environment(monkeypatch):
@@ -362,3 +375,48 @@ def test_per_node_matmul_kernel_is_identical_on_any_thread_count(monkeypatch, dt
     assert outs[0].tobytes() == outs[1].tobytes() == outs[2].tobytes()
     np.testing.assert_allclose(outs[0], a.astype(np.float64) @ b.astype(np.float64),
                                rtol=1e-4, atol=1e-3)
+
+
+# ------------------------------------------------------------- streaming stores
+
+STREAMED = codegen.NONTEMPORAL_MIN_BYTES // 4 + 21  # float32 elements: a streamed output
+
+
+def test_streaming_store_kernel_code():
+    """A fused loop writes its outputs with non-temporal stores guarded by a run-time
+    alignment check, and fences them before it returns."""
+    program = codegen.Program((as_dtype("f32"), as_dtype("f32")), (
+        codegen.Instr("Add", (), (0, 1), (as_dtype("f32"),) * 2, as_dtype("f32")),), (2,))
+    text = codegen.build_kernel(program, codegen.Layout(1, 0, ((True,),) * 3), width=16)
+    assert "!nontemporal" in text and "fence seq_cst" in text
+    if platform.machine() in ("x86_64", "AMD64"):
+        assert "vmovntps" in jit.assembly(text) or "movntps" in jit.assembly(text)
+
+
+def test_streamed_results_equal_normal_ones_aligned_or_not():
+    """Outputs over `NONTEMPORAL_MIN_BYTES` take the streaming stores where aligned: the
+    values are those of the normal stores, into aligned results (the pool's), a
+    misaligned donated buffer and rows that start off vector boundaries."""
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal(STREAMED).astype(np.float32)
+    y = rng.standard_normal(STREAMED).astype(np.float32)
+    want = x + y * np.float32(2.0)  # exact in one rounding, FMA-contracted or not
+    f = tw.compile(lambda x, y: x + y * 2.0, target="cpu")
+    got = f(x, y)
+    assert got.ctypes.data % allocator.ALIGN == 0  # the streaming path is taken
+    np.testing.assert_array_equal(got, want)
+
+    g = tw.compile(lambda x, y: x + y * 2.0, target="cpu", donate_argnums=0)
+    raw = np.empty(STREAMED + 16, np.float32)
+    skip = (-raw.ctypes.data % 64) // 4 + 1  # 4 bytes past a cache line
+    misaligned = raw[skip:skip + STREAMED]
+    misaligned[:] = x
+    assert misaligned.ctypes.data % 64 == 4
+    out = g(misaligned, y)
+    assert _address(out) == _address(misaligned)
+    np.testing.assert_array_equal(out, want)
+
+    rows = x[:STREAMED - STREAMED % 1001].reshape(-1, 1001)  # rows of 4004 bytes
+    bias = y[:1001]
+    np.testing.assert_array_equal(tw.compile(lambda r, b: r + b * 2.0, target="cpu")(rows, bias),
+                                  rows + bias * np.float32(2.0))

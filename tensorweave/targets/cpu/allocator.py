@@ -16,7 +16,10 @@ the block is not handed out again, so a live result never aliases a new one. Not
 runs when a result dies; the next `empty` of that size finds the block free.
 
 Blocks are reused by size: a request takes a free block of exactly its rounded size
-(`_round`: to 64 KiB). Requests below `MIN_BYTES` go to NumPy (malloc reuses small
+(`_round`: to 64 KiB). A result starts at a multiple of `ALIGN` bytes in its block (NumPy's
+own large arrays start 16 bytes into a page): a full-width 512-bit vector store then
+never straddles two cache lines, and the fused loops can use non-temporal stores
+(`codegen.NONTEMPORAL_MIN_BYTES`), which need aligned addresses. Requests below `MIN_BYTES` go to NumPy (malloc reuses small
 blocks itself). The pool tracks at most `cap_bytes()` bytes in all (``TW_RESULT_CACHE_MB``,
 default 1024; 0 turns the cache off): when a new block would exceed it, free blocks are
 released to the OS, least recently used first, and blocks still in use stop being
@@ -40,6 +43,7 @@ from ...errors import InvalidArgumentError
 
 MIN_BYTES = 1 << 20
 _GRANULE = 1 << 16
+ALIGN = 64  # bytes: a cache line, and the widest vector register (AVX-512)
 _DEFAULT_CAP_MB = 1024
 
 
@@ -109,12 +113,13 @@ class BlockPool:
             else:
                 self.misses += 1
                 self._make_room(size, cap)
-                block = np.empty(size, np.uint8)
+                block = np.empty(size + ALIGN, np.uint8)
                 self._blocks[id(block)] = block
                 self._by_size.setdefault(size, []).append(block)
                 self.tracked_bytes += size
             # the view is made under the lock: from here on the block counts as used
-            out = block[:nbytes].view(dt).reshape(shape)
+            start = -block.ctypes.data % ALIGN
+            out = block[start:start + nbytes].view(dt).reshape(shape)
         return out
 
     def _make_room(self, size: int, cap: int) -> None:
@@ -125,11 +130,12 @@ class BlockPool:
             self._forget(block)
 
     def _forget(self, block: np.ndarray) -> None:
-        same = self._by_size[block.size]
+        size = block.size - ALIGN
+        same = self._by_size[size]
         same[:] = [b for b in same if b is not block]
         if not same:
-            del self._by_size[block.size]
-        self.tracked_bytes -= block.size
+            del self._by_size[size]
+        self.tracked_bytes -= size
 
     def release_free(self) -> int:
         """Release every free block to the OS; returns the bytes released."""
@@ -140,7 +146,7 @@ class BlockPool:
                 if sys.getrefcount(block) <= self._OWN_REFS:
                     del self._blocks[key]
                     self._forget(block)
-                    released += block.size
+                    released += block.size - ALIGN
         return released
 
     def free_bytes(self) -> int:
@@ -150,7 +156,7 @@ class BlockPool:
             for key in list(self._blocks):
                 block = self._blocks[key]
                 if sys.getrefcount(block) <= self._OWN_REFS:
-                    total += block.size
+                    total += block.size - ALIGN
         return total
 
 

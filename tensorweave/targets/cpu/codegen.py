@@ -26,10 +26,19 @@ Built with ``threads > 1`` (the "Fusion" lowering does so for big nests), the ou
 loop, over a kept dim, is cut into blocks run on several threads (`parallel`); the
 blocks start at multiples of `align` (the vector width when that loop is the vectorized
 one), so every element is computed by the same instructions as in one pass.
+
+A full output of `NONTEMPORAL_MIN_BYTES` or more is written with non-temporal (streaming)
+vector stores wherever a store's address is aligned to its vector (or to a cache line):
+such a result cannot stay in the cache for its reader anyway, and a normal store would
+first read every line it writes (read-for-ownership), a third of the memory traffic of
+``y = f(x)``. The alignment is checked per store at run time (the caching allocator's
+blocks are aligned, NumPy's arrays often are not), and the body ends with a fence, as
+streaming stores are weakly ordered. The values stored are the same either way.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -61,6 +70,10 @@ BLOCK = 256  # vectors per block of a blocked (two-level) float sum
 # with the other core busy: 25.8 ms in 1 block per thread, 22.7 ms in 4 (26.9 ms on one
 # thread).
 FUSED_BLOCKS = 4
+# Outputs of at least this many bytes are written with non-temporal stores (see the module
+# docstring). Measured on the AVX-512 host of issue 13 (2 cores, ~25 GB/s copy): gelu over
+# 2^24 float32 into a reused, aligned 64 MB result: see benchmarks/README.md.
+NONTEMPORAL_MIN_BYTES = 16 << 20
 _I8PP = ir.PointerType(ir.PointerType(I8))
 # What a chunk of a kernel split over threads gets: the kernel's (inputs, outputs, sizes).
 _CTX = ir.LiteralStructType([_I8PP, _I8PP, ir.PointerType(I64)])
@@ -319,9 +332,34 @@ class KernelBuilder:
         self.strides = [self._strides(m) for m in self.layout.masks]
         outer_mask = (True,) * self.layout.n_outer + (False,) * self.layout.n_inner
         self.row_strides = self._strides(outer_mask)
+        self.streaming = self._streaming_flags()
+        self.streamed = False
         self._dims(0, [I64(0)] * len(self.layout.masks), I64(0))
+        if self.streamed:  # streaming stores are weakly ordered: a fence before returning
+            big = self.streaming.values()
+            with self.b.if_then(functools.reduce(self.b.or_, big)):
+                self.b.fence("seq_cst")
         self.b.ret(self.b.load(self.status))
         return fn
+
+    def _streaming_flags(self) -> dict[int, ir.Value]:
+        """Per full-output itemsize: whether an output of it (all full outputs have the
+        loop nest's element count) is big enough for non-temporal stores (run-time
+        values: sizes are arguments)."""
+        if not self.full or self.layout.rank == 0:
+            return {}
+        b = self.b
+        count: ir.Value = I64(1)
+        for n in self.sizes:
+            count = b.mul(count, n)
+        flags = {}
+        for k in self.full:
+            dt = self.p.dtype(self.p.outputs[k])
+            size = 1 if dt is bool_ else dt.itemsize
+            if size not in flags:
+                flags[size] = b.icmp_signed(">=", b.mul(count, I64(size)),
+                                            I64(NONTEMPORAL_MIN_BYTES))
+        return flags
 
     # ----------------------------------------------------------------- loop nests
     def _strides(self, mask: Sequence[bool]) -> list[ir.Value]:
@@ -449,11 +487,31 @@ class KernelBuilder:
             v = b.zext(v, cx.wrap(I8))
         ptr = b.gep(self.buffers[buffer], [offset])
         if cx.width > 1 and contiguous:
-            b.store(v, b.bitcast(ptr, ir.PointerType(v.type)), align=dt.itemsize)
+            self._vector_store(v, ptr, 1 if dt is bool_ else dt.itemsize)
         else:
             if cx.width > 1:  # every lane holds the same value (the output is broadcast)
                 v = b.extract_element(v, I32(0))
             b.store(v, ptr)
+
+    def _vector_store(self, v: ir.Value, ptr: ir.Value, itemsize: int) -> None:
+        """Store vector `v` at `ptr`: non-temporal when the output is big and `ptr` is
+        aligned (see the module docstring), a normal unaligned store otherwise."""
+        b = self.b
+        typed = b.bitcast(ptr, ir.PointerType(v.type))
+        big = self.streaming.get(itemsize)
+        if big is None:
+            b.store(v, typed, align=itemsize)
+            return
+        align = min(64, itemsize * v.type.count)
+        offset = b.and_(b.ptrtoint(ptr, I64), I64(align - 1))
+        stream = b.and_(big, b.icmp_unsigned("==", offset, I64(0)))
+        with b.if_else(stream, likely=True) as (streamed, normal):
+            with streamed:
+                store = b.store(v, typed, align=align)
+                store.set_metadata("nontemporal", self.module.add_metadata([I32(1)]))
+            with normal:
+                b.store(v, typed, align=itemsize)
+        self.streamed = True
 
     # --------------------------------------------------------------- reductions
     def _reduction_row(self, offsets: list[ir.Value], row: ir.Value) -> None:
