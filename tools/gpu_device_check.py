@@ -47,6 +47,7 @@ PREPARE_WHEELS = ["pytest", "pluggy", "iniconfig", "packaging", "scikit-learn", 
                   "threadpoolctl", "ml_dtypes"]
 PIP_LIST = ("numba|llvmlite|numpy|scipy|torch|cupy|jax|hypothesis|pytest|networkx|grpcio|"
             "safetensors|ml.dtypes|threadpoolctl|scikit|cuda|nvidia")
+TINY_MNIST = "build/gpu_check_tiny_mnist"  # the dry run's data set (written by the run)
 OP_SUITE_SHARDS = 6  # tests/ops files run in this many pytest processes at once (16 cores)
 
 
@@ -113,12 +114,15 @@ def plan(simulate: bool) -> list[Step]:
     steps.append(Step("benchmark", bench, 150, env,
                       about="benchmarks/gpu.py: W2-W6 beside PyTorch on the same card"))
     gpu_default = dict(env, TW_DEFAULT_TARGET="gpu")
-    mlp = ["--steps", "3", "--batch", "8", "--hidden", "8"] if simulate else ["--steps", "300"]
-    cnn = (["--steps", "2", "--batch", "2", "--filters", "2", "2", "--hidden", "8"]
-           if simulate else ["--steps", "200"])
     # the simulator runs a Python thread per GPU thread: the examples' test-set accuracy
-    # (hundreds of images) takes minutes there, seconds on a GPU
-    slow = 6 if simulate else 1
+    # over the bundled digits (360 images) would take minutes, so the dry run reads a
+    # tiny IDX data set instead (`write_tiny_mnist`)
+    tiny = ["--data", str(ROOT / TINY_MNIST)] if simulate else []
+    mlp = ["--steps", "3", "--batch", "8", "--hidden", "8", *tiny] if simulate \
+        else ["--steps", "300"]
+    cnn = (["--steps", "2", "--batch", "2", "--filters", "2", "2", "--hidden", "8", *tiny]
+           if simulate else ["--steps", "200"])
+    slow = 2 if simulate else 1
     steps.append(Step("mnist-mlp", [py, "examples/mnist_mlp.py", *mlp], 45 * slow, gpu_default,
                       about="the MNIST MLP example, @tw.compile on the gpu target"))
     steps.append(Step("mnist-cnn", [py, "examples/mnist_cnn.py", *cnn], 55 * slow, gpu_default,
@@ -217,6 +221,22 @@ class Run:
         (self.out / "results.md").write_text("\n".join(lines) + "\n")
 
 
+def write_tiny_mnist(directory: Path, train: int = 32, test: int = 8) -> None:
+    """MNIST's four IDX files with a few random images, for the examples in the dry run
+    (their shapes and dtypes are MNIST's; the values are noise)."""
+    import numpy as np
+    directory.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(0)
+
+    def idx(name: str, array: np.ndarray) -> None:
+        header = bytes([0, 0, 8, array.ndim]) + b"".join(
+            int(d).to_bytes(4, "big") for d in array.shape)
+        (directory / name).write_bytes(header + array.astype(np.uint8).tobytes())
+    for prefix, n in (("train", train), ("t10k", test)):
+        idx(f"{prefix}-images-idx3-ubyte", rng.integers(0, 256, (n, 28, 28)))
+        idx(f"{prefix}-labels-idx1-ubyte", rng.integers(0, 10, n))
+
+
 def install_missing(out: Path) -> str:
     """Install, offline from the wheelhouse, what this Python cannot import; returns the
     directory to add to PYTHONPATH ("" when nothing was needed or possible)."""
@@ -285,6 +305,8 @@ def main(argv: list[str] | None = None) -> int:
     if not args.out:
         parser.error("no output directory: set OUT or give --out")
     out = Path(args.out)
+    if args.simulate:
+        write_tiny_mnist(ROOT / TINY_MNIST)
     run = Run(out, args.budget)
     run.extra_path = install_missing(out)
     run.run(steps)

@@ -100,7 +100,9 @@ def read_data_sets(train_dir: str | None = None, one_hot: bool = True,
         arrays = {k: _read_idx(_find(train_dir, f)) for k, f in _FILES.items()}
         train_x = arrays["train_images"].reshape(-1, 784).astype(np.float32) / 255.0
         test_x = arrays["test_images"].reshape(-1, 784).astype(np.float32) / 255.0
-        train_y, test_y = arrays["train_labels"], arrays["test_labels"]
+        # int64 class ids, as the bundled digits' (IDX stores them as unsigned bytes)
+        train_y = arrays["train_labels"].astype(np.int64)
+        test_y = arrays["test_labels"].astype(np.int64)
         source = f"MNIST IDX files in {train_dir}"
     else:
         from sklearn.datasets import load_digits

@@ -14,6 +14,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent.parent
@@ -117,3 +118,16 @@ def test_steps_past_the_budget_are_skipped_with_the_reason(tmp_path):
     run.run([mod.Step("late", [sys.executable, "-c", "pass"], 10)])
     assert [(r.name, r.status) for r in run.results] == [("late", "skipped")]
     assert "budget" in run.results[0].tail
+
+
+def test_the_dry_runs_tiny_data_set_reads_as_mnist(tmp_path):
+    from tensorweave.datasets import mnist
+    _module().write_tiny_mnist(tmp_path, train=5, test=3)
+    data = mnist.read_data_sets(str(tmp_path), one_hot=False)
+    assert data.source.startswith("MNIST IDX files")
+    assert data.train.images.shape == (5, 784) and data.test.images.shape == (3, 784)
+    assert data.train.labels.shape == (5,) and set(data.test.labels) <= set(range(10))
+    # class ids as int64, as the bundled digits give them (the examples' signatures say so)
+    assert data.train.labels.dtype == data.test.labels.dtype == np.int64
+    sim_examples = [s for s in _plan("--simulate")["steps"] if s["name"].startswith("mnist-")]
+    assert all("--data" in s["argv"] for s in sim_examples)
