@@ -222,7 +222,65 @@ def _cases() -> dict[str, tuple[Callable, list[np.ndarray]]]:
     out["pad_constant_grad_f32"] = (  # a Slice
         lambda x: tw.gradients(tw.reduce_sum(tw.pad(x, [[1, 0], [0, 2]]) * 3.0), [x])[0],
         [_values(F32, (3, 4), 29)])
+    p3 = _values(F32, (2, 3, 4), 31)
+    out["gather_nd_batch_dims_f32"] = (
+        lambda p, i: tw.gather_nd(p, i, batch_dims=1),
+        [p3, np.array([[[2], [0]], [[1], [1]]], np.int32)])
+    out["gather_nd_depth2_f64"] = (
+        lambda p, i: tw.gather_nd(p, i),
+        [p3.astype(F64), np.array([[1, 2], [0, 0], [1, 1]], np.int64)])
+    out["pad_reflect_grad_f32"] = (
+        lambda x: tw.gradients(tw.reduce_sum(tw.square(tw.pad(x, [[1, 2], [2, 1]],
+                                                               mode="REFLECT"))), [x])[0],
+        [_values(F32, (3, 4), 32)])
+    out["pad_symmetric_grad_f64"] = (
+        lambda x: tw.gradients(tw.reduce_sum(tw.square(tw.pad(x, [[2, 0], [1, 3]],
+                                                               mode="SYMMETRIC"))), [x])[0],
+        [_values(F64, (3, 4), 33)])
+    out.update(_random_cases())
     return out
+
+
+def _random_cases() -> dict[str, tuple[Callable, list[np.ndarray]]]:
+    """Every random kernel kind: stateful ops (their call index array) and stateless ones
+    (an int32 or int64 seed tensor), in 32- and 64-bit types, odd sizes (a partial last
+    Philox block), integer ranges up to int64's full one."""
+    def stateful(fdt, idt, lo, hi):
+        def f():
+            return (apply_op1("RandomUniform", [], {"shape": (3, 5), "dtype": fdt, "seed": 11,
+                                                    "seed2": -4}),
+                    apply_op1("RandomNormal", [], {"shape": (7,), "dtype": fdt, "seed": 2**40,
+                                                   "seed2": 3}),
+                    apply_op1("TruncatedNormal", [], {"shape": (2, 3), "dtype": fdt, "seed": 5,
+                                                      "seed2": 9}),
+                    apply_op1("RandomUniformInt", [], {"shape": (5,), "dtype": idt,
+                                                       "minval": lo, "maxval": hi, "seed": 1,
+                                                       "seed2": 2}))
+        return f
+
+    def stateless(fdt, idt):
+        def f(seed):
+            draws = [apply_op1(op, [seed], {"shape": (5,), "dtype": fdt}) for op in
+                     ("StatelessRandomUniform", "StatelessRandomNormal",
+                      "StatelessTruncatedNormal")]
+            return (*draws,
+                    apply_op1("StatelessRandomUniformInt", [seed],
+                              {"shape": (3,), "dtype": idt, "minval": -7, "maxval": 90}),
+                    apply_op1("StatelessRandomUniformFullInt", [seed],
+                              {"shape": (3,), "dtype": idt}))
+        return f
+
+    like = _values(F32, (2, 3), 30)
+    return {
+        "random_stateful_f32": (stateful(tw.float32, tw.int8, -128, 128), []),
+        "random_stateful_f64": (stateful(tw.float64, tw.int64, -2**63, 2**63 - 1), []),
+        "random_uniform_like_f32": (
+            lambda x: apply_op1("RandomUniformLike", [x], {"seed": 3, "seed2": 4}), [like]),
+        "random_stateless_f32": (stateless(tw.float32, tw.int32),
+                                 [np.array([-3, 17], np.int32)]),
+        "random_stateless_f64": (stateless(tw.float64, tw.int64),
+                                 [np.array([2**40 + 1, -2**62], np.int64)]),
+    }
 
 
 CASES = _cases()

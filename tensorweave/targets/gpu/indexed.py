@@ -1,5 +1,6 @@
 """Data movement with an index table computed at plan time from the reference kernel
-itself: StridedSlice, StridedSliceGrad and Pad in REFLECT/SYMMETRIC mode.
+itself: StridedSlice, StridedSliceGrad and Pad in REFLECT/SYMMETRIC mode, and PadGrad
+(every mode) from Pad's.
 
 These ops only move elements, but their index rules (masks, ellipses, negative strides,
 mirrored borders) are intricate. With static shapes, running the op's reference kernel
@@ -7,7 +8,9 @@ once on the *positions* of its input (``arange(size)``) gives, for every output 
 the input element it holds; that table becomes a constant of the step and the kernel is
 one gather, ``out[o] = x[table[o]]`` (``-1``: a zero, for the gradients, which write into
 zeros). The GPU result is then the reference semantics by construction, at the cost of
-reading one index per element.
+reading one index per element. PadGrad goes the other way: an input element receives
+its own gradient and, with mirrored padding, those of its mirror images, so its table is
+a list of sources per element (CSR: `pad_grad_tables`) and the kernel sums them.
 """
 
 from __future__ import annotations
@@ -80,8 +83,56 @@ def indexed_kernel(node: Node, name: str, table: np.ndarray) -> Kernel:
     return Kernel(name, module(w), types, grid, block)
 
 
+def pad_grad_tables(node: Node) -> tuple[np.ndarray, np.ndarray]:
+    """PadGrad's sources as CSR: for input element ``i``, the positions of `grad` that
+    Pad filled from it are ``sources[offsets[i]:offsets[i + 1]]`` (the element itself and,
+    in REFLECT/SYMMETRIC mode, its mirror images, which add up). Made by running Pad's
+    reference kernel on the input's positions (-1 in the constant border)."""
+    from ...compiler.registry import get_op
+    mode = node.attrs.get("mode", "CONSTANT")
+    in_shape = _shape(node.outputs[0])
+    size = int(np.prod(in_shape, dtype=np.int64))
+    pad = get_op("Pad").kernels["reference"].fn
+    with np.errstate(all="ignore"):
+        src = np.asarray(pad(np.arange(size, dtype=np.int64).reshape(in_shape),
+                             paddings=list(node.attrs["paddings"]), mode=mode,
+                             constant_value=-1)).reshape(-1)
+    if src.size != int(np.prod(_shape(node.inputs[0]), dtype=np.int64)):
+        raise Unsupported("the mirrored positions do not have grad's shape")
+    order = np.argsort(src, kind="stable")  # each element's sources in grad order
+    order = order[src[order] >= 0]
+    offsets = np.searchsorted(src[order], np.arange(size + 1))
+    dtype = np.int32 if src.size < 2 ** 31 else np.int64
+    return (np.ascontiguousarray(offsets, dtype=dtype), np.ascontiguousarray(order, dtype=dtype))
+
+
+def pad_grad_kernel(node: Node, name: str, offsets: np.ndarray, sources: np.ndarray) -> Kernel:
+    """``out[i] = sum of grad[sources[k]] for k in offsets[i]..offsets[i+1]``, one thread per
+    input element in a fixed order (no atomics). Floats add in their own type, as the
+    reference's folds do; integers in int64, wrapped to their type at the end (the same
+    modular sum)."""
+    out = node.outputs[0].type
+    t = numba_type(out.dtype)
+    total = int(offsets.size - 1)
+    if total == 0 or sources.size == 0:
+        raise Unsupported("empty input or result")
+    acc = t if out.dtype.is_floating else "int64"
+    w = Writer()
+    w("@cuda.jit")
+    w(f"def {name}(grad, offsets, sources, out):")
+    w(f"    for i in range(cuda.grid(1), {total}, cuda.gridsize(1)):")
+    w(f"        s = {acc}(0)")
+    w("        for k in range(offsets[i], offsets[i + 1]):")
+    w(f"            s = {acc}(s + grad[sources[k]])")
+    w(f"        out[i] = {t}(s)")
+    grid, block = launch_1d(total)
+    it = _index_type(offsets)
+    return Kernel(name, module(w), [numba_type(node.inputs[0].type.dtype), it, it, t], grid,
+                  block)
+
+
 def _index_type(table: np.ndarray) -> str:
     return "int32" if table.dtype == np.int32 else "int64"
 
 
-__all__ = ["index_table", "indexed_kernel"]
+__all__ = ["index_table", "indexed_kernel", "pad_grad_kernel", "pad_grad_tables"]

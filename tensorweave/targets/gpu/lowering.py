@@ -19,8 +19,14 @@ import numpy as np
 from ...compiler.ir import Node
 from ..cpu.fused import FusedKernel
 from .fused import Unsupported, fused_kernel
-from .indexed import index_table, indexed_kernel
-from .layout import bad_index_message, gather_kernel, transpose_kernel
+from .indexed import index_table, indexed_kernel, pad_grad_kernel, pad_grad_tables
+from .layout import (
+    bad_gather_nd_message,
+    bad_index_message,
+    gather_kernel,
+    gather_nd_kernel,
+    transpose_kernel,
+)
 from .matmul import matmul_kernel
 from .movement import (
     broadcast_kernel,
@@ -31,6 +37,7 @@ from .movement import (
     split_kernel,
     tile_kernel,
 )
+from .random import STATEFUL, STATELESS, random_kernel
 from .reduce import arg_reduce_kernel, l2_loss_kernel, reduce_kernel, reduce_to_like_kernel
 from .reductions import REDUCTIONS
 from .scatter import bad_segment_message, segment_sum_kernel, zero_kernel
@@ -49,19 +56,23 @@ from .window import (
 VIEW_OPS = frozenset({"Identity", "StopGradient", "Reshape", "ReshapeLike", "ExpandDims",
                       "Squeeze"})
 
-ErrorFn = Callable[[int], tuple[str, Node]]
+# (status code, then the kernel's detail entries, if any) -> (message, node to blame)
+ErrorFn = Callable[..., tuple[str, Node]]
 
 
 @dataclass
 class Lowered:
     """A node's kernel and, when it can fail, the decoder of its status; `init` kernels
     run first, on the node's outputs only (zeroing what the kernel accumulates into);
-    `tables` are constants the kernel reads after the node's inputs (index tables)."""
+    `tables` are constants the kernel reads after the node's inputs (index tables);
+    `call_index`: the kernel's first parameter is a one-element uint32 array holding the
+    node's call index, written by the step before each launch (stateful random ops)."""
 
     kernel: Kernel
     errors: ErrorFn | None = None
     init: list[Kernel] = field(default_factory=list)
     tables: list[np.ndarray] = field(default_factory=list)
+    call_index: bool = False
 
 
 def _fusion(node: Node, name: str) -> Lowered:
@@ -103,6 +114,20 @@ def _pad(node: Node, name: str) -> Lowered:
     return _indexed(node, name)
 
 
+def _pad_grad(node: Node, name: str) -> Lowered:
+    offsets, sources = pad_grad_tables(node)
+    return Lowered(pad_grad_kernel(node, name, offsets, sources), tables=[offsets, sources])
+
+
+def _gather_nd(node: Node, name: str) -> Lowered:
+    return Lowered(gather_nd_kernel(node, name),
+                   lambda status, *coords: (bad_gather_nd_message(node, status, coords), node))
+
+
+def _random(node: Node, name: str) -> Lowered:
+    return Lowered(random_kernel(node, name), call_index=node.op in STATEFUL)
+
+
 def _gather(node: Node, name: str) -> Lowered:
     return Lowered(gather_kernel(node, name), lambda status: (bad_index_message(node), node))
 
@@ -112,12 +137,14 @@ GENERATORS: dict[str, Callable[[Node, str], Lowered]] = {
     "MatMul": _plain(matmul_kernel),
     "Transpose": _plain(transpose_kernel),
     "Gather": _gather,
+    "GatherNd": _gather_nd,
     "Concat": _plain(concat_kernel),
     "Pack": _plain(concat_kernel),
     "Slice": _plain(slice_kernel),
     "Tile": _plain(tile_kernel),
     "BroadcastTo": _plain(broadcast_kernel),
     "Pad": _pad,
+    "PadGrad": _pad_grad,
     "StridedSlice": _indexed,
     "StridedSliceGrad": _indexed,
     "OneHot": _plain(one_hot_kernel),
@@ -139,6 +166,7 @@ GENERATORS: dict[str, Callable[[Node, str], Lowered]] = {
     "L2Loss": _plain(l2_loss_kernel),
     **{op: _softmax for op in ("Softmax", "LogSoftmax", "SoftmaxCrossEntropyWithLogits",
                                "SparseSoftmaxCrossEntropyWithLogits")},
+    **{op: _random for op in STATEFUL | STATELESS},
 }
 
 

@@ -11,7 +11,8 @@ GPU kernel download their inputs and upload their outputs), check the status arr
 once, download results, write assigned variables back.
 
 Kernels that can fail (integer division by zero, a label or index out of range) write a
-code into their own entry of the step's status array; the step reads it once at its
+code into their own entry of the step's status array (GatherNd also the bad index's
+coordinates, in the entries after it); the step reads it once at its
 end, or before a host call that could consume a failed kernel's output.
 """
 
@@ -127,7 +128,9 @@ class GpuStep:
             args = [_flat(self._array(s)) for s in action.args]
             if action.status_index is not None:
                 k = action.status_index
-                args.append(self._status[k:k + 1])
+                args.append(self._status[k:k + action.kernel.status_width])
+            if action.call_index:
+                return self._with_call_index(action, fn, args)
             return lambda: fn(*args)
         if isinstance(action, Copy):
             src, dst = self._array(action.src), self._array(action.dst)
@@ -137,6 +140,20 @@ class GpuStep:
         if isinstance(action, HostCall):
             return self._host_call(action)
         raise AssertionError(action)
+
+    def _with_call_index(self, action: Launch, fn: Any, args: list[Any]) -> Callable[[], None]:
+        """A stateful random op's launch: its call index comes from the executable's
+        counters, which its host calls and the dataflow executor also advance, so a
+        function draws one stream whichever way each call runs (4 bytes up per launch)."""
+        index = self.cuda.device_array(1, np.uint32)
+        host = np.zeros(1, np.uint32)
+        key = action.node.name
+
+        def run() -> None:
+            host[0] = self.counters.next(key) % 2**32
+            index.copy_to_device(host)
+            fn(index, *args)
+        return run
 
     def _host_call(self, action: HostCall) -> Callable[[], None]:
         from ..reference.executor import PreparedKernel
@@ -166,10 +183,12 @@ class GpuStep:
     def _check_status(self) -> None:
         status = self._status.copy_to_host()
         for launch in self._failing:
-            code = int(status[launch.status_index])
+            k = launch.status_index
+            code = int(status[k])
             if code:
                 self._status.copy_to_device(self._zeros)
-                message, node = launch.errors(code)
+                details = [int(v) for v in status[k + 1:k + launch.kernel.status_width]]
+                message, node = launch.errors(code, *details)
                 raise InvalidArgumentError(message, **node.error_context())
 
     def __call__(self, arrays: Sequence[Any], keep_on_device: bool = False) -> list[Any]:

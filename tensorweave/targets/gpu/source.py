@@ -62,6 +62,9 @@ class Kernel:
     can_fail: bool = False
     # shared memory per block in bytes (static arrays), for the launch checks
     shared_bytes: int = 0
+    # entries of the step's status array the kernel writes: the code, then details for
+    # the message (GatherNd: the failing index's coordinates)
+    status_width: int = 1
 
     @property
     def signature(self) -> str:

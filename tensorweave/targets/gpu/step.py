@@ -67,6 +67,7 @@ class Launch:
     args: list[Slot]
     errors: ErrorFn | None = None
     status_index: int | None = None  # which entry of the step's status array it writes
+    call_index: bool = False  # the kernel first takes the node's call index (random ops)
 
 
 @dataclass
@@ -268,8 +269,10 @@ class _Planner:
             self._use(v)
         status = None
         if lowered.kernel.can_fail:
-            status, self.n_status = self.n_status, self.n_status + 1
-        self.actions.append(Launch(node, lowered.kernel, ins + outs, lowered.errors, status))
+            status = self.n_status
+            self.n_status += lowered.kernel.status_width
+        self.actions.append(Launch(node, lowered.kernel, ins + outs, lowered.errors, status,
+                                   lowered.call_index))
 
 
 def _index_dtype(table: np.ndarray) -> DType:
