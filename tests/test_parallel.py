@@ -42,8 +42,14 @@ def ir_texts(monkeypatch):
     def spy_keyed(key_text, build_ir, names, **kw):
         texts.append(build_ir())  # (whether or not the cache answers)
         return compile_keyed(key_text, build_ir, names, **kw)
+
+    def spy_digest(key, build_ir, names, **kw):  # a step made from its record (plan_cache)
+        texts.append(build_ir())
+        return compile_digest(key, build_ir, names, **kw)
+    compile_digest = jit.compile_digest
     monkeypatch.setattr(jit, "compile_module", spy)
     monkeypatch.setattr(jit, "compile_keyed", spy_keyed)
+    monkeypatch.setattr(jit, "compile_digest", spy_digest)
     return texts
 
 

@@ -72,23 +72,35 @@ def run_pipeline(graph: Graph, until: str | None = None, target: str | None = No
     until = until or names[-1]
     if until not in _STAGES:
         raise CompileError(f"unknown stage {until!r}; stages are: {', '.join(names)}")
+    run = []
+    for name in names:
+        if target is None or _runs_for(name, target):
+            run.append(name)
+        if name == until:
+            break
+    return run_stages(graph, run)
+
+
+def compile_stages(target: str) -> list[str]:
+    """The stages that compiling for `target` runs now (the `when` predicates are read
+    at this moment: `lower_control_flow` contexts)."""
+    return [name for name in stage_names() if _runs_for(name, target)]
+
+
+def run_stages(graph: Graph, names: list[str]) -> Graph:
+    """A copy of `graph` through the stages `names`, in that order (verified after every
+    pass when `verify_enabled`)."""
     g = graph.copy()
     check = verify_enabled()
     if check:
         verify(g)
     for name in names:
-        if target is not None and not _runs_for(name, target):
-            if name == until:
-                break
-            continue
         for p in _STAGES[name]:
             result = p(g)
             if result is not None:
                 g = result
             if check:
                 verify(g, after=getattr(p, "__name__", str(p)))
-        if name == until:
-            break
     return g
 
 
@@ -102,7 +114,20 @@ def _runs_for(stage: str, target: str) -> bool:
 
 
 def compile_graph(graph: Graph, target: str = "reference", resources: Any = None) -> Any:
-    """Optimize `graph` through the whole pipeline and compile it for `target`."""
+    """Optimize `graph` through the whole pipeline and compile it for `target`.
+
+    The cpu target gets the traced graph and runs the pipeline itself when a call needs
+    it: a step whose plan and code a disk cache entry holds (keyed by a fingerprint of
+    this graph, `targets/cpu/plan_cache.py`) never does. The stages, the context
+    variables and the verify switch are fixed now, as if the pipeline ran here."""
+    if target == "cpu":
+        import contextvars
+
+        from ..targets.cpu.executable import CpuExecutable
+        stages = compile_stages(target)
+        context = contextvars.copy_context()
+        return CpuExecutable.deferred(
+            graph, stages, lambda: context.run(run_stages, graph, stages), resources)
     from ..targets import compile_for_target
     return compile_for_target(run_pipeline(graph, target=target), target, resources)
 

@@ -458,3 +458,101 @@ def _node_attrs(node: Node) -> dict[str, str]:
     if node.control_inputs:
         out["tw.control_deps"] = format_attribute([c.name for c in node.control_inputs], "strs")
     return out
+
+
+# --------------------------------------------------------------------------- fingerprints
+
+class Unfingerprintable(Exception):
+    """An attribute value without a canonical byte form (see `graph_fingerprint`)."""
+
+
+def graph_fingerprint(graph: Graph) -> str | None:
+    """A SHA-256 (hex) of everything `print_graph` writes about `graph` (names, ops, value
+    flow, attributes with NumPy arrays by their bytes, types, devices, placements, control
+    dependencies, source locations, regions), computed without printing: a cache key for
+    what is derived from a graph, several times cheaper than the text for big graphs.
+    None when an attribute has no canonical form (e.g. a Python object: its ``repr``
+    may name a memory address), so that such graphs are never cached by it."""
+    import hashlib
+    h = hashlib.sha256()
+    try:
+        _Fingerprint(h).graph(graph)
+    except Unfingerprintable:
+        return None
+    return h.hexdigest()
+
+
+class _Fingerprint:
+    """Feeds a canonical, unambiguous encoding of a graph to a hash: each item is its
+    ``repr`` of plain tuples of str / int / bool / None (what ``repr`` spells
+    unambiguously), floats by their bit patterns, arrays by dtype, shape and bytes."""
+
+    def __init__(self, h: Any) -> None:
+        self.h = h
+        self.ids: dict[Value, int] = {}  # value -> its number (function-wide, like SSA ids)
+        self.types: dict[Any, str] = {}
+
+    def _type(self, t: Type) -> str:
+        text = self.types.get(t)
+        if text is None:
+            text = self.types[t] = format_type(t)
+        return text
+
+    def _value(self, v: Value) -> int:
+        k = self.ids.get(v)
+        if k is None:
+            raise Unfingerprintable("a value used before it is defined")
+        return k
+
+    def graph(self, g: Graph) -> None:
+        ids = self.ids
+        args = []
+        for a in g.args:
+            ids[a] = len(ids)
+            args.append(self._type(a.type))
+        update = self.h.update
+        update(repr(("graph", g.name, tuple(g.arg_names), tuple(args))).encode())
+        for node in g.nodes:
+            for r in node.regions:
+                update(b"(region")
+                self.graph(r)
+                update(b")")
+            for v in node.outputs:
+                ids[v] = len(ids)
+            loc = node.loc
+            update(repr((node.op, node.name, tuple(self._value(v) for v in node.inputs),
+                         tuple(c.name for c in node.control_inputs), node.device,
+                         node.assigned_device,
+                         (loc.file, loc.line, loc.column) if loc is not None else None,
+                         tuple(self._type(v.type) for v in node.outputs),
+                         tuple(sorted((k, _canonical(x)) for k, x in node.attrs.items())),
+                         )).encode())
+        update(repr(("results", tuple(self._value(v) for v in g.results),
+                     tuple(g.result_names))).encode())
+
+
+def _canonical(x: Any) -> Any:
+    """`x` as nested tuples of str / int / bool / None (see `_Fingerprint`)."""
+    if x is None or isinstance(x, (bool, str)):
+        return x
+    if isinstance(x, int):
+        return ("i", x)  # (1 and True are equal as dict keys, not here)
+    if isinstance(x, float):
+        return ("f", struct.pack("<d", x).hex())
+    if isinstance(x, np.generic):
+        if x.dtype.hasobject:
+            raise Unfingerprintable(repr(x))
+        return ("np", x.dtype.str, x.tobytes().hex())
+    if isinstance(x, np.ndarray):
+        if x.dtype.hasobject:
+            raise Unfingerprintable("an object array")
+        import hashlib
+        data = np.ascontiguousarray(x)
+        return ("nd", x.dtype.str, x.shape, hashlib.sha256(data).hexdigest())
+    if isinstance(x, DType):
+        return ("dtype", x.name)
+    if isinstance(x, Type):
+        return ("type", format_type(x))
+    if isinstance(x, (tuple, list)):
+        return (type(x).__name__, tuple(_canonical(e) for e in x))
+    raise Unfingerprintable(f"{type(x).__name__} attribute")

@@ -18,7 +18,9 @@ truncated, altered or otherwise unreadable fails its checks, is deleted and is r
 as absent. The first use of the directory in a process deletes the temporaries of
 writers that were killed. A directory that cannot be written only turns writing off.
 ``<key>.twnote`` entries (same format and checks) hold small answers that keys of code
-depend on and that are slow to measure, e.g. how this process's BLAS may split products.
+depend on and that are slow to measure, e.g. how this process's BLAS may split products;
+``<key>.twplan`` entries are step records (`plan_cache`): what the pipeline and the
+planner derived from a traced graph, so that a warm first call skips them.
 
 The files hold native code that the process runs: the directory is created private
 (mode 0700), and nothing in it should be writable by anyone the user does not trust.

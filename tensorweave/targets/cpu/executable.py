@@ -33,7 +33,7 @@ from ...runtime.kernel_context import CallCounters, StepContext
 from ...runtime.resources import ResourceManager, default_resource_manager
 from ...runtime.threads import limit_blas_threads
 from ..step_cache import StepCache
-from . import allocator, disk_cache, jit
+from . import allocator, disk_cache, jit, plan_cache
 from .lowering import status_error
 from .stacks import ARENA_OFFSET, ARENA_RELEASE_NAME
 from .step import (
@@ -61,10 +61,46 @@ _MAY_CALL_BLAS = frozenset({"MatMul", "Conv2D", "Conv2DBackpropInput", "Conv2DBa
 def _blas_key(plan: StepPlan) -> str:
     """What the GEMM code generated for `plan` depends on besides the graph: where this
     process's BLAS may split products (probed) and its thread setting."""
-    if not any(n.op in _MAY_CALL_BLAS for n in _all_nodes(plan)):
+    return _blas_key_of(any(n.op in _MAY_CALL_BLAS for n in _all_nodes(plan)))
+
+
+def _blas_key_of(uses_blas: bool) -> str:
+    if not uses_blas:
         return "no-blas"
     import os
     return _blas_settings(os.environ.get("TW_BLAS_THREADS", ""))
+
+
+def _code_prefix() -> str:
+    """What a step's object code depends on besides its graph and the BLAS probe."""
+    from .parallel import num_threads
+    return f"data_offset={_data_offset()} threads={num_threads()}"
+
+
+def _code_text(plan: StepPlan) -> str:
+    """The text a step's object code is keyed by (`jit.compile_keyed`): the printed graph
+    and everything else the code generator reads."""
+    from ...compiler.printer import print_graph
+    blas = _blas_key(plan)
+    return f"step objects {_code_prefix()} {blas}\n" + print_graph(plan.graph)
+
+
+def step_record(plan: StepPlan, code_text: str | None = None) -> plan_cache.StepRecord:
+    """The `plan_cache.StepRecord` of `plan` (`code_text`: its `_code_text`, if made):
+    its object code's key and what a call needs."""
+    uses_blas = any(n.op in _MAY_CALL_BLAS for n in _all_nodes(plan))
+    blas = _blas_key_of(uses_blas)
+    key = code_text if code_text is not None else _code_text(plan)
+    graph = plan.graph
+    return plan_cache.StepRecord(
+        code_key=jit.keyed_digest(key, loop_vectorize=True),
+        arg_specs=[(np.dtype(v.type.dtype.np), tuple(v.type.shape)) for v in graph.args],
+        result_specs=[(tuple(v.type.shape), np.dtype(v.type.dtype.np)) for v in graph.results],
+        consts=list(plan.consts), var_names=list(plan.var_names),
+        var_specs=[(np.dtype(t.dtype.np), tuple(t.shape)) for t in plan.var_types],
+        var_first_access=list(plan.var_first_access), workspace_bytes=plan.workspace_bytes,
+        arena=uses_stacks(plan), has_loops=any(n.op == "While" for n in _all_nodes(plan)),
+        uses_blas=uses_blas, blas_key=blas, callbacks=bool(plan.callback_nodes))
 
 
 @lru_cache(maxsize=8)
@@ -149,56 +185,82 @@ def _data_offset() -> int:
 
 
 class NativeStep:
-    """One static graph compiled by `step` into one native function."""
+    """One static graph compiled by `step` into one native function.
 
-    def __init__(self, plan: StepPlan, resources: ResourceManager, counters: CallCounters
-                 ) -> None:
-        self.plan = plan
+    Made from a `StepPlan`, or from a `plan_cache.StepRecord` alone (a warm first call in
+    a new process) with `make_plan` to rebuild the plan when something rare needs it
+    (`plan`: errors, callbacks, profiles, donation)."""
+
+    def __init__(self, plan: StepPlan | None, resources: ResourceManager,
+                 counters: CallCounters, record: plan_cache.StepRecord | None = None,
+                 make_plan: Any = None) -> None:
+        self._plan = plan
+        self._make_plan = make_plan
+        self._plan_lock = threading.Lock()
+        code_text = _code_text(plan) if record is None else None
+        self.record = record = record if record is not None else step_record(plan, code_text)
         self.resources = resources
         self.counters = counters
-        # BLAS symbols must be known to the JIT before code calling them loads.
-        if any(n.op in _MAY_CALL_BLAS for n in _all_nodes(plan)):
+        # BLAS and libc symbols must be known to the JIT before code calling them loads.
+        if record.uses_blas:
             from .blas import register_blas
             register_blas()
-        from ...compiler.printer import print_graph
-        from .parallel import num_threads
-        key = (f"step objects data_offset={_data_offset()} threads={num_threads()} "
-               f"{_blas_key(plan)}\n" + print_graph(plan.graph))
+        from . import profiling
+        profiling.register_symbols()
         # a step with loop-gradient stacks keeps their arena in each workspace's header
-        self._arena = uses_stacks(plan)
-        self._compiled = jit.compile_keyed(
-            key, lambda: str(emit_step(plan, data_offset=_data_offset())),
-            [OBJECTS_STEP_NAME] + ([ARENA_RELEASE_NAME] if self._arena else []),
-            loop_vectorize=True)
+        self._arena = record.arena
+        if self._arena:
+            from . import stacks
+            stacks.register_symbols()
+        build = lambda: str(emit_step(self.plan, data_offset=_data_offset()))  # noqa: E731
+        names = [OBJECTS_STEP_NAME] + ([ARENA_RELEASE_NAME] if self._arena else [])
+        self._compiled = (jit.compile_keyed(code_text, build, names, loop_vectorize=True)
+                          if code_text is not None else
+                          jit.compile_digest(record.code_key, build, names, loop_vectorize=True))
         self._fn = ObjectsStepFn(self._compiled.address(OBJECTS_STEP_NAME))
         self._release = (ctypes.CFUNCTYPE(None, ctypes.c_void_p)(
             self._compiled.address(ARENA_RELEASE_NAME)) if self._arena else None)
-        graph = plan.graph
-        self._arg_specs = [(v.type.dtype.np, tuple(v.type.shape)) for v in graph.args]
-        self._result_specs = [(tuple(v.type.shape), v.type.dtype.np) for v in graph.results]
-        self._consts = (ctypes.c_void_p * max(1, len(plan.consts)))(
-            *[c.ctypes.data for c in plan.consts])
-        self._objects = ctypes.c_void_p * (len(graph.args) + len(graph.results)
-                                           + len(plan.var_names) + 1)
+        self._arg_specs = record.arg_specs
+        self._result_specs = record.result_specs
+        self._var_specs = record.var_specs
+        self._consts_arrays = record.consts  # (kept alive: the table holds their addresses)
+        self._consts = (ctypes.c_void_p * max(1, len(record.consts)))(
+            *[c.ctypes.data for c in record.consts])
+        self._objects = ctypes.c_void_p * (len(record.arg_specs) + len(record.result_specs)
+                                           + len(record.var_names) + 1)
         self._var_states: list[Any] | None = None
         self._locks: list[Any] = []
         self._workspaces: list[np.ndarray] = []
-        self._ws_bytes = WORKSPACE_HEADER + max(1, plan.workspace_bytes)
+        self._ws_bytes = WORKSPACE_HEADER + max(1, record.workspace_bytes)
         self._spares: list[list[np.ndarray]] = []  # result sets of finished calls
         self._donation_cache: dict[frozenset[int], dict[int, int]] = {}
         self._state = _CallState()
         self._callback = CallbackFn(self._run_callback)
-        self.has_loops = any(n.op == "While" for n in _all_nodes(plan))
-        self._callback_kernels: dict[int, Any] = {}
-        if plan.callback_nodes:
-            from ..reference.executor import PreparedKernel
-            self._callback_kernels = {k: PreparedKernel(n)
-                                      for k, n in plan.callback_nodes.items()}
+        self.has_loops = record.has_loops
+        self._callback_kernels: dict[int, Any] | None = None  # (made on first use)
+
+    @property
+    def plan(self) -> StepPlan:
+        """The step's plan (rebuilt on first use for a step made from a record; a plan
+        whose code differs from the record's deletes the record, see `plan_cache`)."""
+        plan = self._plan
+        if plan is None:
+            with self._plan_lock:
+                plan = self._plan
+                if plan is None:
+                    plan, record_key = self._make_plan()
+                    if step_record(plan).code_key != self.record.code_key:
+                        _log.warning("cpu: the step record of %s does not match its plan "
+                                     "(deleted)", plan.graph.name)
+                        if record_key is not None:
+                            plan_cache.discard(record_key)
+                    self._plan = plan
+        return plan
 
     # ------------------------------------------------------------------ variables
     def _variables(self) -> list[Any]:
         if self._var_states is None:
-            states = [self.resources.variable(n) for n in self.plan.var_names]
+            states = [self.resources.variable(n) for n in self.record.var_names]
             self._locks = [st.lock for st in sorted(states, key=lambda st: st.name)]
             self._var_states = states
         return self._var_states
@@ -209,15 +271,14 @@ class NativeStep:
         buffers, fresh = [], []
         for k, st in enumerate(states):
             value = st.value
-            vt = self.plan.var_types[k]
+            dt, shape = self._var_specs[k]
             if value is None:
-                if self.plan.var_first_access[k] == "read":
+                if self.record.var_first_access[k] == "read":
                     raise FailedPreconditionError(
                         f"attempting to use uninitialized variable '{st.name}'")
-                value = np.empty(vt.shape, vt.dtype.np)
+                value = np.empty(shape, dt)
                 fresh.append(k)
-            elif value.shape != tuple(vt.shape) or value.dtype != vt.dtype.np \
-                    or not value.flags.c_contiguous:
+            elif value.shape != shape or value.dtype != dt or not value.flags.c_contiguous:
                 raise _Unplanned
             buffers.append(value)
         return buffers, fresh
@@ -278,7 +339,7 @@ class NativeStep:
             except IndexError:
                 ws = np.empty(self._ws_bytes, np.uint8)
                 ws[:WORKSPACE_HEADER] = 0  # (an empty arena)
-            if self._callback_kernels:
+            if self.record.callbacks:
                 state = self._state
                 state.error, state.step = None, step
             objects = self._objects(*map(id, args), *map(id, results), *map(id, buffers),
@@ -359,7 +420,7 @@ class NativeStep:
                      [partial(empty, shape, dt) for shape, dt in self._result_specs],
                      finish, on_error, ws, release_gil=True, keep=self, pool=pool,
                      variables=self._variables(),
-                     var_specs=[(t.dtype.np, tuple(t.shape)) for t in self.plan.var_types],
+                     var_specs=list(self._var_specs),
                      locks=self._locks)
 
     def _raise(self, status: int, position: int) -> None:
@@ -374,8 +435,13 @@ class NativeStep:
         """Run a node without a native lowering: its reference kernel on views of the
         step's buffers. Errors are kept for `_raise` (they cannot cross C frames)."""
         try:
+            kernels = self._callback_kernels
+            if kernels is None:
+                from ..reference.executor import PreparedKernel
+                kernels = self._callback_kernels = {
+                    k: PreparedKernel(n) for k, n in self.plan.callback_nodes.items()}
             node = self.plan.actions[position].node
-            kernel = self._callback_kernels[position]
+            kernel = kernels[position]
             inputs = [array_at(ins[j], v.type) for j, v in enumerate(node.inputs)]
             with np.errstate(all="ignore"):
                 results = kernel(inputs, self.resources, self.counters, self._state.step)
@@ -401,10 +467,17 @@ class CpuExecutable:
     """A graph compiled for the cpu target; call it like a `DataflowExecutable`:
     ``exe(*arrays) -> list of results``."""
 
-    def __init__(self, graph: Graph, resources: ResourceManager | None = None,
-                 timeout: float | None = None) -> None:
+    def __init__(self, graph: Graph | None, resources: ResourceManager | None = None,
+                 timeout: float | None = None, *, traced: Graph | None = None,
+                 stages: list[str] | None = None, pipeline: Any = None) -> None:
         limit_blas_threads()
-        self.graph = graph
+        self._graph = graph
+        # (deferred: the traced graph, the pipeline's stages and ``pipeline()``, which
+        # makes `graph` when something needs it; see `deferred`)
+        self._traced = traced if traced is not None else graph
+        self._stages = stages
+        self._pipeline = pipeline
+        self._graph_lock = threading.Lock()
         self.resources = resources or default_resource_manager()
         self.timeout = timeout
         self.counters = CallCounters()
@@ -412,7 +485,29 @@ class CpuExecutable:
         self._cache = StepCache(MAX_SHAPES)
         self._steps = self._cache.steps  # shape tuple -> step (None: not native)
         self.native_reason: str | None = None  # why the last plan fell back, if it did
-        self._multi_device = len({n.assigned_device for n in graph.nodes} - {None}) > 1
+
+    @classmethod
+    def deferred(cls, traced: Graph, stages: list[str], pipeline: Any,
+                 resources: ResourceManager | None = None) -> CpuExecutable:
+        """An executable of `traced` whose pipeline (`pipeline()`: the graph through
+        `stages`) runs only when a call needs the optimized graph: a step whose record
+        is in the disk cache (`plan_cache`) does not."""
+        return cls(None, resources, traced=traced, stages=stages, pipeline=pipeline)
+
+    @property
+    def graph(self) -> Graph:
+        """The compiled graph (the pipeline's output; made on first use when deferred)."""
+        graph = self._graph
+        if graph is None:
+            with self._graph_lock:
+                if self._graph is None:
+                    self._graph = self._pipeline()
+                graph = self._graph
+        return graph
+
+    @property
+    def _multi_device(self) -> bool:
+        return len({n.assigned_device for n in self.graph.nodes} - {None}) > 1
 
     @property
     def dataflow(self) -> Any:
@@ -445,13 +540,11 @@ class CpuExecutable:
     compile_owner: Any = None
 
     def _shapes_text(self, shapes: Sequence[tuple]) -> str:
+        graph = self._traced  # (the same arguments as the compiled graph's)
         return ", ".join(f"{name}: {v.type.dtype.name}{format_shape(shape)}" for name, v, shape
-                         in zip(self.graph.arg_names, self.graph.args, shapes))
+                         in zip(graph.arg_names, graph.args, shapes))
 
     def _build(self, arrays: Sequence[np.ndarray]) -> NativeStep | None:
-        if self._multi_device:
-            self.native_reason = "the graph spans several devices"
-            return None
         # Every build is a whole code generation (the graph specialized to these shapes):
         # the compile log records it, with the shapes built before, so that a new batch
         # size compiling again is not silent.
@@ -460,34 +553,70 @@ class CpuExecutable:
         start, before = time.perf_counter(), compile_log.kernel_counts()
         step = self._build_step(arrays)
         compile_log.codegen_done(
-            self.compile_owner, self.graph.name, self._shapes_text([np.shape(a) for a in arrays]),
+            self.compile_owner, self._traced.name, self._shapes_text([np.shape(a) for a in arrays]),
             time.perf_counter() - start, compile_log.cache_words(before,
                                                                  compile_log.kernel_counts()),
             existing, "" if step is not None else
             f"runs on the dataflow executor: {self.native_reason}")
         return step
 
-    def _build_step(self, arrays: Sequence[np.ndarray]) -> NativeStep | None:
+    def _record_key(self, arrays: Sequence[np.ndarray]) -> str | None:
+        """The key of this call's step record, or None (not deferred, not cacheable)."""
+        if self._stages is None or len(arrays) != len(self._traced.args):
+            return None
         try:
-            graph = self.graph
-            if not all(isinstance(v.type, TensorType) and v.type.is_fully_defined
-                       for v in graph.args) or _has_unknown(graph):
-                from ...passes.shape_inference import specialize
-                arrays = [np.asarray(a) for a in arrays]
-                if len(arrays) != len(graph.args):
-                    return None
-                graph = specialize(graph, [TensorType(v.type.dtype, a.shape)
-                                           for v, a in zip(graph.args, arrays)])
-            plan = plan_step(graph)
-            return NativeStep(plan, self.resources, self.counters)
+            return plan_cache.record_key(self._traced, self._stages, arrays, _code_prefix())
+        except Exception as e:  # noqa: BLE001 -- a key we cannot make is only a miss
+            _log.debug("cpu: no step record for %s: %s", self._traced.name, e)
+            return None
+
+    def _from_record(self, key: str, arrays: Sequence[np.ndarray]) -> NativeStep | None:
+        """The step of a record in the disk cache, without the pipeline or the planner,
+        or None."""
+        record = plan_cache.load(key)
+        if record is None or (record.uses_blas
+                              and record.blas_key != _blas_key_of(True)):
+            return None
+        shapes = [np.shape(a) for a in arrays]
+        return NativeStep(None, self.resources, self.counters, record=record,
+                          make_plan=lambda: (self._plan(shapes), key))
+
+    def _plan(self, shapes: Sequence[tuple]) -> StepPlan:
+        """The graph specialized to argument `shapes` and planned as one step; raises
+        `Ineligible` (or another `TensorWeaveError`) when it cannot run that way."""
+        if self._multi_device:
+            raise Ineligible("the graph spans several devices")
+        graph = self.graph
+        if not all(isinstance(v.type, TensorType) and v.type.is_fully_defined
+                   for v in graph.args) or _has_unknown(graph):
+            from ...passes.shape_inference import specialize
+            graph = specialize(graph, [TensorType(v.type.dtype, shape)
+                                       for v, shape in zip(graph.args, shapes)])
+        return plan_step(graph)
+
+    def _build_step(self, arrays: Sequence[np.ndarray]) -> NativeStep | None:
+        arrays = [np.asarray(a) for a in arrays]
+        if len(arrays) != len(self._traced.args):
+            return None
+        key = self._record_key(arrays)
+        try:
+            if key is not None:
+                step = self._from_record(key, arrays)
+                if step is not None:
+                    return step
+            step = NativeStep(self._plan([a.shape for a in arrays]), self.resources,
+                              self.counters)
+            if key is not None:
+                plan_cache.store(key, step.record)
+            return step
         except Ineligible as e:
             self.native_reason = str(e)
-            _log.debug("cpu: %s runs on the dataflow executor: %s", self.graph.name, e)
+            _log.debug("cpu: %s runs on the dataflow executor: %s", self._traced.name, e)
             return None
         except TensorWeaveError as e:
             # e.g. shapes that do not fit: the dataflow path reports it properly
             self.native_reason = f"{type(e).__name__}: {e}"
-            _log.debug("cpu: %s runs on the dataflow executor: %s", self.graph.name, e)
+            _log.debug("cpu: %s runs on the dataflow executor: %s", self._traced.name, e)
             return None
 
     # Results are never an argument's or a constant's buffer (`tw.compile` need not check).
@@ -507,7 +636,7 @@ class CpuExecutable:
             step = _UNSET
         if step is _UNSET:
             args = tuple(np.asarray(a) for a in args)
-            step = self.native_step(args) if len(args) == len(self.graph.args) else None
+            step = self.native_step(args) if len(args) == len(self._traced.args) else None
         t = self.timeout if timeout is _UNSET else timeout
         if step is not None and (t is None or not step.has_loops):
             # (a native loop cannot be interrupted: steps with a deadline and loops run on
@@ -537,7 +666,7 @@ class CpuExecutable:
         """The dataflow executor's `run` (node traces, shared step ids); a traced call
         with nothing else asked runs the native step when there is one, timed by its own
         code (`tw.profiler` profiles what users run)."""
-        if trace is not None and not kw and len(args) == len(self.graph.args):
+        if trace is not None and not kw and len(args) == len(self._traced.args):
             arrays = tuple(np.asarray(a) for a in args)
             step = self.native_step(arrays)
             if step is not None and (timeout is None or not step.has_loops):

@@ -371,8 +371,26 @@ def compile_keyed(key_text: str, build_ir: Callable[[], str], names: Sequence[st
     generator reads) instead of the module's text, so a hit skips generating the LLVM IR
     too. `build_ir` makes the text on a miss. The key also covers the code generator's
     own source (`codegen_fingerprint`): editing it invalidates these entries."""
+    return _compile_digest(keyed_digest(key_text, loop_vectorize), build_ir, names,
+                           loop_vectorize)
+
+
+def keyed_digest(key_text: str, loop_vectorize: bool = False) -> str:
+    """The cache key `compile_keyed` uses for `key_text` (a step record keeps it, so that
+    a later process loads the code without making the text: `plan_cache`)."""
     text = "\0".join((f"keyed v{disk_cache.FORMAT_VERSION}", codegen_fingerprint(), key_text))
-    key = cache_key(text, loop_vectorize)  # (kept in memory instead of the long text)
+    return cache_key(text, loop_vectorize)
+
+
+def compile_digest(key: str, build_ir: Callable[[], str], names: Sequence[str],
+                   loop_vectorize: bool = False) -> CompiledModule:
+    """`compile_keyed` by the key `keyed_digest` returned: memory, then disk, then
+    ``build_ir()`` and LLVM."""
+    return _compile_digest(key, build_ir, names, loop_vectorize)
+
+
+def _compile_digest(key: str, build_ir: Callable[[], str], names: Sequence[str],
+                    loop_vectorize: bool) -> CompiledModule:
     with LLVM_LOCK:
         hit = _CACHE.get((loop_vectorize, key))
         if hit is not None:
