@@ -224,6 +224,17 @@ def test_gradient_tape_of_an_integer_target_is_a_clear_error(traced):
                    "# the integer target", "floating", "i32[2]")
 
 
+def test_gradients_of_an_integer_target_is_a_clear_error():
+    # tw.gradients gave the autodiff pass's CompileError ("cannot differentiate 'cast'"),
+    # without the user's line, where GradientTape.gradient names the line
+    def fn(x):
+        y = tw.cast(x * 2.0, tw.int32)
+        return tw.gradients(y, x)  # gradients of ints
+    _raises_naming("tw.gradients", tw.errors.DTypeError,
+                   lambda: tw.compile(fn, target="reference")(np.ones(2, np.float32)),
+                   "# gradients of ints", "floating", "i32[2]")
+
+
 # ------------------------------------ misuse found in Python names the function and the line
 
 _A = np.ones((2, 3), np.float32)

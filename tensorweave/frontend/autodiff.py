@@ -7,9 +7,9 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..compiler.ir import Value
-from ..errors import CompileError, TracingError
+from ..errors import CompileError, DTypeError, TracingError
 from . import nest
-from .building import apply_op1, convert_to_tensor
+from .building import apply_op1, convert_to_tensor, user_location
 from .context import current_builder, name_scope
 from .indexed_slices import aggregate
 from .tensor import Tensor
@@ -60,6 +60,13 @@ def sparse_gradients(ys: Any, xs: Any, grad_ys: Any = None, name: str = "gradien
     ys_list = list(ys) if isinstance(ys, (list, tuple)) else [ys]
     xs_list = list(xs) if isinstance(xs, (list, tuple)) else [xs]
     y_vals = [convert_to_tensor(y).value for y in ys_list]
+    for y in y_vals:
+        if not y.type.dtype.is_floating:
+            # the autodiff pass would fail later, without the user's line
+            loc = user_location()
+            raise DTypeError(f"tw.gradients: ys must be floating point (f16, bf16, f32, f64) "
+                             f"to have gradients, got '{y.name}' of type {y.type}",
+                             location=str(loc) if loc else None)
     gy = None
     if grad_ys is not None:
         gy_list = list(grad_ys) if isinstance(grad_ys, (list, tuple)) else [grad_ys]
