@@ -313,7 +313,11 @@ def test_donated_argument_becomes_the_result():
 # case -> (function of (x, o), whether x's buffer may take the result)
 DONATION_CASES = {
     "elementwise": (lambda x, o: x * o + 1.0, True),
-    "after_a_product": (lambda x, o: tw.matmul(x, o) + 1.0, True),   # x is read first
+    # x is read first (by the product, which a reduction also reads: no epilogue)
+    "after_a_product": (lambda x, o: tw.matmul(x, o) - tw.reduce_max(tw.matmul(x, o), axis=1,
+                                                                      keepdims=True), True),
+    # the product's epilogue writes the result while the GEMM still reads x (FusedMatMul)
+    "product_epilogue": (lambda x, o: tw.matmul(x, o) + 1.0, False),
     "centered": (lambda x, o: x - tw.reduce_max(x, axis=1, keepdims=True), True),
     "product": (lambda x, o: tw.matmul(x, o), False),  # GEMM reads x while writing C
     "transposed": (lambda x, o: tw.transpose(x) * o, True),

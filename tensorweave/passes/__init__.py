@@ -9,8 +9,11 @@ every cross-device edge).
 Stage ``lowered`` (after ``partitioned``; compiling runs it only when asked to, see
 `lower_control_flow`): `lower_control_flow.lower_control_flow` (If and While become
 Switch, Merge, Enter, Exit, NextIteration and LoopCond).
-Stage ``fused`` (last; compiling for the cpu target only): `fusion.fuse` (clusters of
+Stage ``fused`` (compiling for the cpu and gpu targets only): `fusion.fuse` (clusters of
 elementwise ops and reductions become Fusion nodes).
+Stage ``epilogue`` (last; cpu target only, unless ``TW_EPILOGUE_FUSION=0``):
+`epilogue.fuse_epilogues` (a Conv2D or MatMul and the cluster reading it become one
+FusedConv2D / FusedMatMul node).
 """
 
 from ..compiler.pipeline import register_stage
@@ -47,8 +50,9 @@ def _register_stages() -> None:
 
 _register_stages()
 
-# Registers stage "fused" (the cpu target's clustering) last, after the stages above.
-from . import fusion  # noqa: E402, F401
+# Registers stage "fused" (the cpu target's clustering) last, after the stages above,
+# then stage "epilogue" after it.
+from . import epilogue, fusion  # noqa: E402, F401
 
 __all__ = ["LOWERED", "OPTIMIZED", "PARTITIONED", "PLACED", "constant_folding", "cse", "dce",
            "lower_control_flow", "partition", "placement", "shape_inference"]

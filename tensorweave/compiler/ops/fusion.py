@@ -9,6 +9,14 @@ arguments.
 
 The reference kernel simply evaluates the region op by op, so a fused graph still runs
 on every target; the cpu target compiles the region to native code.
+
+`FusedConv2D` and `FusedMatMul` are the same kind of node for a product and the
+elementwise cluster after it (stage ``epilogue``, cpu target only,
+`tensorweave.passes.epilogue`): the region's first node is the ``Conv2D`` or ``MatMul`` of
+the region's first two arguments, and the ops after it read its output. The cpu target
+computes those ops on each output tile of the product while it is still in registers
+or cache (an *epilogue*) instead of in a second pass over memory; every other target
+would run the region as it is.
 """
 
 from __future__ import annotations
@@ -39,3 +47,15 @@ def _fusion_infer(*inputs, regions):
 @Fusion.kernel("reference", context=True)
 def _fusion_kernel(ctx, *inputs):
     return tuple(ctx.run_region(ctx.node.regions[0], inputs))
+
+
+FusedConv2D = def_op("FusedConv2D", ["input", "filter", "*operands"], num_regions=1,
+                     tags=["fusion"],
+                     doc="A Conv2D of `input` and `filter` and the elementwise ops after it, "
+                         "which also read `operands`; its region computes the outputs.")
+FusedMatMul = def_op("FusedMatMul", ["a", "b", "*operands"], num_regions=1, tags=["fusion"],
+                     doc="A MatMul of `a` and `b` and the elementwise ops after it, which "
+                         "also read `operands`; its region computes the outputs.")
+for _op in (FusedConv2D, FusedMatMul):
+    _op.infer(_fusion_infer)
+    _op.kernel("reference", context=True)(_fusion_kernel)

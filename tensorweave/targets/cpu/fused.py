@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from ...compiler.ir import Graph, Node
+from ...compiler.ir import Graph, Node, Value
 from ...compiler.types import TensorType
 from ...errors import InvalidArgumentError, TensorWeaveError, UnimplementedError
 from . import jit
@@ -64,13 +64,17 @@ def _normalized_axes(node: Node) -> tuple[int, ...]:
     return tuple(range(rank)) if axes is None else tuple(sorted(a % rank for a in axes))
 
 
-def program_of(region: Graph) -> tuple[Program, list[Node], dict[int, int]]:
+def program_of(region: Graph, args: Sequence[Value] | None = None,
+               ops: Sequence[Node] | None = None) -> tuple[Program, list[Node], dict[int, int]]:
     """The program of a Fusion region, its nodes (by instruction index) and, for each
-    reduction instruction, how many trailing axes it reduces."""
-    slots = {v: i for i, v in enumerate(region.args)}
+    reduction instruction, how many trailing axes it reduces. `args` and `ops` (default:
+    the region's arguments and all its nodes) give the program's inputs and instructions
+    when only part of the region is a program (an epilogue after a product)."""
+    args = region.args if args is None else list(args)
+    slots = {v: i for i, v in enumerate(args)}
     instrs, nodes, reduced = [], [], {}
-    for node in region.topological_order():
-        if len(node.outputs) != 1 or node.regions:
+    for node in region.topological_order() if ops is None else ops:
+        if len(node.outputs) != 1 or node.regions or any(v not in slots for v in node.inputs):
             raise UnimplementedError(f"op {node.op} cannot be fused natively")
         types = [v.type for v in node.inputs] + [node.outputs[0].type]
         if not all(isinstance(t, TensorType) for t in types):
@@ -85,11 +89,11 @@ def program_of(region: Graph) -> tuple[Program, list[Node], dict[int, int]]:
         attrs = tuple((k, node.attrs.get(k)) for k in _CODE_ATTRS.get(node.op, ()))
         instrs.append(Instr(node.op, attrs, tuple(slots[v] for v in node.inputs),
                             tuple(v.type.dtype for v in node.inputs), node.outputs[0].type.dtype))
-        slots[node.outputs[0]] = len(region.args) + len(instrs) - 1
+        slots[node.outputs[0]] = len(args) + len(instrs) - 1
         nodes.append(node)
     if any(r not in slots for r in region.results):
         raise UnimplementedError("a fused region returns a value it does not compute")
-    program = Program(tuple(a.type.dtype for a in region.args), tuple(instrs),
+    program = Program(tuple(a.type.dtype for a in args), tuple(instrs),
                       tuple(slots[r] for r in region.results))
     check_supported(program)
     return program, nodes, reduced

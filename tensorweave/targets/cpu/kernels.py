@@ -16,7 +16,9 @@ Native today:
   reductions Sum, Mean, Max, Min, Prod, All, Any over trailing axes (`codegen`);
 - ``MatMul`` in f32/f64 through SciPy's BLAS (sgemm/dgemm by function pointer) and in
   i8/i16/i32/i64/u8 through a generated loop kernel, batched and transposed
-  (`blas.MatMulKernel`).
+  (`blas.MatMulKernel`);
+- ``FusedConv2D`` and ``FusedMatMul`` (stage ``epilogue``) with static shapes, their
+  native lowering compiled on its own (`lowering.compile_node`).
 
 Every other node runs its reference (NumPy) kernel, and so does a Fusion node whose
 region the code generators cannot handle (f16/bf16, ops without an emitter).
@@ -44,6 +46,14 @@ def native_kernel(node: Node) -> Kernel | None:
     """The native kernel of `node`, or None when it has none (see the module docstring)."""
     if node.op == "Fusion":
         return try_fused_kernel(node)
+    if node.op in ("FusedConv2D", "FusedMatMul"):
+        from .lowering import compile_node, find_lowering
+        if find_lowering(node) is None:  # (unknown shapes: the region's reference kernels)
+            return None
+        try:
+            return compile_node(node)
+        except UnimplementedError:
+            return None
     if node.op == "MatMul":
         t = node.outputs[0].type
         if isinstance(t, TensorType) and supports_matmul(t.dtype):

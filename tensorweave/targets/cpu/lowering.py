@@ -44,6 +44,7 @@ from ...compiler.types import TensorType
 from ...errors import UnimplementedError
 from . import parallel
 from .elementwise import F32, F64, I1, I8, I32, I64, memory_type, scalar_type
+from .epilogue import GemmEpilogue
 from .loops import counted_loop
 
 I8P = ir.PointerType(I8)
@@ -108,7 +109,9 @@ def find_lowering(node: Node) -> NativeLowering | None:
     unsupported dtype, or the lowering declines it)."""
     _ensure_registered()
     low = LOWERINGS.get(node.op)
-    if low is None or node.regions and node.op != "Fusion" or not static_types(node):
+    # (of the ops with regions, only fused clusters, `fusion` tag, are lowered as nodes)
+    if low is None or node.regions and "fusion" not in node.opdef.tags or \
+            not static_types(node):
         return None
     if not all(native_dtype(v.type.dtype) for v in list(node.inputs) + list(node.outputs)):
         return None
@@ -232,21 +235,38 @@ class LoweringContext:
     # ------------------------------------------------------------------- GEMM
     def gemm(self, dtype: DType, trans_a: bool, trans_b: bool, m: Any, n: Any, k: Any,
              alpha: float, a: ir.Value, lda: Any, b: ir.Value, ldb: Any, beta: float,
-             c: ir.Value, ldc: Any) -> None:
+             c: ir.Value, ldc: Any, epilogue: GemmEpilogue | None = None) -> None:
         """Row-major ``C = alpha * op(A) @ op(B) + beta * C`` with C m x n, op(A) m x k
-        and op(B) k x n; lda/ldb/ldc are row strides in elements (as in cblas)."""
+        and op(B) k x n; lda/ldb/ldc are row strides in elements (as in cblas).
+
+        With an `epilogue` (C dense: ``ldc == n``), its function runs on the rows or
+        columns of C that each GEMM call computed, right after that call on the same
+        thread (a BLAS product split over threads: on each thread's chunk, still in
+        its cache), instead of in a pass of its own over all of C."""
         fn = gemm_function(self.module, dtype, self.gemm_mode)
         serial = self.module.globals.get(fn.name + ".serial")
+        split = None
         if serial is not None and self.gemm_mode == "blas":
             split = gemm_split(dtype, trans_a, trans_b, m, n, k)
             if split is None:
                 fn = serial  # cutting this product would change its bits: one call
-            elif split == "cols":
+            elif split == "cols" and epilogue is None:
                 fn = _gemm_cols_function(self.module, fn, serial, dtype)
         t = scalar_type(dtype)
-        self.b.call(fn, [I32(int(trans_a)), I32(int(trans_b)), _i64(m), _i64(n), _i64(k),
-                         ir.Constant(t, alpha), a, _i64(lda), b, _i64(ldb), ir.Constant(t, beta),
-                         c, _i64(ldc)])
+        args = [I32(int(trans_a)), I32(int(trans_b)), _i64(m), _i64(n), _i64(k),
+                ir.Constant(t, alpha), a, _i64(lda), b, _i64(ldb), ir.Constant(t, beta),
+                c, _i64(ldc)]
+        if epilogue is None:
+            self.b.call(fn, args)
+            return
+        if split is None:
+            # one call (or, generated GEMMs on several threads, a call that cuts C by
+            # rows itself), then the epilogue over C
+            self.b.call(fn, args)
+            self.b.call(epilogue.fn, [epilogue.ins, epilogue.outs, _i64(epilogue.base),
+                                      I64(0), _i64(m), I64(0), _i64(n)])
+            return
+        _gemm_chunks_with_epilogue(self, serial, split, args, epilogue, dtype)
 
 
 def _i64(x: ir.Value | int) -> ir.Value:
@@ -571,6 +591,48 @@ def _gemm_cols_function(module: ir.Module, fn: ir.Function, serial: ir.Function,
                           align=col_align(dtype))
     b.ret_void()
     return cols
+
+
+def _gemm_chunks_with_epilogue(cx: LoweringContext, serial: ir.Function, split: str,
+                               args: list[ir.Value], epilogue: GemmEpilogue,
+                               dtype: DType) -> None:
+    """A product that `gemm_split` cuts (by ``"rows"`` of C at multiples of
+    `blas_row_align`, or ``"cols"`` at multiples of `col_align`, as `_gemm_split_rows`
+    and `_gemm_cols_function` cut it: the same bits), with the epilogue on each chunk
+    right after its `serial` call: a chunk function of its own for this call site,
+    whose context holds the GEMM's arguments and the epilogue's."""
+    module = cx.module
+    types = [a.type for a in serial.args] + [a.type for a in epilogue.fn.args[:3]]
+    ctx_type = ir.LiteralStructType(types)
+    chunk = parallel.define_chunk(module, cx.fn.name + f".gemm{len(module.globals)}")
+    cb = ir.IRBuilder(chunk.append_basic_block("entry"))
+    ctx = cb.bitcast(chunk.args[0], ir.PointerType(ctx_type))
+    ta, tb, m, n, k, alpha, a, lda, b_, ldb, beta, c, ldc, ins, outs, base = (
+        cb.load(cb.gep(ctx, [I32(0), I32(j)])) for j in range(len(types)))
+    begin, end = chunk.args[1], chunk.args[2]
+    if split == "rows":
+        # row i of op(A) is row i of A, or column i of A when A is transposed
+        a_off = cb.select(cb.icmp_signed("==", ta, I32(0)), cb.mul(begin, lda), begin)
+        cb.call(serial, [ta, tb, cb.sub(end, begin), n, k, alpha, cb.gep(a, [a_off]), lda,
+                         b_, ldb, beta, cb.gep(c, [cb.mul(begin, ldc)]), ldc])
+        status = cb.call(epilogue.fn, [ins, outs, base, begin, end, I64(0), n])
+    else:
+        # column j of op(B) is column j of B, or row j of B when B is transposed
+        b_off = cb.select(cb.icmp_signed("==", tb, I32(0)), begin, cb.mul(begin, ldb))
+        cb.call(serial, [ta, tb, m, cb.sub(end, begin), k, alpha, a, lda,
+                         cb.gep(b_, [b_off]), ldb, beta, cb.gep(c, [begin]), ldc])
+        status = cb.call(epilogue.fn, [ins, outs, base, I64(0), m, begin, end])
+    cb.ret(status)
+
+    slot = cx.alloca(ctx_type, name="gemm.ctx")
+    values = args + [epilogue.ins, epilogue.outs, _i64(epilogue.base)]
+    for j, v in enumerate(values):
+        cx.b.store(v, cx.b.gep(slot, [I32(0), I32(j)]))
+    if split == "rows":
+        total, align = args[2], blas_row_align(dtype.name)
+    else:
+        total, align = args[3], col_align(dtype)
+    parallel.parallel_for(cx.b, chunk, slot, total, parallel.num_threads(), align=align)
 
 
 # --------------------------------------------------------------------- emission

@@ -220,12 +220,14 @@ def _depths(plan: Any, depth: int) -> Iterator[tuple[int, int]]:
 
 
 def _op_label(node: Any) -> str:
-    """A node's op; a Fusion's names what it fused (``Fusion(Add+Relu)``), so that the
-    summary tells fused loops apart."""
-    if node.op != "Fusion" or not node.regions:
+    """A node's op; a Fusion's names what it fused (``Fusion(Add+Relu)``), and a product
+    with an epilogue what follows the product (``FusedConv2D(BiasAdd+Relu)``), so that
+    the summary tells fused loops apart."""
+    if node.op not in ("Fusion", "FusedConv2D", "FusedMatMul") or not node.regions:
         return node.op
-    ops = list(dict.fromkeys(n.op for n in node.regions[0].nodes if n.op != "Const"))
-    return f"Fusion({'+'.join(ops[:4])}{'+...' if len(ops) > 4 else ''})"
+    nodes = node.regions[0].nodes[0 if node.op == "Fusion" else 1:]
+    ops = list(dict.fromkeys(n.op for n in nodes if n.op != "Const"))
+    return f"{node.op}({'+'.join(ops[:4])}{'+...' if len(ops) > 4 else ''})"
 
 
 def node_traces(plan: Any, records: np.ndarray, device: str | None = None) -> list[Any]:

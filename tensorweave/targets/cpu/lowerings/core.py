@@ -1,4 +1,5 @@
-"""Lowerings of core ops: fused clusters, copies (Identity, Reshape and friends), MatMul."""
+"""Lowerings of core ops: fused clusters, copies (Identity, Reshape and friends), MatMul
+and FusedMatMul (a MatMul with an epilogue, `epilogue.Epilogue`)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import llvmlite.ir as ir
 import numpy as np
 
 from .. import parallel
+from ..epilogue import Epilogue, GemmEpilogue, epilogue_of
 from ..fused import FusedKernel, try_fused_kernel
 from ..lowering import I64, LoweringContext, lowering
 
@@ -83,30 +85,55 @@ def _matmul_supported(node) -> bool:
 @lowering("MatMul", supports=_matmul_supported)
 def _matmul(cx: LoweringContext) -> None:
     """Batched (with broadcasting over batch dims) products through `cx.gemm`."""
-    ta, tb = bool(cx.attrs.get("transpose_a")), bool(cx.attrs.get("transpose_b"))
-    at, bt, ct = cx.in_types[0], cx.in_types[1], cx.out_types[0]
+    _emit_matmul(cx, cx.node, cx.output(0), None)
+
+
+def _fused_matmul_supported(node) -> bool:
+    epi = epilogue_of(node)
+    return epi is not None and epi.head.op == "MatMul"
+
+
+@lowering("FusedMatMul", supports=_fused_matmul_supported)
+def _fused_matmul(cx: LoweringContext) -> None:
+    """The product into the epilogue's carrier output, then the epilogue on each GEMM
+    call's part of it (`Epilogue`, `LoweringContext.gemm`)."""
+    epi = Epilogue(cx.node)
+    _emit_matmul(cx, epi.head, cx.output(epi.carrier), epi)
+
+
+def _emit_matmul(cx: LoweringContext, node, c: ir.Value, epi: Epilogue | None) -> None:
+    """`node`'s product (a MatMul; inputs 0 and 1 of `cx`'s node) into `c`, with `epi`
+    run on each product's rows as they are computed."""
+    ta, tb = bool(node.attrs.get("transpose_a")), bool(node.attrs.get("transpose_b"))
+    at, bt, ct = (v.type for v in (node.inputs[0], node.inputs[1], node.outputs[0]))
     (ar, ac), (br, bc) = at.shape[-2:], bt.shape[-2:]
     m, n = ct.shape[-2:]
     k = ar if ta else ac
-    a, b, c = cx.input(0), cx.input(1), cx.output(0)
+    a, b = cx.input(0), cx.input(1)
+    batch = tuple(ct.shape[:-2])
+    count = int(np.prod(batch, dtype=np.int64))
     if m * n == 0:
         cx.ret_ok()
         return
     if k == 0:
-        cx.memset(c, 0, _nbytes(cx))
+        cx.memset(c, 0, int(ct.num_elements) * ct.dtype.np.itemsize)
+        if epi is not None:
+            epi.run_all(cx, count * m)
         cx.ret_ok()
         return
-    batch = tuple(ct.shape[:-2])
+
+    def then(base) -> GemmEpilogue | None:
+        return None if epi is None else epi.gemm_epilogue(cx, base)
     a_batch = (1,) * (len(batch) - at.rank + 2) + tuple(at.shape[:-2])
     b_batch = (1,) * (len(batch) - bt.rank + 2) + tuple(bt.shape[:-2])
-    count = int(np.prod(batch, dtype=np.int64))
     if a_batch == batch and b_batch == batch or count == 1:
         # no broadcasting over the batch: one loop over the products
         with cx.loop(0, count, name="batch") as i:
             pa = cx.b.gep(a, [cx.b.mul(i, I64(ar * ac if a_batch == batch else 0))])
             pb = cx.b.gep(b, [cx.b.mul(i, I64(br * bc if b_batch == batch else 0))])
-            pc = cx.b.gep(c, [cx.b.mul(i, I64(m * n))])
-            cx.gemm(ct.dtype, ta, tb, m, n, k, 1.0, pa, ac, pb, bc, 0.0, pc, n)
+            off = cx.b.mul(i, I64(m * n))
+            pc = cx.b.gep(c, [off])
+            cx.gemm(ct.dtype, ta, tb, m, n, k, 1.0, pa, ac, pb, bc, 0.0, pc, n, then(off))
         cx.ret_ok()
         return
     # broadcast batch dims: one call per product, offsets computed here
@@ -116,7 +143,7 @@ def _matmul(cx: LoweringContext) -> None:
         pa = cx.b.gep(a, [I64(ia * ar * ac)])
         pb = cx.b.gep(b, [I64(ib * br * bc)])
         pc = cx.b.gep(c, [I64(ic * m * n)])
-        cx.gemm(ct.dtype, ta, tb, m, n, k, 1.0, pa, ac, pb, bc, 0.0, pc, n)
+        cx.gemm(ct.dtype, ta, tb, m, n, k, 1.0, pa, ac, pb, bc, 0.0, pc, n, then(ic * m * n))
     cx.ret_ok()
 
 

@@ -30,6 +30,13 @@ of at most `SCRATCH_BYTES` and consumed by one `cx.gemm` while still in cache (C
 gradient: ``dpatches = dY[block] @ W^T`` scattered back, adding, into the zeroed dX).
 1x1 stride-1 unpadded filters are a single GEMM on the tensors as they are.
 
+FusedConv2D (stage ``epilogue``: a Conv2D and the elementwise ops after it, such as bias
++ ReLU) takes the same paths with its epilogue (`epilogue.Epilogue`) applied to each
+register tile's final sums before they are stored, or to each GEMM block's rows right
+after the GEMM call that computed them: the bias-added and activated values are
+written once, and the raw convolution never is (long sums keep their partial sums in
+the epilogue's carrier output until their last block).
+
 Pooling and its gradients are loop nests over (image, output row, output column) with
 the window's taps clipped to the input, so padding costs nothing, and the channels in
 groups of explicit vectors that stay in registers across the taps. MaxPool propagates NaN
@@ -51,6 +58,7 @@ import numpy as np
 from ....compiler.ir import Node
 from ....compiler.ops.nn import window_output_size
 from .. import parallel
+from ..epilogue import Epilogue, epilogue_of
 from ..lowering import F64, I1, I32, I64, LoweringContext, lowering
 
 FLOAT_DTYPES = ("f32", "f64")
@@ -324,11 +332,11 @@ def _dilated_taps(cx: LoweringContext, g: Window, seg: ir.Value, src: ir.Value, 
                     b.store(zero, _at(cx, d, c))
 
 
-def _blocks(cx: LoweringContext, g: Window, body: Callable[[ir.Value, ir.Value, ir.Value], None]
-            ) -> None:
+def _blocks(cx: LoweringContext, g: Window, body: Callable[[ir.Value, ir.Value, ir.Value], None],
+            dtype=None) -> None:
     """Call ``body(buf, p0, rows)`` for consecutive blocks of patch rows; `buf` is the
-    stack buffer holding one block."""
-    dtype = cx.out_types[0].dtype
+    stack buffer holding one block (of `dtype`, default: the node's output's)."""
+    dtype = dtype or cx.out_types[0].dtype
     rows = _block_rows(g, dtype.np.itemsize)
     buf = cx.alloca(cx.memory(dtype), rows * g.patch, name="patches")
     count = -(-g.pixels // rows)
@@ -585,12 +593,13 @@ def _padded_source(cx: LoweringContext, dtype, src: ir.Value, h: int, w: int, c:
     return _Source(hp, wp, c, image)
 
 
-def _store_tile(cx: LoweringContext, dtype, accs: list[ir.Value], na: int, seg: _Segment,
-                row: Callable[[int], ir.Value], accumulate: bool | ir.Value) -> None:
-    """Write accumulator q * vectors + v at row(q) + v * lanes, or add it to what is
-    there (`accumulate`: always, or where the i1 value holds)."""
+def _tile_totals(cx: LoweringContext, dtype, accs: list[ir.Value], na: int, seg: _Segment,
+                 row: Callable[[int], ir.Value], accumulate: bool | ir.Value) -> list[ir.Value]:
+    """The tile's accumulators, each added to what is at row(q) + v * lanes when
+    `accumulate` (always, or where the i1 value holds); same order as `accs`."""
     b = cx.b
     size = dtype.np.itemsize
+    out = []
     for q in range(na):
         base = row(q)
         for v in range(seg.vectors):
@@ -602,7 +611,42 @@ def _store_tile(cx: LoweringContext, dtype, accs: list[ir.Value], na: int, seg: 
                 old = b.select(accumulate, _vload(cx, p, acc.type, size),
                                ir.Constant(acc.type, None))
                 acc = b.fadd(old, acc)
-            _vstore(cx, acc, p, size)
+            out.append(acc)
+    return out
+
+
+def _store_tile(cx: LoweringContext, dtype, accs: list[ir.Value], na: int, seg: _Segment,
+                row: Callable[[int], ir.Value], accumulate: bool | ir.Value) -> None:
+    """Write accumulator q * vectors + v at row(q) + v * lanes, or add it to what is
+    there (`accumulate`: always, or where the i1 value holds)."""
+    totals = _tile_totals(cx, dtype, accs, na, seg, row, accumulate)
+    for q in range(na):
+        base = row(q)
+        for v in range(seg.vectors):
+            _vstore(cx, totals[q * seg.vectors + v], _at(cx, base, I64(v * seg.lanes)),
+                    dtype.np.itemsize)
+
+
+@dataclass(frozen=True)
+class _Tail:
+    """An epilogue as a direct kernel applies it: `epi` with its pointers `ptrs` (as
+    `Epilogue.pointers` gives them, reloaded in a thread's chunk function)."""
+
+    epi: Epilogue
+    ptrs: list[ir.Value]
+
+
+def _finish_tile(cx: LoweringContext, tail: _Tail, values: list[ir.Value], na: int,
+                 seg: _Segment, offset: Callable[[int], ir.Value], o0: ir.Value) -> None:
+    """The epilogue on the tile's final values (index q * vectors + v: output pixel q,
+    channels o0 + v * lanes ..), stored at element offset(q) + v * lanes of the outputs."""
+    b = cx.b
+    for q in range(na):
+        base = offset(q)
+        for v in range(seg.vectors):
+            tail.epi.apply(b, cx.module, tail.ptrs, values[q * seg.vectors + v],
+                           b.add(base, I64(v * seg.lanes)), b.add(o0, I64(v * seg.lanes)),
+                           seg.lanes)
 
 
 @dataclass(frozen=True)
@@ -706,22 +750,31 @@ class _Correlation:
 
 
 def _run_correlation(cx: LoweringContext, dtype, job: _Correlation, src: ir.Value,
-                     filt: _Filter, out: ir.Value) -> None:
-    """`_direct_forward` over all images, split by images over threads."""
+                     filt: _Filter, out: ir.Value, epi: Epilogue | None = None) -> None:
+    """`_direct_forward` over all images, split by images over threads; with `epi`,
+    its epilogue on every tile (`out` is then its carrier)."""
+    extra = epi.pointers(cx) if epi is not None else []
+
     def body(cx_: LoweringContext, ptrs: list[ir.Value], begin: ir.Value, end: ir.Value) -> None:
         source = _padded_source(cx_, dtype, ptrs[0], job.h, job.w, job.c, job.top, job.left,
                                 job.hp, job.wp)
         w = _Filter(ptrs[1], filt.rows, filt.o, filt.packed)
-        _direct_forward(cx_, dtype, begin, end, source, w, job, ptrs[2])
-    _parallel(cx, job.n, job.work, [src, filt.ptr, out], body, "images")
+        tail = _Tail(epi, ptrs[3:]) if epi is not None else None
+        _direct_forward(cx_, dtype, begin, end, source, w, job, ptrs[2], tail)
+    _parallel(cx, job.n, job.work, [src, filt.ptr, out] + extra, body, "images")
 
 
 def _direct_forward(cx: LoweringContext, dtype, begin: ir.Value, end: ir.Value,
-                    src: _Source, w: _Filter, job: _Correlation, out: ir.Value) -> None:
+                    src: _Source, w: _Filter, job: _Correlation, out: ir.Value,
+                    tail: _Tail | None = None) -> None:
     """out[n, y, x, :] = sum over (i, j, c) of img[y*sh + i, x*sw + j, c] * w[i, j, c, :]
     for images [begin, end) (padding already in `src`); tiles of output pixels of one
     row times output channels. A tap row (j, c) is contiguous in the image and in the
-    filter, so the contraction is two loops: kernel rows i, then e = j * C + c."""
+    filter, so the contraction is two loops: kernel rows i, then e = j * C + c.
+
+    With a `tail`, each tile's final sums go through its epilogue while still in
+    registers (long sums: in their last block) instead of being stored as they are;
+    `out` (the epilogue's carrier) holds only the partial sums of long ones."""
     b = cx.b
     c, wp, o = src.c, src.wp, w.o
     sh, sw, oh, ow = job.sh, job.sw, job.oh, job.ow
@@ -738,16 +791,24 @@ def _direct_forward(cx: LoweringContext, dtype, begin: ir.Value, end: ir.Value,
                 def b_at(ix: list[ir.Value]) -> ir.Value:  # w[i, e, o0]
                     return w.at(cx, _lin(cx, (ix[0], e_len), (ix[1], 1)), o0, seg)
 
-                def out_row(q: int) -> ir.Value:
+                def out_offset(q: int) -> ir.Value:
                     pix = _lin(cx, (img, oh * ow), (y, ow), (x0, 1), q)
-                    return _at(cx, out, b.add(b.mul(pix, I64(o)), o0))
+                    return b.add(b.mul(pix, I64(o)), o0)
+
+                def out_row(q: int) -> ir.Value:
+                    return _at(cx, out, out_offset(q))
 
                 # not unrolled: measured as fast for 5x5x32 filters, and C=1 filters
                 # (fully unrolled) spill registers otherwise
                 if job.kh * e_len <= BLOCK_TERMS:
                     t = _Tile(na, sw * c, seg.vectors, seg.lanes, ((0, job.kh), (0, e_len)),
                               a_at, b_at, unroll=False)
-                    _store_tile(cx, dtype, _tile_sums(cx, dtype, t), na, seg, out_row, False)
+                    sums = _tile_sums(cx, dtype, t)
+                    if tail is None:
+                        _store_tile(cx, dtype, sums, na, seg, out_row, False)
+                    else:
+                        _finish_tile(cx, tail, _tile_totals(cx, dtype, sums, na, seg, out_row,
+                                                            False), na, seg, out_offset, o0)
                     return
                 # long sums: blocks of at most BLOCK_TERMS terms, added up in `out`
                 with cx.loop(0, job.kh, name="ki") as i:
@@ -757,8 +818,20 @@ def _direct_forward(cx: LoweringContext, dtype, begin: ir.Value, end: ir.Value,
                                   lambda ix: b_at([i, b.add(e0, ix[0])]), unroll=False)
                         first = b.and_(b.icmp_signed("==", i, I64(0)),
                                        b.icmp_signed("==", e0, I64(0)))
-                        _store_tile(cx, dtype, _tile_sums(cx, dtype, t), na, seg, out_row,
-                                    b.not_(first))
+                        sums = _tile_sums(cx, dtype, t)
+                        if tail is None:
+                            _store_tile(cx, dtype, sums, na, seg, out_row, b.not_(first))
+                            return
+                        # the last block ends the sum: its totals go through the epilogue
+                        last = b.and_(b.icmp_signed("==", i, I64(job.kh - 1)),
+                                      b.icmp_signed("==", b.add(e0, I64(size)), I64(e_len)))
+                        with b.if_else(last) as (final, partial):
+                            with final:
+                                _finish_tile(cx, tail, _tile_totals(
+                                    cx, dtype, sums, na, seg, out_row, b.not_(first)), na, seg,
+                                    out_offset, o0)
+                            with partial:
+                                _store_tile(cx, dtype, sums, na, seg, out_row, b.not_(first))
                     _over_runs(cx, _tiles(e_len, BLOCK_TERMS), block, name="eb")
             _tile_grid(cx, _tiles(ow, most), segs, tile)
 
@@ -948,28 +1021,55 @@ def _conv_start(cx: LoweringContext) -> tuple[Window, int, str]:
 def _conv2d(cx: LoweringContext) -> None:
     """out[P, O] = patches[P, KH*KW*C] @ W[KH*KW*C, O]: a direct loop nest, or im2col
     (a block of rows at a time) + GEMM."""
-    g, o, path = _conv_start(cx)
-    dtype = cx.out_types[0].dtype
-    x, w, out = cx.input(0), cx.input(1), cx.output(0)
+    _emit_conv2d(cx, cx.node, cx.output(0), None)
+
+
+def _fused_conv2d_supported(node: Node) -> bool:
+    epi = epilogue_of(node)
+    return epi is not None and epi.head.op == "Conv2D" and _conv_supported(epi.head)
+
+
+@lowering("FusedConv2D", supports=_fused_conv2d_supported)
+def _fused_conv2d(cx: LoweringContext) -> None:
+    """A Conv2D with an epilogue (`epilogue.Epilogue`): on each register tile of the
+    direct nest, or on each block of im2col / GEMM rows as the GEMM computes them."""
+    epi = Epilogue(cx.node)
+    _emit_conv2d(cx, epi.head, cx.output(epi.carrier), epi)
+
+
+def _emit_conv2d(cx: LoweringContext, node: Node, out: ir.Value, epi: Epilogue | None) -> None:
+    """`node`'s convolution (a Conv2D; inputs 0 and 1 of `cx`'s node) into `out`, and
+    with `epi` its epilogue (`out` is then the epilogue's carrier)."""
+    cx.fn.attributes.add("noinline")  # (big stack buffers: see `_conv_start`)
+    g, o = _conv_window(node)
+    path = _conv_path(node)
+    dtype = node.outputs[0].type.dtype
+    size = dtype.np.itemsize
+    x, w = cx.input(0), cx.input(1)
     if g.pixels * o == 0:
         cx.ret_ok()
         return
     if g.patch == 0:
-        _zero_output(cx)
+        cx.memset(out, 0, g.pixels * o * size)
+        if epi is not None:
+            epi.run_all(cx, g.pixels)
     elif path == "gemm":
-        cx.gemm(dtype, False, False, g.pixels, o, g.c, 1.0, x, g.c, w, o, 0.0, out, o)
+        cx.gemm(dtype, False, False, g.pixels, o, g.c, 1.0, x, g.c, w, o, 0.0, out, o,
+                epi.gemm_epilogue(cx) if epi is not None else None)
     elif path == "direct":
         filt = _Filter(w, g.patch, o, False)
-        if _packs_filter(g, o, dtype.np.itemsize):
+        if _packs_filter(g, o, size):
             filt = _pack_filter(cx, dtype, g.patch, o, _forward_segments(dtype, o)[0],
                                 lambda k, ch: _at(cx, w, _lin(cx, (k, o), (ch, 1))))
-        _run_correlation(cx, dtype, _forward_job(g, o), x, filt, out)
+        _run_correlation(cx, dtype, _forward_job(g, o), x, filt, out, epi)
     else:
         def block(buf: ir.Value, p0: ir.Value, rows: ir.Value) -> None:
             _patch_rows(cx, g, x, buf, p0, rows, scatter=False)
+            base = cx.b.mul(p0, I64(o))
             cx.gemm(dtype, False, False, rows, o, g.patch, 1.0, buf, g.patch, w, o, 0.0,
-                    _at(cx, out, cx.b.mul(p0, I64(o))), o)
-        _blocks(cx, g, block)
+                    _at(cx, out, base), o, epi.gemm_epilogue(cx, base) if epi is not None
+                    else None)
+        _blocks(cx, g, block, dtype)
     cx.ret_ok()
 
 
