@@ -20,10 +20,13 @@ Workloads (issue 4):
   process (code compiled earlier in the process for the same layouts is reused; the cpu
   target's disk cache, ``TW_CACHE_DIR``, is pointed at a new empty directory for the run
   unless ``TW_CACHE_DIR`` is set);
-- first call, cold / warm disk: the same for W1 and W2 in a fresh Python process, run
-  twice with one new, empty ``TW_CACHE_DIR``: the first run fills the disk cache, the
-  second finds it warm. The note gives the import time of tensorweave (not in the
-  time), the cpu JIT's non-zero counters and the cache directory's contents.
+- first call, cold / warm disk: the same for W1, W2 and W3 in a fresh Python process,
+  run twice with one new, empty ``TW_CACHE_DIR``: the first run fills the disk cache,
+  the second finds it warm. The note gives the import time of tensorweave (not in the
+  time), the cpu JIT's non-zero counters and the cache directory's contents. The
+  children run without ``PYTHONDONTWRITEBYTECODE`` (some sandboxes set it): with it,
+  every module imported lazily during the call would be compiled from source again
+  (~90 ms), which users with ``.pyc`` files never pay.
 Each runs on the ``reference`` and ``cpu`` targets, against NumPy written by hand, and
 against JAX (``jax.jit``) and PyTorch when they are installed (skipped otherwise).
 Ceilings: sgemm GFLOP/s through NumPy (2048^3), and copy bandwidth (GB/s, 64 MB
@@ -552,19 +555,29 @@ def dispatch_workload(repeats: int) -> list[Row]:
 
 # ------------------------------------------------- first call in a fresh process
 
+FRESH_WORKLOADS = {**{k: name for k, (name, _, _) in MLPS.items()}, "W3": "W3 cnn"}
+
+
 def first_call_child(key: str, target: str) -> None:
     """Run in a fresh process (``--first-call-child``): time the first call of a new W1 /
-    W2 step and print one JSON line with it, the tensorweave import time and the cpu
-    target's JIT counters."""
-    _, sizes, batch = MLPS[key]
-    x, y = _mlp_data(sizes, batch)
-    step = tw_step(sizes, 0.01, target, 0)
-    start = time.perf_counter()
+    W2 / W3 step and print one JSON line with it, the tensorweave import time and the
+    cpu target's JIT counters."""
+    if key == "W3":
+        x, y = _cnn_data(3)
+        step = tw_cnn_step(0.01, target, 0)
+    else:
+        _, sizes, batch = MLPS[key]
+        x, y = _mlp_data(sizes, batch)
+        step = tw_step(sizes, 0.01, target, 0)
+    start, cpu = time.perf_counter(), time.process_time()
     step(x, y)
-    first = time.perf_counter() - start
+    first, first_cpu = time.perf_counter() - start, time.process_time() - cpu
     from tensorweave.targets.cpu import jit
     stats = {k: v for k, v in vars(jit.STATS).items() if isinstance(v, (int, float))}
-    print(json.dumps({"first": first, "import": IMPORT_SECONDS, "jit": stats}))
+    # (first_cpu: the process's CPU time for the call, all threads: steadier than the
+    # wall time on a shared machine)
+    print(json.dumps({"first": first, "first_cpu": first_cpu, "import": IMPORT_SECONDS,
+                      "jit": stats}))
 
 
 def _dir_size(path: str) -> tuple[int, int]:
@@ -579,6 +592,7 @@ def _dir_size(path: str) -> tuple[int, int]:
 
 def _run_child(key: str, target: str, cache_dir: str) -> dict:
     env = dict(os.environ, TW_CACHE_DIR=cache_dir)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)  # (see the module docstring)
     proc = subprocess.run([sys.executable, os.path.abspath(__file__), "--first-call-child",
                            key, "--target", target], env=env, capture_output=True, text=True,
                           timeout=300)
@@ -599,11 +613,11 @@ def _child_note(result: dict, cache_dir: str) -> str:
 
 
 def fresh_first_call_rows() -> list[Row]:
-    """The first call of W1 / W2 in a fresh process, twice with the same new, empty
+    """The first call of W1 / W2 / W3 in a fresh process, twice with the same new, empty
     ``TW_CACHE_DIR``: the first run finds the disk cache cold, the second warm. Times the
     call only (trace + compile + run); the import is in the note."""
     rows = []
-    for key, (name, _, _) in MLPS.items():
+    for key, name in FRESH_WORKLOADS.items():
         for target in TARGETS:
             with tempfile.TemporaryDirectory(prefix="tw-cache-") as cache_dir:
                 for state in ("cold", "warm"):
@@ -657,7 +671,8 @@ def _flop_rows(rows: list[Row], name: str, flops: float, gflops: float) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer repetitions")
-    parser.add_argument("--first-call-child", choices=sorted(MLPS), help=argparse.SUPPRESS)
+    parser.add_argument("--first-call-child", choices=sorted(FRESH_WORKLOADS),
+                        help=argparse.SUPPRESS)
     parser.add_argument("--target", choices=TARGETS, default="cpu", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.first_call_child:

@@ -13,14 +13,25 @@ from __future__ import annotations
 from typing import Any
 
 from ...compiler.ir import Graph
-from .kernels import kernel_provider, native_kernel, native_nodes, prepare_kernel
 
 TARGET = "cpu"
+
+# the dataflow executor's per-node kernels, imported on first use: a step whose code and
+# record come from the disk cache (`plan_cache`) never needs them
+_KERNEL_NAMES = ("kernel_provider", "native_kernel", "native_nodes", "prepare_kernel")
+
+
+def __getattr__(name: str) -> Any:
+    if name in _KERNEL_NAMES:
+        from . import kernels
+        return getattr(kernels, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _register_with_executor() -> None:
     """Give the dataflow executor the cpu target's per-node kernels."""
     from ...runtime.dataflow import register_kernel_provider
+    from .kernels import kernel_provider
     register_kernel_provider(TARGET, kernel_provider)
 
 

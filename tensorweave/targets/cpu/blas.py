@@ -35,8 +35,9 @@ from ...compiler.ir import Node
 from ...compiler.types import TensorType
 from ...errors import InvalidArgumentError, UnimplementedError
 from . import jit
-from .elementwise import scalar_type
-from .fused import contiguous
+
+# (`elementwise` and `fused` bring the code generator: imported where used, since a step
+# loaded from the disk cache needs only `register_blas` from this module)
 
 # our JIT symbol name -> SciPy cython_blas routine
 SYMBOLS = {"tw_blas_sgemm": "sgemm", "tw_blas_dgemm": "dgemm"}
@@ -258,6 +259,7 @@ done:
 
 def matmul_ir(dtype: DType) -> str:
     """The LLVM IR module of ``tw_matmul_<dtype>``."""
+    from .elementwise import scalar_type
     t = str(scalar_type(dtype))
     if dtype.name in _GEMM:
         import llvmlite.ir as ir
@@ -346,6 +348,7 @@ class MatMulKernel:
 
     def __call__(self, inputs: Sequence[Any], resources: Any = None, counters: Any = None,
                  step: Any = None, step_id: int = 0) -> list[np.ndarray]:
+        from .fused import contiguous
         a, b = (contiguous(x) for x in inputs)
         key = (a.shape, b.shape)
         plan = self._plans.get(key)

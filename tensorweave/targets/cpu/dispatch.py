@@ -76,7 +76,7 @@ def layout() -> dict[str, int] | None:
     found on sample objects and checked (None when they cannot be verified)."""
     if ctypes.sizeof(ctypes.c_void_p) != 8 or sysconfig.get_config_var("Py_GIL_DISABLED"):
         return None
-    from .step import numpy_data_offset
+    from .step_abi import numpy_data_offset
     try:
         data = numpy_data_offset()
     except Exception:  # noqa: BLE001 - unknown layout: no native dispatch

@@ -18,7 +18,7 @@ import threading
 import time
 from collections.abc import Sequence
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -34,20 +34,32 @@ from ...runtime.resources import ResourceManager, default_resource_manager
 from ...runtime.threads import limit_blas_threads
 from ..step_cache import StepCache
 from . import allocator, disk_cache, jit, plan_cache
-from .lowering import status_error
-from .stacks import ARENA_OFFSET, ARENA_RELEASE_NAME
-from .step import (
-    OBJECTS_STEP_NAME,
-    WORKSPACE_HEADER,
-    CallbackFn,
-    Ineligible,
-    StepPlan,
-    array_at,
-    emit_step,
-    numpy_data_offset,
-    plan_step,
-    uses_stacks,
-)
+from .step_abi import OBJECTS_STEP_NAME, WORKSPACE_HEADER, CallbackFn, Ineligible, numpy_data_offset
+
+if TYPE_CHECKING:
+    from .step import StepPlan
+
+# The code generator (`step`, `lowering`, `stacks`: llvmlite's IR builder and every
+# lowering) is imported where a plan is made or code generated, not here: a step loaded
+# with its record from the disk cache (`plan_cache`) needs none of it.
+
+
+def plan_step(graph: Graph) -> StepPlan:
+    """`step.plan_step` (imported on first use)."""
+    from .step import plan_step as plan
+    return plan(graph)
+
+
+def emit_step(plan: StepPlan, **kw: Any) -> Any:
+    """`step.emit_step` (imported on first use)."""
+    from .step import emit_step as emit
+    return emit(plan, **kw)
+
+
+def uses_stacks(plan: StepPlan) -> bool:
+    """`step.uses_stacks` (imported on first use)."""
+    from .step import uses_stacks as uses
+    return uses(plan)
 
 _UNSET: Any = object()
 _log = logging.getLogger(__name__)
@@ -110,7 +122,6 @@ def _blas_settings(threads: str) -> str:
     from the disk cache, so the answer is kept there too, under the identity of the BLAS
     library (path, size, modification time), the host CPU, the thread settings and the
     code generator's source: the same library on the same CPU answers the same."""
-    from .lowering import blas_row_align
     key = _blas_probe_key(threads)
     if key is not None:
         try:
@@ -119,6 +130,7 @@ def _blas_settings(threads: str) -> str:
             cached = None
         if cached is not None:
             return cached.decode()
+    from .lowering import blas_row_align  # (the code generator: only when probing)
     # (split=cols: products may be cut by columns too, `lowering.gemm_split`)
     text = (f"blas_align={blas_row_align('f32')},{blas_row_align('f64')} split=cols "
             f"blas_threads={threads}")
@@ -213,13 +225,16 @@ class NativeStep:
             from . import stacks
             stacks.register_symbols()
         build = lambda: str(emit_step(self.plan, data_offset=_data_offset()))  # noqa: E731
-        names = [OBJECTS_STEP_NAME] + ([ARENA_RELEASE_NAME] if self._arena else [])
+        names = [OBJECTS_STEP_NAME]
+        if self._arena:
+            from .stacks import ARENA_RELEASE_NAME
+            names.append(ARENA_RELEASE_NAME)
         self._compiled = (jit.compile_keyed(code_text, build, names, loop_vectorize=True)
                           if code_text is not None else
                           jit.compile_digest(record.code_key, build, names, loop_vectorize=True))
         self._fn = ObjectsStepFn(self._compiled.address(OBJECTS_STEP_NAME))
         self._release = (ctypes.CFUNCTYPE(None, ctypes.c_void_p)(
-            self._compiled.address(ARENA_RELEASE_NAME)) if self._arena else None)
+            self._compiled.address(names[1])) if self._arena else None)
         self._arg_specs = record.arg_specs
         self._result_specs = record.result_specs
         self._var_specs = record.var_specs
@@ -386,6 +401,7 @@ class NativeStep:
         # the arenas' chunks are malloc'd by the step's code: give them back
         release = getattr(self, "_release", None)
         if release is not None:
+            from .stacks import ARENA_OFFSET
             for ws in self._workspaces:
                 release(ws.__array_interface__["data"][0] + ARENA_OFFSET)
             self._workspaces = []
@@ -427,6 +443,7 @@ class NativeStep:
         error, self._state.error = self._state.error, None
         if error is not None:
             raise error
+        from .lowering import status_error
         node = self.plan.action_by_id(position).node
         message, blamed = status_error(node, status)
         raise InvalidArgumentError(message, **blamed.error_context())
@@ -440,6 +457,7 @@ class NativeStep:
                 from ..reference.executor import PreparedKernel
                 kernels = self._callback_kernels = {
                     k: PreparedKernel(n) for k, n in self.plan.callback_nodes.items()}
+            from .step import array_at
             node = self.plan.actions[position].node
             kernel = kernels[position]
             inputs = [array_at(ins[j], v.type) for j, v in enumerate(node.inputs)]

@@ -62,10 +62,15 @@ def register_symbols() -> None:
     if _registered:
         return
     import llvmlite.binding as llvm
-    libc = ctypes.CDLL(ctypes.util.find_library("c") or None)
+    # the process's own symbols first: libc is always among them, and `find_library`
+    # runs ldconfig (~10 ms of a first call whose code comes from the disk cache)
+    process = ctypes.CDLL(None)
     for name in ("clock_gettime", "pthread_self"):
         if not llvm.address_of_symbol(name):
-            llvm.add_symbol(name, ctypes.cast(getattr(libc, name), ctypes.c_void_p).value)
+            fn = getattr(process, name, None)
+            if fn is None:
+                fn = getattr(ctypes.CDLL(ctypes.util.find_library("c") or None), name)
+            llvm.add_symbol(name, ctypes.cast(fn, ctypes.c_void_p).value)
     _registered = True
 
 

@@ -66,6 +66,14 @@ from . import profiling, stacks
 from .loops import counted_loop
 from .lowering import I8, I8P, I8PP, I32, I64, emit_node_function, find_lowering
 from .stacks import STACK_OPS, is_stack_type
+from .step_abi import (  # (defined there so that calling a cached step needs no codegen)
+    ALIGN,
+    OBJECTS_STEP_NAME,
+    WORKSPACE_HEADER,
+    CallbackFn,  # noqa: F401 (re-exported)
+    Ineligible,
+    numpy_data_offset,
+)
 
 ALIAS_OPS = frozenset({"Identity", "StopGradient", "Reshape", "ExpandDims", "Squeeze",
                        "ReshapeLike"})
@@ -73,15 +81,8 @@ ASSIGN_OPS = frozenset({"AssignVariable", "AssignAddVariable", "AssignSubVariabl
 # Dataflow control flow (lowered loops and conds): needs frames and dead tensors.
 DATAFLOW_ONLY_OPS = frozenset({"Switch", "Merge", "Enter", "Exit", "NextIteration",
                                "NextIterationSource", "LoopCond"})
-ALIGN = 64  # workspace offsets: a cache line (and an AVX-512 vector)
-
 CALLBACK_TYPE = ir.FunctionType(I32, [I8P, I32, I8PP, I8PP])
 STEP_NAME = "tw_step"
-OBJECTS_STEP_NAME = "tw_step_objects"
-
-
-class Ineligible(Exception):
-    """This graph cannot run as one native step (the message says why)."""
 
 
 # ------------------------------------------------------------------------ planning
@@ -839,9 +840,6 @@ def plan_step(graph: Graph) -> StepPlan:
 
 # ------------------------------------------------------------------------- codegen
 
-WORKSPACE_HEADER = ALIGN  # bytes before the workspace proper (the failing position)
-
-
 STEP_TYPE = ir.FunctionType(I32, [I8PP, I8PP, I8PP, I8PP, I8P, ir.PointerType(I32), I8P,
                                    ir.PointerType(CALLBACK_TYPE)])
 
@@ -1280,10 +1278,6 @@ def _emit_update(b: ir.IRBuilder, a: Action, dst: ir.Value, src: ir.Value,
         b.store(r, pd)
 
 
-CallbackFn = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_int32,
-                              ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_void_p))
-
-
 def array_at(address: int, t: TensorType) -> np.ndarray:
     """A NumPy view of `t`'s bytes at `address` (which the caller keeps alive)."""
     n = _nbytes(t)
@@ -1300,17 +1294,6 @@ def describe(plan: StepPlan) -> str:
         what = a.node.op if a.node is not None else "copy"
         lines.append(f"{k:3d} {a.kind:8s} {what}")
     return "\n".join(lines)
-
-
-def numpy_data_offset() -> int:
-    """Where a NumPy array object keeps its data pointer (found, not assumed: it is
-    the first field after the object header, whose size depends on the Python build)."""
-    arrays = [np.empty(8, np.uint8), np.empty(3, np.float64)]
-    for off in range(8, 129, 8):
-        if all(ctypes.c_void_p.from_address(id(a) + off).value == a.ctypes.data
-               for a in arrays):
-            return off
-    raise UnimplementedError("cannot find the data pointer in NumPy's array objects")
 
 
 __all__ = ["Action", "Ineligible", "StepPlan", "Storage", "array_at", "describe", "emit_step",
