@@ -41,6 +41,8 @@ SIMULATE_BUDGET_S = 1200  # the dry run has no device clock to respect, only slo
 # what the device image may lack, by import name -> wheel (project name) to install
 OPTIONAL_WHEELS = {"pytest": "pytest", "sklearn": "scikit-learn", "threadpoolctl": "threadpoolctl",
                    "ml_dtypes": "ml_dtypes", "scipy": "scipy"}
+# what those wheels need besides what the image has (numpy, scipy)
+WHEEL_DEPS = {"pytest": ["pluggy", "iniconfig", "packaging"], "scikit-learn": ["joblib"]}
 # the wheels --prepare downloads (pure-Python ones and cp312 manylinux builds: the image's
 # Python is 3.12), dependencies of the above included
 PREPARE_WHEELS = ["pytest", "pluggy", "iniconfig", "packaging", "scikit-learn", "joblib",
@@ -72,7 +74,9 @@ class Step:
 
 def _pytest(name: str, args: list[str], timeout: int, env: dict[str, str], group: str = "",
             about: str = "") -> Step:
-    return Step(name, [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q",
+    # -v: one line per test as it finishes, so a step stopped by its timeout (pytest then
+    # writes no junit file) still shows which tests passed and which one was running
+    return Step(name, [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-v",
                        "-W", "ignore::RuntimeWarning", "-o", "junit_family=xunit2", *args],
                 timeout, env, group, True, about)
 
@@ -239,12 +243,13 @@ def write_tiny_mnist(directory: Path, train: int = 32, test: int = 8) -> None:
 
 def install_missing(out: Path) -> str:
     """Install, offline from the wheelhouse, what this Python cannot import; returns the
-    directory to add to PYTHONPATH ("" when nothing was needed or possible)."""
-    missing = []
-    for module, wheel in OPTIONAL_WHEELS.items():
-        probe = subprocess.run([sys.executable, "-c", f"import {module}"], capture_output=True)
-        if probe.returncode:
-            missing.append(wheel)
+    directory to add to PYTHONPATH ("" when nothing was needed or possible). A module
+    with no wheel in the wheelhouse is reported and left out (the steps needing it fail
+    with their own message), so one gap does not stop the others being installed."""
+    def absent(module: str) -> bool:
+        return subprocess.run([sys.executable, "-c", f"import {module}"],
+                              capture_output=True).returncode != 0
+    missing = [wheel for module, wheel in OPTIONAL_WHEELS.items() if absent(module)]
     report = out / "logs" / "wheels.log"
     house = ROOT / WHEELHOUSE
     if not missing:
@@ -254,14 +259,21 @@ def install_missing(out: Path) -> str:
         report.write_text(f"missing {missing}, and no {WHEELHOUSE} (run --prepare here and "
                           f"carry it): steps that need them will fail\n")
         return ""
+    have = {p.name.split("-")[0].lower().replace("_", "-") for p in house.glob("*.whl")}
+    # dependencies only where the image lacks them too: the private directory comes
+    # before site-packages on PYTHONPATH, so anything installed there shadows the image's
+    wanted = missing + [dep for w in missing for dep in WHEEL_DEPS.get(w, []) if absent(dep)]
+    installable = [w for w in wanted if w.lower().replace("_", "-") in have]
+    lines = [f"missing {missing}; not in {WHEELHOUSE}: "
+             f"{sorted(set(wanted) - set(installable)) or 'none'}"]
     target = Path(os.environ.get("TMPDIR", "/tmp")) / "tw_gpu_wheels"
-    proc = subprocess.run([sys.executable, "-m", "pip", "install", "--no-index", "--no-deps",
-                           "--find-links", str(house), "--target", str(target), *missing,
-                           *(["pluggy", "iniconfig", "packaging"] if "pytest" in missing
-                             else []), *(["joblib"] if "scikit-learn" in missing else [])],
-                          capture_output=True, text=True, timeout=120)
-    report.write_text(f"missing {missing}\n{proc.stdout}\n{proc.stderr}\n")
-    return str(target) if proc.returncode == 0 else ""
+    if installable:
+        proc = subprocess.run([sys.executable, "-m", "pip", "install", "--no-index", "--no-deps",
+                               "--find-links", str(house), "--target", str(target),
+                               *installable], capture_output=True, text=True, timeout=120)
+        lines += [proc.stdout, proc.stderr]
+    report.write_text("\n".join(lines) + "\n")
+    return str(target) if installable else ""
 
 
 def prepare() -> int:

@@ -241,23 +241,26 @@ def _cases() -> dict[str, tuple[Callable, list[np.ndarray]]]:
     return out
 
 
+def stateful_draws(fdt, idt, lo: int, hi: int, seed2: int = 9) -> Callable[[], tuple]:
+    """A function drawing from each stateful random op with fixed seeds: uniform, normal
+    and truncated normal floats of `fdt`, integers of `idt` in [lo, hi)."""
+    def f():
+        return (apply_op1("RandomUniform", [], {"shape": (3, 5), "dtype": fdt, "seed": 11,
+                                                "seed2": -4}),
+                apply_op1("RandomNormal", [], {"shape": (7,), "dtype": fdt, "seed": 2**40,
+                                               "seed2": 3}),
+                apply_op1("TruncatedNormal", [], {"shape": (2, 3), "dtype": fdt, "seed": 5,
+                                                  "seed2": seed2}),
+                apply_op1("RandomUniformInt", [], {"shape": (5,), "dtype": idt,
+                                                   "minval": lo, "maxval": hi, "seed": 1,
+                                                   "seed2": 2}))
+    return f
+
+
 def _random_cases() -> dict[str, tuple[Callable, list[np.ndarray]]]:
     """Every random kernel kind: stateful ops (their call index array) and stateless ones
     (an int32 or int64 seed tensor), in 32- and 64-bit types, odd sizes (a partial last
     Philox block), integer ranges up to int64's full one."""
-    def stateful(fdt, idt, lo, hi):
-        def f():
-            return (apply_op1("RandomUniform", [], {"shape": (3, 5), "dtype": fdt, "seed": 11,
-                                                    "seed2": -4}),
-                    apply_op1("RandomNormal", [], {"shape": (7,), "dtype": fdt, "seed": 2**40,
-                                                   "seed2": 3}),
-                    apply_op1("TruncatedNormal", [], {"shape": (2, 3), "dtype": fdt, "seed": 5,
-                                                      "seed2": 9}),
-                    apply_op1("RandomUniformInt", [], {"shape": (5,), "dtype": idt,
-                                                       "minval": lo, "maxval": hi, "seed": 1,
-                                                       "seed2": 2}))
-        return f
-
     def stateless(fdt, idt):
         def f(seed):
             draws = [apply_op1(op, [seed], {"shape": (5,), "dtype": fdt}) for op in
@@ -272,8 +275,8 @@ def _random_cases() -> dict[str, tuple[Callable, list[np.ndarray]]]:
 
     like = _values(F32, (2, 3), 30)
     return {
-        "random_stateful_f32": (stateful(tw.float32, tw.int8, -128, 128), []),
-        "random_stateful_f64": (stateful(tw.float64, tw.int64, -2**63, 2**63 - 1), []),
+        "random_stateful_f32": (stateful_draws(tw.float32, tw.int8, -128, 128), []),
+        "random_stateful_f64": (stateful_draws(tw.float64, tw.int64, -2**63, 2**63 - 1), []),
         "random_uniform_like_f32": (
             lambda x: apply_op1("RandomUniformLike", [x], {"seed": 3, "seed2": 4}), [like]),
         "random_stateless_f32": (stateless(tw.float32, tw.int32),

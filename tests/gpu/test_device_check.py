@@ -131,3 +131,16 @@ def test_the_dry_runs_tiny_data_set_reads_as_mnist(tmp_path):
     assert data.train.labels.dtype == data.test.labels.dtype == np.int64
     sim_examples = [s for s in _plan("--simulate")["steps"] if s["name"].startswith("mnist-")]
     assert all("--data" in s["argv"] for s in sim_examples)
+
+
+def test_missing_modules_without_a_wheelhouse_are_reported_not_fatal(tmp_path, monkeypatch):
+    mod = _module()
+    (tmp_path / "logs").mkdir()
+    monkeypatch.setattr(mod, "OPTIONAL_WHEELS", {"json": "nothing", "no_such_module_tw": "x"})
+    monkeypatch.setattr(mod, "WHEELHOUSE", "no/such/wheelhouse")
+    assert mod.install_missing(tmp_path) == ""
+    log = (tmp_path / "logs" / "wheels.log").read_text()
+    assert "missing ['x']" in log and "--prepare" in log
+    monkeypatch.setattr(mod, "OPTIONAL_WHEELS", {"json": "nothing"})
+    assert mod.install_missing(tmp_path) == ""
+    assert "nothing installed" in (tmp_path / "logs" / "wheels.log").read_text()

@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 import tensorweave as tw
 from tensorweave.frontend.building import apply_op1
+from tests.gpu.cases import stateful_draws
 
 SIMULATOR = os.environ.get("NUMBA_ENABLE_CUDASIM") == "1"
 FLOAT_OPS = ["StatelessRandomUniform", "StatelessRandomNormal", "StatelessTruncatedNormal"]
@@ -94,16 +95,7 @@ def test_the_int64_extremes_and_widest_spans():
 
 @pytest.mark.parametrize("dtype", [tw.float32, tw.float64])
 def test_stateful_ops_draw_the_reference_stream_call_after_call(dtype):
-    def f():
-        return (apply_op1("RandomUniform", [], {"shape": (3, 5), "dtype": dtype, "seed": 11,
-                                                "seed2": -4}),
-                apply_op1("RandomNormal", [], {"shape": (7,), "dtype": dtype, "seed": 2**40,
-                                               "seed2": 3}),
-                apply_op1("TruncatedNormal", [], {"shape": (2, 3), "dtype": dtype, "seed": 5,
-                                                  "seed2": 2**63 + 1}),
-                apply_op1("RandomUniformInt", [], {"shape": (6,), "dtype": tw.int32,
-                                                   "minval": -3, "maxval": 40, "seed": 1,
-                                                   "seed2": 2}))
+    f = stateful_draws(dtype, tw.int32, -3, 40, seed2=2**63 + 1)
     gpu, ref, exe = _both(f)
     draws = []
     for _ in range(3):  # the call index advances: three different draws, each matching
