@@ -4,6 +4,7 @@ torch.compile) on the same card, in one run (issue 12).
     python benchmarks/gpu.py             # needs a CUDA GPU; PyTorch with CUDA for its rows
     python benchmarks/gpu.py --quick     # fewer repetitions, the small sizes only
     python benchmarks/gpu.py --compile   # add torch.compile rows (slow to compile)
+    python benchmarks/gpu.py --quick --compile --only torch.compile   # those rows alone
 
 With no GPU (or under numba's simulator, which is not a GPU to time) it prints one
 "no GPU" line and exits 0, so CI can run it anywhere.
@@ -252,6 +253,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="small sizes, few repetitions")
     parser.add_argument("--compile", action="store_true", help="add torch.compile rows")
+    parser.add_argument("--only", choices=["tensorweave gpu", "torch eager", "torch.compile"],
+                        help="measure the rows of this implementation only (e.g. the "
+                             "torch.compile rows in a run of their own: slow to compile)")
     parser.add_argument("--smoke", action="store_true",
                         help="run each tensorweave row once on tiny shapes (works under "
                              "numba's simulator: checks the script, times nothing)")
@@ -285,6 +289,8 @@ def main() -> int:
     rows: list[tuple[str, str, float | None, str]] = []
 
     def add(name: str, impl: str, make: Callable[[], Callable[[], object]], sync, extra=None):
+        if args.only and impl != args.only:
+            return  # `make` builds the row lazily: nothing of it has run
         try:
             t = timed(make(), sync, repeats)
             row = (name, impl, t, extra(t) if extra else "")

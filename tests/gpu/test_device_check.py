@@ -44,8 +44,10 @@ def test_the_wrapper_is_executable_and_plans_from_any_directory():
     names = [s["name"] for s in plan["steps"]]
     # the order the run promises: tests, interop, benchmarks, examples
     order = ["environment", "gpu-tests", "op-suite-0", "torch-interop", "benchmark",
-             "mnist-mlp", "mnist-cnn"]
+             "mnist-mlp", "mnist-cnn", "benchmark-torch-compile"]
     assert [n for n in names if n in order] == order
+    # only the last step is optional: it gets the time the others leave
+    assert [s["optional"] for s in plan["steps"]] == [False] * (len(names) - 1) + [True]
 
 
 def test_the_device_plan_fits_one_device_call():
@@ -118,6 +120,12 @@ def test_steps_past_the_budget_are_skipped_with_the_reason(tmp_path):
     run.run([mod.Step("late", [sys.executable, "-c", "pass"], 10)])
     assert [(r.name, r.status) for r in run.results] == [("late", "skipped")]
     assert "budget" in run.results[0].tail
+    # an optional step needs a minute left; an ordinary one runs on what there is
+    run = mod.Run(tmp_path, budget=mod.OPTIONAL_MIN_S - 10)
+    run.run([mod.Step("extra", [sys.executable, "-c", "pass"], 100, optional=True),
+             mod.Step("needed", [sys.executable, "-c", "pass"], 100)])
+    assert [(r.name, r.status) for r in run.results] == [("extra", "skipped"),
+                                                          ("needed", "passed")]
 
 
 def test_the_dry_runs_tiny_data_set_reads_as_mnist(tmp_path):
