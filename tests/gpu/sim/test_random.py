@@ -139,3 +139,17 @@ def test_generator_draws_match_the_reference():
     np.testing.assert_array_equal(np.asarray(gens[0].state.read_value()),
                                   np.asarray(gens[1].state.read_value()))
     assert gpu.get_concrete_function().executable.fallbacks == {}
+
+
+def test_the_call_index_counts_calls_of_every_argument_shape():
+    # one GPU step per shape, one call counter per node: calls of other shapes in
+    # between advance it, as on the reference target
+    def f(x):
+        return apply_op1("RandomUniformLike", [x], {"seed": 3, "seed2": 4}) + x
+    spec = [tw.TensorSpec([None, 3], tw.float32)]
+    gpu = tw.compile(f, target="gpu", input_signature=spec)
+    ref = tw.compile(f, target="reference", input_signature=spec)
+    for n in (2, 4, 2, 5):
+        x = np.full((n, 3), n, np.float32)
+        np.testing.assert_array_equal(gpu(x), ref(x))
+    assert gpu.get_concrete_function(np.zeros((2, 3), np.float32)).executable.fallbacks == {}
