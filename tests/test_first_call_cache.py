@@ -339,3 +339,16 @@ def test_reference_kernel_callbacks_from_a_record(monkeypatch):
     fresh = tw.compile(noisy, target="cpu")
     np.testing.assert_array_equal(fresh(X), expected)
     assert plans[0] == 1  # rebuilt for the node that runs its reference kernel
+
+
+def test_record_whose_object_code_is_gone_is_planned_again(monkeypatch):
+    from tensorweave.targets.cpu import disk_cache, jit
+    x = np.linspace(-1, 1, 12, dtype=np.float32).reshape(3, 4) - 0.25
+    y = np.linspace(0, 2, 20, dtype=np.float32).reshape(4, 5)
+    expected = tw.compile(_f, target="cpu")(x, y)
+    jit.clear_cache()
+    for entry in Path(os.environ["TW_CACHE_DIR"]).rglob("*" + disk_cache.SUFFIX):
+        entry.unlink()
+    plans = _count_plans(monkeypatch)
+    np.testing.assert_array_equal(tw.compile(_f, target="cpu")(x, y), expected)
+    assert plans[0] == 1  # the record alone is not trusted to pair with new code

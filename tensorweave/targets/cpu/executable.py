@@ -25,6 +25,7 @@ import numpy as np
 from ...compiler.ir import Graph
 from ...compiler.types import TensorType, format_shape
 from ...errors import (
+    CompileError,
     FailedPreconditionError,
     InvalidArgumentError,
     TensorWeaveError,
@@ -224,7 +225,13 @@ class NativeStep:
         if self._arena:
             from . import stacks
             stacks.register_symbols()
-        build = lambda: str(emit_step(self.plan, data_offset=_data_offset()))  # noqa: E731
+        def build() -> str:
+            if code_text is None:
+                # A record whose code is in neither cache: the caller plans the step
+                # anew (`CpuExecutable._build_step`) rather than pairing a fresh plan's
+                # code with the record's buffers and constants.
+                raise _RecordWithoutCode
+            return str(emit_step(self.plan, data_offset=_data_offset()))
         names = [OBJECTS_STEP_NAME]
         if self._arena:
             from .stacks import ARENA_RELEASE_NAME
@@ -265,10 +272,13 @@ class NativeStep:
                 if plan is None:
                     plan, record_key = self._make_plan()
                     if step_record(plan).code_key != self.record.code_key:
-                        _log.warning("cpu: the step record of %s does not match its plan "
-                                     "(deleted)", plan.graph.name)
+                        # (never expected: the record's key covers what the plan depends
+                        # on; its positions would not name this code's actions)
                         if record_key is not None:
                             plan_cache.discard(record_key)
+                        raise CompileError(
+                            f"the cached step record of {plan.graph.name!r} does not match "
+                            f"its graph's plan (deleted; the next process plans it anew)")
                     self._plan = plan
         return plan
 
@@ -477,6 +487,10 @@ class NativeStep:
             return 1
 
 
+class _RecordWithoutCode(Exception):
+    """A step record whose object code is in neither cache (see `NativeStep`)."""
+
+
 class _Unplanned(Exception):
     """This call does not fit the compiled step (shapes, dtypes, variable buffers)."""
 
@@ -619,7 +633,10 @@ class CpuExecutable:
         key = self._record_key(arrays)
         try:
             if key is not None:
-                step = self._from_record(key, arrays)
+                try:
+                    step = self._from_record(key, arrays)
+                except _RecordWithoutCode:
+                    step = None
                 if step is not None:
                     return step
             step = NativeStep(self._plan([a.shape for a in arrays]), self.resources,
