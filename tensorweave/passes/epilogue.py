@@ -166,8 +166,8 @@ def _product_ok(product: Node, uses: dict[Value, int], waits: set[Node],
 # ---------------------------------------------------------------------------- rewriting
 
 def _fused_node(graph: Graph, product: Node, fusion: Node) -> Node:
-    """The new node (appended to `graph`) computing `fusion`'s outputs from `product`'s
-    inputs and `fusion`'s other inputs."""
+    """The new node computing `fusion`'s outputs from `product`'s inputs and `fusion`'s
+    other inputs; it takes `fusion`'s place in `graph`'s node list."""
     v = product.outputs[0]
     cluster = fusion.regions[0]
     others = [(x, a) for x, a in zip(fusion.inputs, cluster.args) if x is not v]
@@ -193,7 +193,10 @@ def _fused_node(graph: Graph, product: Node, fusion: Node) -> Node:
                 product.name, control_inputs=list(controls), device=product.device,
                 loc=product.loc, regions=[region])
     node.assigned_device = product.assigned_device
-    graph.nodes.append(node)
+    # in the cluster's place (everything it reads comes before it), not at the end: the
+    # order is the step's schedule, and a product moved after a variable's update would
+    # make the step snapshot the variable it reads
+    graph.nodes[graph.nodes.index(fusion)] = node
     return node
 
 
