@@ -41,7 +41,7 @@ EPS = {F32: 2.0 ** -23, F64: 2.0 ** -52}
 MANT = {F32: 24, F64: 53}
 MAX_MAG = 1e4            # keeps rounding errors (relative to mag) meaningful
 MAX_INT = 2 ** 30        # int32 results never overflow
-MAX_ELEMS = 400_000      # no op's result is larger than this (time)
+MAX_ELEMS = 1_100_000    # no op's result is larger than this (time)
 
 
 @dataclass(frozen=True)
@@ -199,6 +199,10 @@ OPS: dict[str, Any] = {
     "cumsum": tw.cumsum,
     "softmax": tw.nn.softmax, "log_softmax": tw.nn.log_softmax,
     "const": lambda value: tw.constant(value),
+    "clip": lambda x, lo, hi: tw.clip_by_value(x, lo, hi),
+    "roll": tw.roll,
+    "split_part": lambda x, num, axis, part: tw.split(x, num, axis)[part],
+    "reduce_logsumexp": tw.reduce_logsumexp,
 }
 
 UNARY_EXACT = ("negative", "abs", "square", "relu", "sign", "floor", "ceil", "round",
@@ -276,8 +280,14 @@ class Builder:
         self.allowed = allowed
         self.generic = generic
         if big:
+            # past the thread-split thresholds (targets/cpu/parallel.py: 2**20 elements
+            # of cheap ops, 2**21 work units) and 1 MiB results (allocator.py)
             self.base = draw(st.sampled_from([(2, 300, 130), (513, 520), (70000,),
-                                              (4, 130, 129), (260, 1030)]))
+                                              (4, 130, 129), (260, 1030), (1025, 1031),
+                                              (3, 512, 683)]))
+        elif draw(st.integers(0, 3)) == 0:  # vector widths and their remainders
+            self.base = tuple(draw(st.lists(st.sampled_from([1, 7, 8, 9, 15, 16, 17, 31, 33]),
+                                            min_size=1, max_size=3)))
         elif generic:  # distinct dims, so that `Program.remapped` can change them
             self.base = tuple(draw(st.permutations([2, 3, 4, 5])))[:draw(st.integers(1, 4))]
         else:
@@ -376,8 +386,16 @@ def _gen_unary(b: Builder) -> None:
         ops += list(UNARY_INEXACT)
     if not v.exact:  # a jump in the output for a last-bit change of the input
         ops = [o for o in ops if o not in ("sign", "floor", "ceil", "round")]
-    op = b.draw(st.sampled_from(ops))
+    op = b.draw(st.sampled_from(ops + ["clip"]))
     m, e, g = v.mag, v.err, v.gran
+    if op == "clip":
+        lo = b.draw(st.integers(-8, 4)) / (1 if v.dtype not in FLOATS else 2)
+        hi = lo + b.draw(st.integers(0, 8))
+        if v.dtype not in FLOATS:
+            lo, hi = int(lo), int(hi)
+        b.emit(Instr(op, (i,), {"lo": lo, "hi": hi}),
+               Val(v.shape, v.dtype, max(m, abs(lo), abs(hi)), e, min(g, 0.5)))
+        return
     if op in ("negative", "abs", "relu", "identity"):
         out = Val(v.shape, v.dtype, m, e, g)
     elif op == "square":
@@ -533,9 +551,15 @@ def _gen_reduce(b: Builder) -> None:
     else:
         floaty = v.dtype in FLOATS
         op = b.draw(st.sampled_from(["reduce_sum", "reduce_mean", "reduce_max", "reduce_min",
-                                     "reduce_prod"]))
+                                     "reduce_prod"] + (["reduce_logsumexp"] if floaty else [])))
         m, e, g = v.mag, v.err, v.gran
-        if op in ("reduce_max", "reduce_min"):
+        if op == "reduce_logsumexp":
+            if n == 0 or m > 64:
+                return
+            mo = m + math.log(n)
+            out = Val(shape, v.dtype, mo, _rounded(v.dtype, mo, e + 1e-300, 0, 4 + n, False),
+                      0.0)
+        elif op in ("reduce_max", "reduce_min"):
             if n == 0:
                 return  # an error on every target ("no elements is undefined")
             out = Val(shape, v.dtype, m, e, g)
@@ -586,7 +610,7 @@ def _gen_matmul(b: Builder) -> None:
     v = b.vals[i]
     ta, tb = b.draw(st.booleans()), b.draw(st.booleans())
     m, k = (v.shape[-1], v.shape[-2]) if ta else (v.shape[-2], v.shape[-1])
-    n = b.draw(st.integers(1, 6)) if v.size < 10000 else b.draw(st.integers(1, 3))
+    n = b.draw(st.integers(1, 6)) if v.size < 10000 else b.draw(st.sampled_from([1, 2, 17]))
     batch = v.shape[:-2]
     if batch and b.draw(st.booleans()):
         batch = tuple(1 if b.draw(st.booleans()) else d for d in batch)
@@ -622,7 +646,8 @@ def _gen_layout(b: Builder) -> None:
     v = b.vals[i]
     r = len(v.shape)
     op = b.draw(st.sampled_from(["transpose", "reshape", "expand_dims", "squeeze", "slice",
-                                 "strided_slice", "reverse", "tile", "broadcast_to", "pad"]))
+                                 "strided_slice", "reverse", "tile", "broadcast_to", "pad",
+                                 "roll", "split_part"]))
     d = b.draw
     if op == "transpose":
         if r < 2:
@@ -693,6 +718,23 @@ def _gen_layout(b: Builder) -> None:
                                          for a, c, s in zip(begin, end, strides))].shape
         b.emit(Instr(op, (i,), {"begin": begin, "end": end, "strides": strides}),
                _same(v, expect))
+    elif op == "roll":
+        if r == 0:
+            return
+        ax = d(st.integers(-r, r - 1))
+        b.emit(Instr(op, (i,), {"shift": d(st.integers(-7, 7)), "axis": ax}), v)
+    elif op == "split_part":
+        if r == 0:
+            return
+        ax = d(st.integers(-r, r - 1))
+        n = v.shape[ax]
+        num = d(st.sampled_from([k for k in range(1, 5) if n % k == 0] or [1]))
+        if n % num:
+            return
+        shape = list(v.shape)
+        shape[ax] = n // num
+        b.emit(Instr(op, (i,), {"num": num, "axis": ax, "part": d(st.integers(0, num - 1))}),
+               _same(v, shape))
     elif op == "reverse":
         if r == 0:
             return
@@ -835,7 +877,11 @@ CHAIN_BINARY = ("add", "subtract", "multiply", "maximum", "minimum")
 
 def _run_chain(x, steps, extras):
     for st_ in steps:
-        x = OPS[st_[1]](x) if st_[0] == "un" else OPS[st_[1]](x, extras[st_[2]])
+        if st_[0] == "mm":  # x @ W (a row: as a 1-row matrix)
+            w = extras[st_[1]]
+            x = tw.matmul(x, w) if len(x.shape) >= 2 else tw.matmul(x[None], w)[0]
+        else:
+            x = OPS[st_[1]](x) if st_[0] == "un" else OPS[st_[1]](x, extras[st_[2]])
     return x
 
 
@@ -843,7 +889,12 @@ def _chain_val(v: Val, steps, extras: list[Val]) -> Val:
     """The bounds after `steps` on `v` (the same transfer rules as the straight code)."""
     m, e, g = v.mag, v.err, v.gran
     for st_ in steps:
-        if st_[0] == "un":
+        if st_[0] == "mm":
+            w = extras[st_[1]]
+            d = w.shape[0]
+            m, e, g = m * w.mag * d, d * (m * w.err + w.mag * e + e * w.err), g * w.gran
+            e = _rounded(v.dtype, m, e, g, d)
+        elif st_[0] == "un":
             op = st_[1]
             if op in ("tanh", "sin"):
                 m, e, g = 1.0, _rounded(v.dtype, 1.0, e, 0, 4, False), 0.0
@@ -865,12 +916,17 @@ def _chain_val(v: Val, steps, extras: list[Val]) -> Val:
     return Val(v.shape, v.dtype, m, e, g)
 
 
-def _draw_chain(b: Builder, v: Val, n_extra: int, squash: bool):
+def _draw_chain(b: Builder, v: Val, extras: list[int], squash: bool):
+    fits = [k for k, j in enumerate(extras) if _broadcast(b.vals[j].shape, v.shape) == v.shape]
+    square = [k for k, j in enumerate(extras) if v.shape and len(b.vals[j].shape) == 2
+              and b.vals[j].shape == (v.shape[-1], v.shape[-1])]
     steps = []
     for _ in range(b.draw(st.integers(1, 3))):
-        if n_extra and b.draw(st.booleans()):
+        if square and b.draw(st.booleans()):
+            steps.append(("mm", b.draw(st.sampled_from(square))))
+        elif fits and b.draw(st.booleans()):
             steps.append(("bin", b.draw(st.sampled_from(CHAIN_BINARY)),
-                          b.draw(st.integers(0, n_extra - 1))))
+                          b.draw(st.sampled_from(fits))))
         else:
             steps.append(("un", b.draw(st.sampled_from(CHAIN_UNARY))))
     if squash:  # loop bodies: bounded whatever the trip count
@@ -881,6 +937,10 @@ def _draw_chain(b: Builder, v: Val, n_extra: int, squash: bool):
 def _extras(b: Builder, v: Val) -> list[int]:
     """Outer values a region captures: same dtype, broadcasting into `v`'s shape."""
     out = []
+    if v.shape and v.shape[-1] and b.draw(st.booleans()):  # a weight: x @ W
+        d = v.shape[-1]
+        j = b.pick(lambda w: w.dtype == v.dtype and w.shape == (d, d) and w.mag <= 4)
+        out.append(j if j is not None else b.new_arg((d, d), v.dtype))
     for _ in range(b.draw(st.integers(0, 2))):
         j = b.pick(lambda w: w.dtype == v.dtype and w.shape != () and
                    _broadcast(w.shape, v.shape) == v.shape and w.mag <= 4)
@@ -898,12 +958,13 @@ def _cond_fn(p, x, *extras, true=(), false=()):
 
 
 def _while_fn(n, x, *extras, body=(), maximum_iterations=None):
-    def cond(i, y):
+    # the last extra is a loop variable the body reads and passes through unchanged
+    def cond(i, y, z):
         return i < n
 
-    def step(i, y):
-        return i + 1, _run_chain(y, body, extras)
-    return tw.while_loop(cond, step, (tw.constant(0, "int32"), x),
+    def step(i, y, z):
+        return i + 1, _run_chain(y, body, extras[:-1] + (z,)), z
+    return tw.while_loop(cond, step, (tw.constant(0, "int32"), x, extras[-1]),
                          maximum_iterations=maximum_iterations)[1]
 
 
@@ -931,7 +992,7 @@ def _gen_cond(b: Builder) -> None:
     v = b.vals[v_i]
     ex = _extras(b, v)
     exv = [b.vals[j] for j in ex]
-    t, f = _draw_chain(b, v, len(ex), False), _draw_chain(b, v, len(ex), False)
+    t, f = _draw_chain(b, v, ex, False), _draw_chain(b, v, ex, False)
     vt, vf = _chain_val(v, t, exv), _chain_val(v, f, exv)
     if max(vt.mag, vf.mag) > MAX_MAG:
         return
@@ -947,9 +1008,9 @@ def _gen_while(b: Builder) -> None:
         return
     v = b.vals[v_i]
     n_i = b.new_arg((), I32, lo=0, hi=3, nonneg=True)
-    ex = _extras(b, v)
+    ex = _extras(b, v) + [v_i]
     exv = [b.vals[j] for j in ex]
-    body = _draw_chain(b, v, len(ex), True)
+    body = _draw_chain(b, v, ex, True)
     out = v
     e = v.err
     for _ in range(3):  # at most 3 iterations: the bound after each, the worst kept
@@ -972,7 +1033,7 @@ def _gen_scan(b: Builder) -> None:
     rest = [b.new_arg(row.shape, v.dtype)] if init else []
     ex = _extras(b, row) if row.shape else []
     exv = [b.vals[j] for j in ex]
-    body = _draw_chain(b, row, len(ex), True)
+    body = _draw_chain(b, row, ex, True)
     start = Val(row.shape, row.dtype, row.mag * 2, row.err * 2, row.gran)
     out = _chain_val(start, body, exv)
     e = out.err
