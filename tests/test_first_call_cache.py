@@ -64,7 +64,9 @@ SCRIPT = textwrap.dedent("""
     json.dump({"calls": calls, "stats": vars(jit.STATS),
                "results": [[r.tolist() for r in first], [r.tolist() for r in second]],
                "w": w.numpy().tolist(),
-               "lowerings": "tensorweave.targets.cpu.lowerings.nn" in sys.modules,
+               "codegen": sorted(m for m in ("step", "lowering", "lowerings", "fused",
+                                             "codegen", "kernels")
+                                  if "tensorweave.targets.cpu." + m in sys.modules),
                "source": plan_cache.source_fingerprint()},
               sys.stdout)
 """)
@@ -105,7 +107,8 @@ def test_warm_process_skips_pipeline_planner_and_printing(tmp_path):
     warm = run_warm(tmp_path, cache, cold)
     assert warm["calls"] == {"pipeline": 0, "plan": 0, "print": 0}
     assert warm["stats"]["llvm_compiles"] == 0 and warm["stats"]["disk_hits"] >= 1
-    assert not warm["lowerings"]  # nothing imported that only planning needs
+    assert warm["codegen"] == []  # nothing imported that only planning or codegen needs
+    assert "step" in cold["codegen"]
     # bitwise the same losses, products and variable updates
     assert warm["results"] == cold["results"] and warm["w"] == cold["w"]
 
