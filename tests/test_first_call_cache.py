@@ -230,6 +230,18 @@ def test_key_follows_stages_placement_env_source_and_code_inputs(monkeypatch):
     assert _key(_f, X, Y) != base
 
 
+def test_key_follows_each_stages_passes(monkeypatch):
+    from tensorweave.compiler import pipeline
+    base = _key(_f, X, Y)
+    optimized = pipeline._STAGES["optimized"]
+    monkeypatch.setitem(pipeline._STAGES, "optimized", optimized[:-1])  # a pass left out
+    assert _key(_f, X, Y) not in (None, base)
+    monkeypatch.setitem(pipeline._STAGES, "optimized", optimized + [lambda g: None])
+    assert _key(_f, X, Y) is None  # a pass from outside tensorweave: no record
+    monkeypatch.undo()
+    assert _key(_f, X, Y) == base
+
+
 def test_source_fingerprint_follows_every_file(tmp_path):
     (tmp_path / "sub").mkdir()
     f = tmp_path / "sub" / "m.py"

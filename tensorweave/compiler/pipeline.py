@@ -87,6 +87,11 @@ def compile_stages(target: str) -> list[str]:
     return [name for name in stage_names() if _runs_for(name, target)]
 
 
+def stage_passes(names: list[str]) -> list[Pass]:
+    """The passes that the stages `names` run, in order."""
+    return [p for name in names for p in _STAGES[name]]
+
+
 def run_stages(graph: Graph, names: list[str]) -> Graph:
     """A copy of `graph` through the stages `names`, in that order (verified after every
     pass when `verify_enabled`)."""

@@ -17,8 +17,10 @@ The record's key covers everything the record depends on:
   kernels or gradient come from outside tensorweave (a user's op may change between
   processes), get no record;
 - the argument dtypes and shapes of the call (the step is specialized to them);
-- the pipeline's stages for this compile and the placement settings (soft placement,
-  GPUs for automatic placement, the logical devices);
+- the pipeline's stages for this compile, the passes each runs (by module and name:
+  a pass from outside tensorweave, e.g. a user's stage, means no record) and the
+  placement settings (soft placement, GPUs for automatic placement, the logical
+  devices);
 - every ``TW_*`` environment variable except the cache's location (``TW_LLVM_OPT``,
   ``TW_NUM_THREADS``, ``TW_BLAS_THREADS``, ...) and ``OPENBLAS_CORETYPE``;
 - the host (LLVM triple, CPU, features), the thread count the step is cut for, NumPy's
@@ -200,6 +202,19 @@ def _placement_settings() -> str:
     return f"soft={get_soft_device_placement()} auto={list(auto)} devices={devices}"
 
 
+def _pass_names(stages: list[str]) -> str | None:
+    """The passes of `stages` by module and qualified name, or None when one is not
+    tensorweave's own (its source is not covered by `source_fingerprint`)."""
+    from ...compiler.pipeline import stage_passes
+    names = []
+    for p in stage_passes(stages):
+        module = getattr(p, "__module__", None) or ""
+        if not module.startswith("tensorweave."):
+            return None
+        names.append(f"{module}:{getattr(p, '__qualname__', None) or repr(p)}")
+    return ",".join(names)
+
+
 def record_key(traced: Any, stages: list[str], arrays: Any, code_parts: str) -> str | None:
     """The key of the step record for `traced` (the traced graph, before the pipeline)
     compiled through `stages` and called with `arrays`; `code_parts` is what the
@@ -212,13 +227,14 @@ def record_key(traced: Any, stages: list[str], arrays: Any, code_parts: str) -> 
     if not placement or not _all_builtin(traced):
         return None
     fp = graph_fingerprint(traced)
-    if fp is None:
+    passes = _pass_names(stages)
+    if fp is None or passes is None:
         return None
     from .jit import host_info
     host = host_info()
     env = sorted((k, v) for k, v in os.environ.items()
                  if (k.startswith("TW_") and k not in _ENV_IGNORED) or k == "OPENBLAS_CORETYPE")
-    parts = [f"tensorweave step record v{RECORD_VERSION}", fp, ",".join(stages),
+    parts = [f"tensorweave step record v{RECORD_VERSION}", fp, ",".join(stages), passes,
              repr([(np.dtype(a.dtype).str, tuple(a.shape)) for a in arrays]), placement,
              repr(env), host.triple, host.cpu, host.features, code_parts,
              source_fingerprint()]
