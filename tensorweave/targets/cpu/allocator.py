@@ -8,22 +8,28 @@ of issue 13, writing 16M float32 into a fresh buffer took 33 ms and into a reuse
 7 ms. As TensorFlow's BFC and PyTorch's caching allocators do, `empty` hands out blocks
 that earlier results left behind.
 
-A block is a NumPy ``uint8`` array that owns its memory; a result is a view of it, so
-NumPy's ``base`` of the result (and of every view of it the caller makes) is the block.
-The pool keeps one reference to each block it tracks, and a block is free exactly when
-that is its only reference (`sys.getrefcount`): while any result or view of one lives,
-the block is not handed out again, so a live result never aliases a new one. Nothing
-runs when a result dies; the next `empty` of that size finds the block free.
+A block is a `_Block` (a ``uint8`` array of a subclass of its own) that owns its memory;
+a result is a plain ndarray whose ``base`` is the block. A view the caller makes of a
+result has the *result* as its ``base``, not the block: NumPy collapses a view's base
+chain only through arrays of the view's own type, and the block's type differs. So a
+result's reference count counts its views too, and the step's reuse of the last call's
+results when nobody holds them (`executable.NativeStep._results`, the native
+dispatcher's refcount-1 check) never overwrites memory a view still shows. The pool
+keeps one reference to each block it tracks, and a block is free exactly when that is
+its only reference (`sys.getrefcount`): while any result or view of one lives, the
+block is not handed out again, so a live result never aliases a new one. Nothing runs
+when a result dies; the next `empty` of that size finds the block free.
 
 Blocks are reused by size: a request takes a free block of exactly its rounded size
 (`_round`: to 64 KiB). A result starts at a multiple of `ALIGN` bytes in its block (NumPy's
 own large arrays start 16 bytes into a page): a full-width 512-bit vector store then
 never straddles two cache lines, and the fused loops can use non-temporal stores
-(`codegen.NONTEMPORAL_MIN_BYTES`), which need aligned addresses. Requests below `MIN_BYTES` go to NumPy (malloc reuses small
-blocks itself). The pool tracks at most `cap_bytes()` bytes in all (``TW_RESULT_CACHE_MB``,
-default 1024; 0 turns the cache off): when a new block would exceed it, free blocks are
-released to the OS, least recently used first, and blocks still in use stop being
-tracked (they are freed normally when their results die).
+(`codegen.NONTEMPORAL_MIN_BYTES`), which need aligned addresses. Requests below
+`MIN_BYTES` go to NumPy (malloc reuses small blocks itself). The pool tracks at most
+`cap_bytes()` bytes in all (``TW_RESULT_CACHE_MB``, default 1024; 0 turns the cache
+off): when a new block would exceed it, free blocks are released to the OS, least
+recently used first, and blocks still in use stop being tracked (they are freed
+normally when their results die).
 
 `donation_pairs` decides, for ``tw.compile(..., donate_argnums=...)``, which results of a
 native step may be written into a donated argument's buffer instead of a new one.
@@ -65,6 +71,11 @@ def cap_bytes() -> int:
 
 def _round(nbytes: int) -> int:
     return -(-nbytes // _GRANULE) * _GRANULE
+
+
+class _Block(np.ndarray):
+    """The type of the pool's blocks: not ndarray itself, so that NumPy stops collapsing
+    a view's ``base`` at the result the view was made from (see the module docstring)."""
 
 
 class BlockPool:
@@ -113,13 +124,15 @@ class BlockPool:
             else:
                 self.misses += 1
                 self._make_room(size, cap)
-                block = np.empty(size + ALIGN, np.uint8)
+                block = _Block((size + ALIGN,), np.uint8)  # (uninitialized, as np.empty)
                 self._blocks[id(block)] = block
                 self._by_size.setdefault(size, []).append(block)
                 self.tracked_bytes += size
             # the view is made under the lock: from here on the block counts as used
             start = -block.ctypes.data % ALIGN
-            out = block[start:start + nbytes].view(dt).reshape(shape)
+            # (a plain ndarray whose base is the block, not a view of the block: views of
+            # it then keep it referenced, see the module docstring)
+            out = np.ndarray(shape, dt, buffer=block, offset=start)
         return out
 
     def _make_room(self, size: int, cap: int) -> None:
