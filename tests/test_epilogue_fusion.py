@@ -21,6 +21,7 @@ from tensorweave.targets.cpu import parallel
 from tensorweave.targets.cpu.kernels import native_kernel
 from tensorweave.targets.cpu.lowerings.nn import BLOCK_TERMS, VECTOR_BYTES
 from tests.helpers import assert_same, check_gradients
+from tests.test_parallel import _same_bits
 
 ACTIVATIONS = {
     "none": lambda h: h,
@@ -35,15 +36,6 @@ ACTIVATIONS = {
     # a training step's forward cluster: relu and its gradient's mask (a bool output)
     "relu_and_mask": lambda h: (tw.nn.relu(h), h > 0),
 }
-
-
-def _same_bits(a, b) -> None:
-    a, b = (list(x) if isinstance(x, (list, tuple)) else [x] for x in (a, b))
-    assert len(a) == len(b)
-    for x, y in zip(a, b):
-        x, y = np.asarray(x), np.asarray(y)
-        assert x.dtype == y.dtype and x.shape == y.shape
-        assert x.tobytes() == y.tobytes(), f"max difference {np.max(np.abs(x - y))}"
 
 
 def _run(monkeypatch, fn, args, fusion: bool):
@@ -118,13 +110,18 @@ def _conv_args(case):
             rng.standard_normal(case["o"]).astype(dt))
 
 
+def _check_case(fn, args, op: str) -> None:
+    """`_fused_and_unfused` (in a hypothesis example: its own monkeypatch), then the
+    reference target."""
+    with pytest.MonkeyPatch.context() as mp:
+        got = _fused_and_unfused(mp, fn, *args, op=op)
+    _check_reference(fn, args, got)
+
+
 @settings(max_examples=8)
 @given(conv_cases())
 def test_conv_epilogue_is_bitwise_the_unfused_step(case):
-    with pytest.MonkeyPatch.context() as mp:
-        args = _conv_args(case)
-        got = _fused_and_unfused(mp, _conv_fn(case), *args, op="FusedConv2D")
-    _check_reference(_conv_fn(case), args, got)
+    _check_case(_conv_fn(case), _conv_args(case), "FusedConv2D")
 
 
 @pytest.mark.parametrize("kind", ["direct", "long", "pointwise", "dilated"])
@@ -171,10 +168,7 @@ def _matmul_args(case):
 @settings(max_examples=8)
 @given(matmul_cases())
 def test_matmul_epilogue_is_bitwise_the_unfused_step(case):
-    with pytest.MonkeyPatch.context() as mp:
-        args = _matmul_args(case)
-        got = _fused_and_unfused(mp, _matmul_fn(case), *args, op="FusedMatMul")
-    _check_reference(_matmul_fn(case), args, got)
+    _check_case(_matmul_fn(case), _matmul_args(case), "FusedMatMul")
 
 
 @pytest.mark.parametrize("shape", [(256, 300, 520), (1030, 200, 60)], ids=["cols", "rows"])
