@@ -6,11 +6,20 @@ case that would give a silent wrong answer if the change were wrong."""
 from __future__ import annotations
 
 import gc
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
 
 import numpy as np
+import pytest
 
 import tensorweave as tw
 from tensorweave.targets.cpu import allocator
+
+ROOT = Path(__file__).resolve().parents[1]
 
 BIG = allocator.MIN_BYTES // 4 + 1000  # float32 elements: results from the block pool
 
@@ -48,3 +57,56 @@ def test_a_view_of_a_pooled_result_survives_the_next_calls():
     address = y.ctypes.data
     del y
     assert f(x, np.float32(2.0)).ctypes.data == address
+
+
+# ------------------------------------------------------- epilogues x step records (92eabef)
+
+FUSED_ONLY = textwrap.dedent("""
+    import json, sys
+    import numpy as np
+    import tensorweave as tw
+    from tensorweave.targets.cpu import jit
+
+    rng = np.random.default_rng(0)
+    if sys.argv[1] == "matmul":
+        fn = lambda x, w, b: tw.nn.relu(tw.matmul(x, w) + b)
+        shapes = [(8, 512), (512, 4096), (4096,)]
+    else:  # a 1x1 convolution: one GEMM
+        fn = lambda x, k, b: tw.nn.relu(tw.nn.conv2d(x, k, 1, "SAME") + b)
+        shapes = [(1, 32, 32, 256), (1, 1, 256, 256), (256,)]
+    args = [rng.standard_normal(s).astype(np.float32) for s in shapes]
+    f = tw.compile(fn, target="cpu")
+    got = f(*args)
+    ex = f.get_concrete_function(*args).executable
+    step = ex.native_step(args)
+    ops = [a.node.op for a in step.plan.actions if a.node is not None] if step else []
+    want = tw.compile(fn, target="reference")(*args)
+    json.dump({"native": step is not None, "reason": ex.native_reason, "ops": ops,
+               "close": bool(np.allclose(got, want, rtol=1e-4, atol=1e-4)),
+               "compiles": jit.STATS.llvm_compiles}, sys.stdout)
+""")
+
+
+@pytest.mark.xfail(strict=True, reason="92eabef: executable._MAY_CALL_BLAS lacks FusedMatMul "
+                   "and FusedConv2D, so a step whose only products are fused never registers "
+                   "the BLAS symbols its code calls (and its code key omits the BLAS probe)")
+@pytest.mark.parametrize("product", ["matmul", "conv"])
+def test_a_step_whose_only_blas_products_are_fused_runs_natively(tmp_path, product):
+    """92eabef with ccdcea4: a FusedMatMul / FusedConv2D calls BLAS (`cx.gemm`) but
+    `executable._MAY_CALL_BLAS` names only the unfused products, so the step record says
+    ``uses_blas=False``: in a process where nothing registered the BLAS symbols yet, the
+    step's code does not load (``undefined symbols: tw_blas_sgemm``) and the whole step
+    falls back to the dataflow executor, cold or warm; the object code's key also holds
+    ``no-blas`` instead of the BLAS probe's answer the GEMM splits depend on."""
+    script = tmp_path / "fused_only.py"
+    script.write_text(FUSED_ONLY)
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "TW_CACHE_DIR": str(tmp_path / "cache"),
+           "TW_NUM_THREADS": "1"}
+    for _ in range(2):  # a cold process, then a warm one (from the step record)
+        out = subprocess.run([sys.executable, str(script), product], env=env, text=True,
+                             capture_output=True, timeout=180, cwd=tmp_path)
+        assert out.returncode == 0, out.stderr
+        res = json.loads(out.stdout)
+        assert res["close"]
+        assert res["native"], res["reason"]
+        assert any(op.startswith("Fused") for op in res["ops"]), res["ops"]
