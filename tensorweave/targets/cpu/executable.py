@@ -30,6 +30,7 @@ from ...errors import (
     InvalidArgumentError,
     TensorWeaveError,
 )
+from ...runtime.devices import DeviceSpec
 from ...runtime.kernel_context import CallCounters, StepContext
 from ...runtime.resources import ResourceManager, default_resource_manager
 from ...runtime.threads import limit_blas_threads
@@ -541,8 +542,19 @@ class CpuExecutable:
         return graph
 
     @property
-    def _multi_device(self) -> bool:
-        return len({n.assigned_device for n in self.graph.nodes} - {None}) > 1
+    def _device_reason(self) -> str | None:
+        """Why the graph's placement keeps it off the native CPU step: it spans several
+        devices (Send/Recv between partitions), or its one device is not a CPU (placement
+        put it on a GPU, and the dataflow executor runs it there, as TensorFlow runs
+        what placement put on a GPU); None for a graph on the CPU."""
+        devices = {n.assigned_device for n in self.graph.nodes} - {None}
+        if len(devices) > 1:
+            return "the graph spans several devices"
+        if devices:
+            (device,) = devices
+            if DeviceSpec.from_string(device).device_type not in (None, "CPU"):
+                return f"the graph is placed on {device}"
+        return None
 
     @property
     def dataflow(self) -> Any:
@@ -622,8 +634,9 @@ class CpuExecutable:
     def _plan(self, shapes: Sequence[tuple]) -> StepPlan:
         """The graph specialized to argument `shapes` and planned as one step; raises
         `Ineligible` (or another `TensorWeaveError`) when it cannot run that way."""
-        if self._multi_device:
-            raise Ineligible("the graph spans several devices")
+        reason = self._device_reason
+        if reason is not None:
+            raise Ineligible(reason)
         graph = self.graph
         if not all(isinstance(v.type, TensorType) and v.type.is_fully_defined
                    for v in graph.args) or _has_unknown(graph):
