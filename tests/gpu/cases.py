@@ -289,6 +289,35 @@ def _random_cases() -> dict[str, tuple[Callable, list[np.ndarray]]]:
 CASES = _cases()
 
 
+def _variable_cases() -> dict[str, tuple[Callable, list[np.ndarray]]]:
+    """Sparse reads and updates of variables (ResourceGather, ResourceScatter*), on
+    variables of their own: the PTX check plans them; running them changes the variables,
+    so tests/gpu/sim/test_sparse_variables.py checks their numerics instead."""
+    from tensorweave.frontend.ops.scatter import (
+        gather_rows,
+        scatter_add,
+        scatter_sub,
+        scatter_update,
+    )
+    out: dict[str, tuple[Callable, list[np.ndarray]]] = {}
+    kinds = {"add": scatter_add, "sub": scatter_sub, "update": scatter_update}
+    for kind, dtypes in (("add", [F32, F64, I32, I64, I8, U8]), ("sub", [F32, I32]),
+                         ("update", [F32, F64, I8, BOOL])):
+        for dt in dtypes:
+            for idt in (I32, I64):
+                v = tw.Variable(_values(dt, (5, 2, 3), 40))
+
+                def f(i, u, v=v, op=kinds[kind]):
+                    op(v, i, u)
+                    return gather_rows(v, i)
+                out[f"scatter_{kind}_{dt.name}_{idt.name}"] = (
+                    f, [np.array([[4, 0], [4, 2]], idt), _values(dt, (2, 2, 2, 3), 41)])
+    return out
+
+
+VARIABLE_CASES = _variable_cases()
+
+
 def tolerance(dtype: np.dtype) -> dict:
     """How close a GPU result must be to the reference: float32 kernels use the device's
     libm (CUDA's expf, tanhf ...: within 2 ulp) and float32 accumulation in MatMul."""

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from tensorweave.targets.gpu.ptx import check_kernel, link
-from tests.gpu.cases import CASES
+from tests.gpu.cases import CASES, VARIABLE_CASES
 from tests.gpu.plans import plan_of
 
 pytest.importorskip("cuda.bindings.nvjitlink")
@@ -16,11 +16,12 @@ ARCHES = [(8, 0), (9, 0)]
 
 
 def _unique_kernels():
-    """Each distinct kernel once (name aside): cases share many."""
+    """Each distinct kernel once (name aside) per signature: cases share many."""
     seen, out = set(), []
-    for case, (fn, arrays) in CASES.items():
+    for case, (fn, arrays) in (CASES | VARIABLE_CASES).items():
         for k in plan_of(fn, arrays).kernels:
-            key = k.source.replace(k.name, "K")
+            # the signature too: a copy kernel's source is the same for every dtype
+            key = (k.source.replace(k.name, "K"), k.signature)
             if key not in seen:
                 seen.add(key)
                 out.append((case, k))
@@ -31,7 +32,7 @@ KERNELS = _unique_kernels()
 
 
 def test_every_case_has_gpu_kernels_and_no_host_fallback():
-    for case, (fn, arrays) in CASES.items():
+    for case, (fn, arrays) in (CASES | VARIABLE_CASES).items():
         plan = plan_of(fn, arrays)
         assert plan.kernels, case
         assert not plan.fallbacks, (case, plan.fallbacks)

@@ -13,7 +13,9 @@ once, download results, write assigned variables back.
 Kernels that can fail (integer division by zero, a label or index out of range) write a
 code into their own entry of the step's status array (GatherNd also the bad index's
 coordinates, in the entries after it); the step reads it once at its
-end, or before a host call that could consume a failed kernel's output.
+end, or before a host call that could consume a failed kernel's output. A failed step
+writes no variable back, and forgets the device copies of the variables it updates (the
+next step uploads them again from their unchanged host values).
 """
 
 from __future__ import annotations
@@ -222,10 +224,17 @@ class GpuStep:
                                    else np.ascontiguousarray(a))
         if self._failing:
             self._status.copy_to_device(self._zeros)
-        for call in self._calls:
-            call()
-        if self._failing:
-            self._check_status()
+        try:
+            for call in self._calls:
+                call()
+            if self._failing:
+                self._check_status()
+        except BaseException:
+            # the step raises before writing back: the host values stay as they were,
+            # and a device buffer the failed step may have changed is uploaded again
+            for name in plan.assigned:
+                self._by_name[name].snapshot = None
+            raise
         if keep_on_device:
             results = [self._fresh_device_copy(r) for r in self._results]
         else:

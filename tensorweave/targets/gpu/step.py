@@ -9,6 +9,11 @@ live range; view ops (Reshape, ExpandDims, Identity ...) share their input's sto
 `runner.GpuStep` binds a plan to device memory and runs it; ``tensorweave dump --stage
 kernels`` prints the plan's kernels.
 
+Variables are read and updated on their device buffer: ReadVariable (a view, or a copy
+when the step also updates the variable), Assign*Variable (a copy or an in-place kernel),
+and the sparse ops ResourceGather and ResourceScatterAdd/Sub/Update (`sparse.py`). Every
+update marks the variable *assigned*, so the runner writes it back at the step's end.
+
 Graphs the plan declines raise `Ineligible` (several devices, resources other than
 variables, variables used by host-side ops, shapes unknown after specialization); the
 executable then runs the graph on the reference dataflow executor and says why.
@@ -27,6 +32,7 @@ from .assign import update_kernel
 from .fused import Unsupported
 from .lowering import VIEW_OPS, ErrorFn, kernel_name, lower
 from .source import Kernel
+from .sparse import SCATTER_OPS, apply_kernel, bad_row_message, gather_kernel, order_kernel
 
 ASSIGN_OPS = frozenset({"AssignVariable", "AssignAddVariable", "AssignSubVariable"})
 _NOTHING_TO_RUN = frozenset({"NoOp", "VarHandle"})
@@ -130,6 +136,7 @@ class _Planner:
         self.assigned: set[str] = set()
         self.n_status = 0
         self.fallbacks: dict[str, str] = {}
+        self.used: set[Value] = set()  # values some node (or the graph's results) reads
 
     # --------------------------------------------------------------- storage
     def _tmp(self, v: Value) -> Slot:
@@ -164,7 +171,9 @@ class _Planner:
         devices = {n.assigned_device for n in g.nodes} - {None}
         if len(devices) > 1:
             raise Ineligible("the graph spans several devices")
-        assigned_vars = {self._var_name(n.inputs[0]) for n in g.nodes if n.op in ASSIGN_OPS}
+        self.used = {v for n in g.walk() for v in n.inputs} | set(g.results)
+        assigned_vars = {self._var_name(n.inputs[0]) for n in g.nodes
+                         if n.op in ASSIGN_OPS or n.op in SCATTER_OPS}
         for node in g.topological_order():
             self._plan_node(node, assigned_vars)
         results = []
@@ -211,13 +220,21 @@ class _Planner:
             t = node.outputs[0].type
             self._var(name, t, "read")
             var_slot = Slot(Storage("var", name), t.dtype, tuple(int(s) for s in t.shape))
-            if name in assigned_vars:  # a snapshot: a later assign must not change it
+            if name in assigned_vars and node.outputs[0] in self.used:
+                # a snapshot: a later assign must not change it (a read that only orders
+                # the updates after it, through control edges, needs none)
                 self.actions.append(Copy(node, var_slot, self._tmp(node.outputs[0])))
             else:
                 self.slots[node.outputs[0]] = var_slot
             return
         if op in ASSIGN_OPS:
             self._plan_assign(node)
+            return
+        if op == "ResourceGather":
+            self._plan_resource_gather(node)
+            return
+        if op in SCATTER_OPS:
+            self._plan_scatter(node)
             return
         if any(isinstance(v.type, ResourceType) for v in node.inputs + node.outputs):
             raise Ineligible(f"{op} '{node.name}' uses a resource on the host")
@@ -248,6 +265,64 @@ class _Planner:
         except Unsupported as e:
             raise Ineligible(f"{node.op} '{node.name}': {e}") from None
         self.actions.append(Launch(node, kernel, [var_slot, value]))
+
+    def _var_slot(self, node: Node, access: str) -> tuple[str, TensorType, Slot]:
+        """The variable `node`'s first input is a handle of: name, type, device buffer."""
+        name = self._var_name(node.inputs[0])
+        t = node.inputs[0].type.value_type
+        if not isinstance(t, TensorType) or not t.is_fully_defined:
+            raise Ineligible(f"{node.op} '{node.name}': the variable's shape is not known")
+        self._var(name, t, access)
+        return name, t, Slot(Storage("var", name), t.dtype, tuple(int(s) for s in t.shape))
+
+    def _scratch(self, dtype: DType, n: int) -> Slot:
+        """A temporary of `n` elements used by the next action only."""
+        self.temps.append(max(1, n * dtype.np.itemsize))
+        self.live.append([len(self.actions), len(self.actions)])
+        return Slot(Storage("tmp", len(self.temps) - 1), dtype, (n,))
+
+    def _sparse_errors(self, node: Node, name: str, t: TensorType) -> ErrorFn:
+        return lambda code, *details: (bad_row_message(name, t, details), node)
+
+    def _plan_resource_gather(self, node: Node) -> None:
+        """Rows of the variable's device buffer into a new buffer (a snapshot)."""
+        name, t, var_slot = self._var_slot(node, "read")
+        indices = self._use(node.inputs[1])
+        try:
+            kernel = gather_kernel(t, node.inputs[1].type, kernel_name(node, len(self.actions)))
+        except Unsupported as e:
+            raise Ineligible(f"{node.op} '{node.name}': {e}") from None
+        out = self._tmp(node.outputs[0])
+        self.actions.append(Launch(node, kernel, [var_slot, indices, out],
+                                   self._sparse_errors(node, name, t), self._status(kernel)))
+
+    def _plan_scatter(self, node: Node) -> None:
+        """A stable sort of the index positions by row, then each row's run applied in
+        place by one thread per column (`sparse.py`: bitwise the reference's result)."""
+        name, t, var_slot = self._var_slot(node, "read")
+        self.assigned.add(name)
+        it = node.inputs[1].type
+        base = kernel_name(node, len(self.actions))
+        try:
+            first = order_kernel(t, it, base + "_order")
+            second = apply_kernel(node.op, t, it, base)
+        except Unsupported as e:
+            raise Ineligible(f"{node.op} '{node.name}': {e}") from None
+        indices = self._use(node.inputs[1])
+        n = int(np.prod([int(s) for s in it.shape], dtype=np.int64))
+        order = self._scratch(int32, n)
+        self.actions.append(Launch(node, first, [indices, order],
+                                   self._sparse_errors(node, name, t), self._status(first)))
+        self.live[order.storage.key][1] = len(self.actions)
+        updates = self._use(node.inputs[2])
+        self._use(node.inputs[1])
+        self.actions.append(Launch(node, second, [var_slot, indices, updates, order]))
+
+    def _status(self, kernel: Kernel) -> int:
+        """Reserve `kernel`'s entries of the step's status array."""
+        index = self.n_status
+        self.n_status += kernel.status_width
+        return index
 
     def _plan_compute(self, node: Node) -> None:
         ins = [self._use(v) for v in node.inputs]

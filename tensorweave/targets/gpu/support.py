@@ -3,11 +3,11 @@ a node could go on a GPU (`passes.placement.kernel_reason`).
 
 An op has a GPU kernel when the gpu target can run it without a host call: elementwise
 ops with GPU code and trailing-axis reductions (through a Fusion cluster), the ops of
-`lowering.GENERATORS`, the views, constants and variable reads and updates the step
-planner handles itself; all in dtypes with GPU code (not float16/bfloat16). Segment
-sums of 8/16-bit integers (no atomic add) are refused here too. Shape-dependent refusals (empty
-tensors) cannot be known at placement time: such a node still runs on the GPU device,
-through a host call inside its step.
+`lowering.GENERATORS`, the views, constants and variable reads and updates (sparse ones
+included) the step planner handles itself; all in dtypes with GPU code (not
+float16/bfloat16). Segment sums of 8/16-bit integers (no atomic add) are refused here
+too. Shape-dependent refusals (empty tensors) cannot be known at placement time: such a
+node still runs on the GPU device, through a host call inside its step.
 """
 
 from __future__ import annotations
@@ -18,7 +18,9 @@ from .source import has_gpu_type
 
 # handled by the step planner without a generated kernel of their own
 _PLANNED = frozenset({"NoOp", "VarHandle", "Const", "ReadVariable", "AssignVariable",
-                      "AssignAddVariable", "AssignSubVariable", "Send", "Recv"})
+                      "AssignAddVariable", "AssignSubVariable", "Send", "Recv",
+                      "ResourceGather", "ResourceScatterAdd", "ResourceScatterSub",
+                      "ResourceScatterUpdate"})
 _NO_ATOMIC_ADD = frozenset({"int8", "int16", "uint8", "uint16", "bool"})
 
 
@@ -36,8 +38,9 @@ def gpu_kernel_reason(node: Node) -> str | None:
         if isinstance(t, TensorType) and not has_gpu_type(t.dtype):
             return f"no GPU code for {t.dtype.np.name} ({op})"
     if op in _PLANNED or op in VIEW_OPS:
-        if op == "AssignAddVariable" or op == "AssignSubVariable":
-            t = node.inputs[1].type
+        if op in ("AssignAddVariable", "AssignSubVariable", "ResourceScatterAdd",
+                  "ResourceScatterSub"):
+            t = node.inputs[-1].type
             if isinstance(t, TensorType) and t.dtype.kind == "bool":
                 return f"no GPU kernel for {op} of bool"
         return None
