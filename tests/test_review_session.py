@@ -110,3 +110,48 @@ def test_a_step_whose_only_blas_products_are_fused_runs_natively(tmp_path, produ
         assert res["close"]
         assert res["native"], res["reason"]
         assert any(op.startswith("Fused") for op in res["ops"]), res["ops"]
+
+
+# ------------------------------------------- epilogues next to variable updates (92eabef)
+
+def _variable_step(name: str, target: str, fusion: bool, monkeypatch) -> np.ndarray:
+    """Three calls of a step that reads a variable `v` as the epilogue's residual and
+    writes the fused result back into it, and of one whose product reads `w` before an
+    assignment to `w` that the epilogue's bias reads after it; every value, joined."""
+    from tensorweave.passes.epilogue import ENV
+    monkeypatch.setenv(ENV, "1" if fusion else "0")
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((64, 48)).astype(np.float32)
+    v = tw.Variable(rng.standard_normal((64, 48)).astype(np.float32), name=f"{name}_v")
+    w = tw.Variable(rng.standard_normal((48, 48)).astype(np.float32), name=f"{name}_w")
+
+    @tw.compile(target=target)
+    def residual_into_itself(x):
+        v.assign(tw.nn.relu(tw.matmul(x, w) + v))  # (v: a full operand and the target)
+        return v.read_value() * 1.0
+
+    @tw.compile(target=target)
+    def product_before_update(x):
+        p = tw.matmul(x, w)  # reads w as it was...
+        w.assign(w * 2.0 + 1.0)
+        return tw.nn.relu(p + tw.reduce_sum(w, axis=0))  # ... the bias, as it is now
+
+    outs = [f(x) for _ in range(3) for f in (residual_into_itself, product_before_update)]
+    if target == "cpu" and fusion:
+        for f in (residual_into_itself, product_before_update):
+            step = f.get_concrete_function(x).executable.native_step([x])
+            assert "FusedMatMul" in [a.node.op for a in step.plan.actions if a.node]
+    return np.concatenate([o.ravel() for o in outs])
+
+
+def test_epilogue_operands_that_are_variables_being_updated(monkeypatch):
+    """92eabef (and 894303b, the fused node in its cluster's place): the GEMM writes the
+    product into the epilogue's carrier output before the epilogue reads its other
+    operands, so a carrier that shared memory with one (the variable the step assigns,
+    read as the residual; a variable snapshot the planner skipped because the product
+    moved after the update) would lose it. Fused, unfused and the reference agree."""
+    fused = _variable_step("fused", "cpu", True, monkeypatch)
+    plain = _variable_step("plain", "cpu", False, monkeypatch)
+    want = _variable_step("ref", "reference", False, monkeypatch)
+    assert fused.tobytes() == plain.tobytes()
+    np.testing.assert_allclose(fused, want, rtol=1e-5, atol=1e-5)
