@@ -129,6 +129,42 @@ def test_assertions_agree_with_numpy(mode, name, check, holds, seed):
 
 
 @pytest.mark.parametrize("mode", MODES)
+def test_failed_assertions_show_their_values(mode):
+    """As TensorFlow's: the first `summarize` values (default 3, -1: all) of x and y, from
+    arguments, computed values and variables; on the cpu target also when the failing
+    call runs through the native dispatcher (a call after one that passed)."""
+    v = tw.Variable(np.array([2.0, -1.0], np.float32))
+
+    def f(x):
+        tw.debugging.assert_less(x, 3.0)
+        tw.debugging.assert_non_negative(tw.exp(x) - 2.0, summarize=-1)
+        tw.debugging.assert_positive(v, summarize=1)
+        return x * 2.0
+
+    fn = f if mode == "eager" else tw.compile(f, target=mode)
+    arg = (lambda a: tw.constant(a)) if mode == "eager" else (lambda a: a)
+    cases = [(np.array([1.0, 5.0, 2.0, 7.0], np.float32),
+              ["x (shape=[4], dtype=float32) = [1. 5. 2. ...]",
+               "y (shape=[], dtype=float32) = 3.0"]),
+             (np.array([1.0, 0.0, 2.0, 0.5], np.float32),
+              ["x (shape=[4], dtype=float32) = [ 0.71828"]),  # all 4 values: checked below
+             (np.array([1.0, 1.0, 1.0, 1.0], np.float32),
+              ["x (shape=[2], dtype=float32) = [2. ...]"])]
+    for x, shown in cases:
+        if mode != "eager":  # a passing call first: the next one is a dispatcher hit
+            v.assign(np.array([2.0, 1.0], np.float32))
+            fn(np.full(4, 1.0, np.float32))
+            v.assign(np.array([2.0, -1.0], np.float32))
+        with pytest.raises(tw.errors.InvalidArgumentError) as err:
+            fn(arg(x))
+        for text in shown:
+            assert text in str(err.value), str(err.value)
+        if x[1] == 0.0:  # summarize=-1: every value, none elided
+            listed = str(err.value).split("= [")[-1].split("]")[0].split()
+            np.testing.assert_allclose([float(t) for t in listed], np.exp(x) - 2.0, rtol=1e-5)
+
+
+@pytest.mark.parametrize("mode", MODES)
 def test_check_numerics_names_nan_and_inf(mode):
     def f(x):
         return tw.debugging.check_numerics(x * 2.0, "loss blew up") + 1.0

@@ -353,23 +353,49 @@ def _pop_kernel(handle, *, elem_types):
 
 # ------------------------------------------------------------------------------- Assert
 
-Assert = def_op("Assert", ["condition"], {"message": attr("str", "assertion failed")},
+Assert = def_op("Assert", ["condition", "*data"],
+                {"message": attr("str", "assertion failed"), "summarize": attr("int", 3),
+                 "data_names": attr("strs", ())},
                 stateful=True,
                 doc="Fails the step with InvalidArgumentError(message) unless the bool "
-                    "scalar condition is true.")
+                    "scalar condition is true; the message then shows the first "
+                    "`summarize` values of each data tensor (named by `data_names`), as "
+                    "TensorFlow's Assert does.")
 
 
 @Assert.infer
-def _assert_infer(condition, *, message):
+def _assert_infer(condition, *data, message, summarize, data_names):
     if not _is_bool_scalar(condition):
         raise DTypeError(f"condition must be a bool scalar, got {condition}")
+    for k, d in enumerate(data):
+        expect_tensor(d, f"data[{k}]")
+    if data_names and len(data_names) != len(data):
+        raise VerificationError(f"{len(data_names)} data_names for {len(data)} data tensors")
     return []
 
 
+def format_assert_data(data: Sequence[np.ndarray], names: Sequence[str], summarize: int) -> str:
+    """What a failed Assert adds to its message: each data tensor's name, shape and
+    dtype and its first `summarize` values (all of them when `summarize` < 0)."""
+    parts = []
+    for k, value in enumerate(data):
+        value = np.asarray(value)
+        name = names[k] if k < len(names) else f"data[{k}]"
+        flat = value.reshape(-1)
+        shown = flat if summarize < 0 else flat[:summarize]
+        text = np.array2string(shown, separator=" ", threshold=shown.size + 1)
+        if value.ndim == 0:
+            text = str(value[()])
+        elif shown.size < flat.size:
+            text = text[:-1] + " ...]"
+        parts.append(f"\n{name} (shape={list(value.shape)}, dtype={value.dtype}) = {text}")
+    return "".join(parts)
+
+
 @Assert.kernel("reference")
-def _assert_kernel(condition, *, message):
+def _assert_kernel(condition, *data, message, summarize, data_names):
     if not bool(condition):
-        raise InvalidArgumentError(message)
+        raise InvalidArgumentError(message + format_assert_data(data, data_names, summarize))
     return ()
 
 
@@ -412,5 +438,5 @@ def _update_row_kernel(tensor, index, row):
     return out
 
 
-__all__ = ["Assert", "DynamicUpdateRow", "If", "RegionRunner", "Stack", "StackPop",
+__all__ = ["Assert", "format_assert_data", "DynamicUpdateRow", "If", "RegionRunner", "Stack", "StackPop",
            "StackPush", "StackState", "While", "merge_branch_types"]

@@ -219,9 +219,19 @@ def print(*inputs: Any, output_stream: Any = None, summarize: int = 3,  # noqa: 
 
 # ------------------------------------------------------------------------------ asserts
 
-def _assert(condition: Any, message: str, name: str | None) -> Node | None:
-    return _side_effect("Assert", [convert_to_tensor(condition, dtype=bool_)],
-                        {"message": message}, name)
+def _assert(condition: Any, message: str, name: str | None,
+            data: Sequence[tuple[str, Any]] = (), summarize: int | None = None) -> Node | None:
+    """An Assert of `condition`; on failure its message shows the first `summarize`
+    values (default 3; -1: all) of each named tensor in `data`, as TensorFlow's do."""
+    if summarize is None:
+        summarize = 3
+    if not isinstance(summarize, int) or isinstance(summarize, bool):
+        raise DTypeError(f"summarize must be an int, got {summarize!r}", op="Assert",
+                         location=_where())
+    return _side_effect("Assert", [convert_to_tensor(condition, dtype=bool_)]
+                        + [convert_to_tensor(t) for _, t in data],
+                        {"message": message, "summarize": summarize,
+                         "data_names": tuple(n for n, _ in data)}, name)
 
 
 def _all(x: Any) -> Any:
@@ -234,33 +244,37 @@ def _text(message: str | None) -> str:
 
 
 def _compare(x: Any, y: Any, relation: Callable[[Any, Any], Any], symbol: str,
-             message: str | None, name: str | None, api: str) -> Node | None:
+             message: str | None, name: str | None, api: str,
+             summarize: int | None = None) -> Node | None:
     from ..building import convert_operands
     x, y = convert_operands(x, y)
     what = (f"{_text(message)}Condition x {symbol} y did not hold element-wise: x is "
             f"{x.dtype.name}{format_shape(x.shape)}, y is {y.dtype.name}{format_shape(y.shape)}")
-    return _assert(_all(relation(x, y)), what, name or api)
+    return _assert(_all(relation(x, y)), what, name or api, [("x", x), ("y", y)], summarize)
 
 
 def assert_equal(x: Any, y: Any, message: str | None = None, summarize: int | None = None,
                  name: str | None = None) -> Node | None:
     """Fail with InvalidArgumentError unless ``x == y`` everywhere (broadcasting)."""
     from . import math
-    return _compare(x, y, math.equal, "==", message, name, "assert_equal")
+    return _compare(x, y, math.equal, "==", message, name, "assert_equal",
+                    summarize)
 
 
 def assert_less(x: Any, y: Any, message: str | None = None, summarize: int | None = None,
                 name: str | None = None) -> Node | None:
     """Fail with InvalidArgumentError unless ``x < y`` everywhere."""
     from . import math
-    return _compare(x, y, math.less, "<", message, name, "assert_less")
+    return _compare(x, y, math.less, "<", message, name, "assert_less",
+                    summarize)
 
 
 def assert_greater(x: Any, y: Any, message: str | None = None, summarize: int | None = None,
                    name: str | None = None) -> Node | None:
     """Fail with InvalidArgumentError unless ``x > y`` everywhere."""
     from . import math
-    return _compare(x, y, math.greater, ">", message, name, "assert_greater")
+    return _compare(x, y, math.greater, ">", message, name, "assert_greater",
+                    summarize)
 
 
 def assert_non_negative(x: Any, message: str | None = None, summarize: int | None = None,
@@ -271,7 +285,7 @@ def assert_non_negative(x: Any, message: str | None = None, summarize: int | Non
     what = (f"{_text(message)}Condition x >= 0 did not hold element-wise: x is "
             f"{x.dtype.name}{format_shape(x.shape)}")
     return _assert(_all(math.greater_equal(x, np.zeros((), x.dtype.np))), what,
-                   name or "assert_non_negative")
+                   name or "assert_non_negative", [("x", x)], summarize)
 
 
 def assert_positive(x: Any, message: str | None = None, summarize: int | None = None,
@@ -282,7 +296,7 @@ def assert_positive(x: Any, message: str | None = None, summarize: int | None = 
     what = (f"{_text(message)}Condition x > 0 did not hold element-wise: x is "
             f"{x.dtype.name}{format_shape(x.shape)}")
     return _assert(_all(math.greater(x, np.zeros((), x.dtype.np))), what,
-                   name or "assert_positive")
+                   name or "assert_positive", [("x", x)], summarize)
 
 
 def assert_near(x: Any, y: Any, rtol: Any = None, atol: Any = None, message: str | None = None,
@@ -303,7 +317,7 @@ def assert_near(x: Any, y: Any, rtol: Any = None, atol: Any = None, message: str
     what = (f"{_text(message)}x and y not equal to tolerance rtol = {rtol}, atol = {atol}: "
             f"x is {x.dtype.name}{format_shape(x.shape)}, y is "
             f"{y.dtype.name}{format_shape(y.shape)}")
-    return _assert(_all(ok), what, name or "assert_near")
+    return _assert(_all(ok), what, name or "assert_near", [("x", x), ("y", y)], summarize)
 
 
 def assert_shapes(shapes: Any, data: Any = None, summarize: int | None = None,

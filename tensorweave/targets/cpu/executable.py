@@ -470,7 +470,10 @@ class NativeStep:
                     k: PreparedKernel(n) for k, n in self.plan.callback_nodes.items()}
             from .step import array_at
             node = self.plan.actions[position].node
-            kernel = kernels[position]
+            kernel = kernels.get(position)
+            if kernel is None:  # a failed Assert formatting its data (`step._formats_on_failure`)
+                from ..reference.executor import PreparedKernel
+                kernel = kernels[position] = PreparedKernel(node)
             inputs = [array_at(ins[j], v.type) for j, v in enumerate(node.inputs)]
             with np.errstate(all="ignore"):
                 results = kernel(inputs, self.resources, self.counters, self._state.step)

@@ -844,6 +844,13 @@ STEP_TYPE = ir.FunctionType(I32, [I8PP, I8PP, I8PP, I8PP, I8P, ir.PointerType(I3
                                    ir.PointerType(CALLBACK_TYPE)])
 
 
+def _formats_on_failure(node: Node) -> bool:
+    """Whether a failure of native `node` calls back into Python to format its message:
+    an Assert with data tensors, whose values the message shows (top-level actions only:
+    callbacks see the step's own buffers)."""
+    return node.op == "Assert" and len(node.inputs) > 1
+
+
 def emit_step(plan: StepPlan, gemm_mode: str = "blas", allow_callbacks: bool = True,
               data_offset: int | None = None) -> ir.Module:
     """The LLVM module of `plan`: its node functions and ``tw_step``; with
@@ -939,6 +946,11 @@ def _emit_plan(module: ir.Module, plan: StepPlan, name: str, gemm_mode: str,
             outs = pointer_array([pointer(s) for s in a.outs])
             if a.kind == "native":
                 status = b.call(node_fns[k], [ins, outs])
+                if _formats_on_failure(a.node) and name == STEP_NAME and allow_callbacks:
+                    # a failed Assert with data tensors: Python formats their values into
+                    # the error (`NativeStep._run_callback`); the Assert's status stands
+                    with b.if_then(b.icmp_signed("!=", status, I32(0)), likely=False):
+                        b.call(callback, [cb_ctx, I32(plan.base + k), ins, outs])
             else:
                 status = b.call(callback, [cb_ctx, I32(plan.base + k), ins, outs])
             check(status, plan.base + k)
