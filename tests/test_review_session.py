@@ -87,9 +87,6 @@ FUSED_ONLY = textwrap.dedent("""
 """)
 
 
-@pytest.mark.xfail(strict=True, reason="92eabef: executable._MAY_CALL_BLAS lacks FusedMatMul "
-                   "and FusedConv2D, so a step whose only products are fused never registers "
-                   "the BLAS symbols its code calls (and its code key omits the BLAS probe)")
 @pytest.mark.parametrize("product", ["matmul", "conv"])
 def test_a_step_whose_only_blas_products_are_fused_runs_natively(tmp_path, product):
     """92eabef with ccdcea4: a FusedMatMul / FusedConv2D calls BLAS (`cx.gemm`) but

@@ -69,7 +69,8 @@ MAX_SHAPES = 64  # argument-shape tuples remembered per executable
 
 
 # ops whose lowerings may call BLAS (through `lowering.gemm_function`)
-_MAY_CALL_BLAS = frozenset({"MatMul", "Conv2D", "Conv2DBackpropInput", "Conv2DBackpropFilter"})
+_MAY_CALL_BLAS = frozenset({"MatMul", "FusedMatMul", "Conv2D", "FusedConv2D", "Conv2DBackpropInput",
+                            "Conv2DBackpropFilter"})
 
 
 def _blas_key(plan: StepPlan) -> str:
