@@ -152,3 +152,32 @@ def test_epilogue_operands_that_are_variables_being_updated(monkeypatch):
     want = _variable_step("ref", "reference", False, monkeypatch)
     assert fused.tobytes() == plain.tobytes()
     np.testing.assert_allclose(fused, want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.xfail(strict=True, reason="92eabef: passes/epilogue._cluster_ok accepts a cluster "
+                   "with no output of the product's dtype, which Epilogue (the lowering) "
+                   "declines: the fused node then runs its reference kernel")
+@pytest.mark.parametrize("tail", ["mask", "cast_f64", "cast_i32"])
+def test_an_epilogue_without_an_output_of_the_products_dtype_stays_native(tail):
+    """92eabef: the pass fuses a MatMul with any elementwise cluster, but the lowering
+    needs an output of the product's dtype to hold the product until the epilogue runs
+    (its carrier). With only a mask (``x @ w > 0``) or a cast to another dtype after the
+    product, the FusedMatMul has no lowering: the native step calls back into Python for
+    its reference kernel on every call (slower than the unfused step) and `tensorweave
+    aot` refuses the function ("no native lowering for FusedMatMul"), which it compiled
+    before the stage existed."""
+    tails = {"mask": lambda p: p > 0.0,
+             "cast_f64": lambda p: tw.cast(p, tw.float64) + 1.0,
+             "cast_i32": lambda p: tw.cast(tw.nn.relu(p), tw.int32)}
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((8, 16)).astype(np.float32)
+    w = rng.standard_normal((16, 12)).astype(np.float32)
+
+    def fn(x, w):
+        return tails[tail](tw.matmul(x, w))
+    f = tw.compile(fn, target="cpu")
+    got = f(x, w)
+    np.testing.assert_array_equal(got, tw.compile(fn, target="reference")(x, w))
+    step = f.get_concrete_function(x, w).executable.native_step([x, w])
+    assert step is not None and not step.plan.callback_nodes, {
+        k: n.op for k, n in step.plan.callback_nodes.items()}
