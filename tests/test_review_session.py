@@ -181,3 +181,22 @@ def test_an_epilogue_without_an_output_of_the_products_dtype_stays_native(tail):
     step = f.get_concrete_function(x, w).executable.native_step([x, w])
     assert step is not None and not step.plan.callback_nodes, {
         k: n.op for k, n in step.plan.callback_nodes.items()}
+
+
+@pytest.mark.xfail(strict=True, reason="92eabef: passes/epilogue._scales_an_update is "
+                   "vacuously true for a Mul that no node reads (all() of nothing)")
+def test_a_scaled_product_returned_as_a_result_is_fused():
+    """92eabef: the pass leaves alone "a lone Mul read only by variable updates" (the
+    step scales those in the update's own pass), but `_scales_an_update` checks
+    ``all(...)`` over the Mul's readers, which is true when no node reads it: a scaled
+    product that is a result of the function (``x @ w * 2``) is never fused."""
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((8, 16)).astype(np.float32)
+    w = rng.standard_normal((16, 12)).astype(np.float32)
+
+    def fn(x, w):
+        return tw.matmul(x, w) * 2.0
+    f = tw.compile(fn, target="cpu")
+    np.testing.assert_allclose(f(x, w), (x @ w) * 2, rtol=1e-5, atol=1e-5)
+    step = f.get_concrete_function(x, w).executable.native_step([x, w])
+    assert "FusedMatMul" in [a.node.op for a in step.plan.actions if a.node is not None]
