@@ -8,6 +8,7 @@ from __future__ import annotations
 import gc
 import json
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -233,3 +234,60 @@ def test_a_step_with_loop_stacks_exits_quietly(tmp_path):
                          capture_output=True, timeout=180, cwd=tmp_path)
     assert out.returncode == 0, out.stderr
     assert "Exception ignored" not in out.stderr, out.stderr
+
+
+EDITED_MIDWAY = textwrap.dedent("""
+    import json, pathlib, sys
+    import numpy as np
+    import tensorweave as tw
+
+    @tw.compile(target="cpu")
+    def f(x, w, b):
+        return tw.nn.relu(tw.matmul(x, w) + b)
+
+    args = [np.ones((4, 8), np.float32), np.ones((8, 6), np.float32),
+            np.ones(6, np.float32)]
+    if sys.argv[1] == "edit":
+        # the package's source changes while this process runs its old code (a
+        # developer's edit, a checkout): the epilogue pass fuses no product from now on
+        path = pathlib.Path(tw.__file__).parent / "passes" / "epilogue.py"
+        text = path.read_text()
+        edited = text.replace('PRODUCTS = {"Conv2D": "FusedConv2D", "MatMul": "FusedMatMul"}',
+                              "PRODUCTS = {}")
+        assert edited != text, "the line this test edits is gone"
+        path.write_text(edited)
+    f(*args)
+    step = f.get_concrete_function(*args).executable.native_step(args)
+    try:
+        ops = [a.node.op for a in step.plan.actions if a.node is not None]
+    except Exception as e:  # noqa: BLE001
+        ops = [type(e).__name__ + ": " + str(e)]
+    print(json.dumps({"ops": ops}))
+""")
+
+
+@pytest.mark.xfail(strict=True, reason="ccdcea4: plan_cache.source_fingerprint is computed at "
+                   "the first record lookup, not when the code was imported")
+def test_a_record_made_by_code_older_than_the_source_is_not_reused(tmp_path):
+    """ccdcea4: the record key holds `source_fingerprint()` (every file's size and
+    mtime), computed on first use and then cached. A process that imported the package,
+    then saw its source edited before its first call, stores records made by its old
+    code under the *new* source's key; the next process, running the new code, loads
+    them (here: a FusedMatMul step although the edited pass fuses nothing)
+    and meets a plan that does not match its record. Python's own ``.pyc`` check, which
+    the docstring cites, compares at import time."""
+    pkg = tmp_path / "pkg"
+    shutil.copytree(ROOT / "tensorweave", pkg / "tensorweave",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    script = tmp_path / "edited.py"
+    script.write_text(EDITED_MIDWAY)
+    env = {k: v for k, v in os.environ.items() if k != "TW_EPILOGUE_FUSION"}
+    env.update(PYTHONPATH=str(pkg), TW_CACHE_DIR=str(tmp_path / "cache"))
+    runs = []
+    for mode in ("edit", "after"):
+        out = subprocess.run([sys.executable, str(script), mode], env=env, text=True,
+                             capture_output=True, timeout=180, cwd=tmp_path)
+        assert out.returncode == 0, out.stderr
+        runs.append(json.loads(out.stdout)["ops"])
+    assert "FusedMatMul" in runs[0]  # (the old code, which fuses)
+    assert runs[1] == ["MatMul", "Fusion"], runs[1]  # the new code's own plan
