@@ -403,6 +403,12 @@ class GradientTape:
                 if n.op == "VarHandle":  # a gradient function read a variable
                     env[n.outputs[0]] = self._tape_builder.variables[n.attrs["shared_name"]]
                     continue
+                for v in n.inputs:
+                    # a handle an earlier gradient made (one per variable and graph) and
+                    # this one reuses: not among `nodes`
+                    h = v.producer
+                    if h is not None and h.op == "VarHandle" and v not in env:
+                        env[v] = self._tape_builder.variables[h.attrs["shared_name"]]
                 if n.op == "ReadVariable" and isinstance(env.get(n.inputs[0]), Variable):
                     # read as users do, so that tapes watching the variable see it
                     env[n.outputs[0]] = convert_to_tensor(env[n.inputs[0]])

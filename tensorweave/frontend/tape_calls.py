@@ -74,6 +74,8 @@ def call_recorded(function: Any, args: tuple, kwargs: dict, tapes: list[Any]) ->
         grads = gradients([y for y, _ in pairs], [*traced, *used],
                           grad_ys=[d for _, d in pairs]) if pairs else \
             [None] * (len(traced) + len(used))
+        if not used:  # (the CustomGradient node then takes the input gradients only)
+            return grads[:len(traced)]
         return grads[:len(traced)], grads[len(traced):]
 
     # (the variables are read eagerly here, so the tapes note the reads)
