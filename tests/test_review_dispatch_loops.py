@@ -16,7 +16,9 @@
    differentiated at all (its gradient function returned (input grads, []) where the
    CustomGradient node expected input grads only); a persistent tape's second
    ``gradient`` through a compiled call that reads a variable failed (the re-trace reused
-   the VarHandle made by the first, which the replay did not know). Both fixed here.
+   the VarHandle made by the first, which the replay did not know); a variable the call
+   read, assigned before ``tape.gradient``, silently gave the gradient at its new value
+   (the call is re-traced, its variables read anew): now an error. Fixed here.
 """
 
 from __future__ import annotations
@@ -319,3 +321,29 @@ def test_nested_tapes_give_second_derivatives_through_a_compiled_call():
                                rtol=1e-12)
     np.testing.assert_allclose(np.asarray(h), -np.sin(xv * wv) * wv ** 2 * xv
                                + 2 * np.cos(xv * wv) * wv, rtol=1e-12)
+
+
+def test_a_variable_assigned_after_a_recorded_compiled_call_is_an_error_not_a_wrong_gradient():
+    """tape_calls: the gradient re-traces the call and reads its variables anew, so
+    dy/dx of y = x * v * x recorded with v = 2, then v.assign(5), came out 30, not 12."""
+    v = tw.Variable(np.float64(2.0), name="scale")
+    f = tw.compile(lambda x: x * v * x)
+    x = tw.constant(np.float64(3.0))
+    with tw.GradientTape(persistent=True) as tape:
+        tape.watch(x)
+        y = f(x)
+    assert float(np.asarray(tape.gradient(y, x))) == 12.0
+    v.assign(5.0)
+    with pytest.raises(tw.errors.UnimplementedError, match="'scale:0' it reads was assigned after"):
+        tape.gradient(y, x)
+    v.assign(2.0)  # the values of the call again: its gradient
+    assert float(np.asarray(tape.gradient(y, [x, v])[1])) == 9.0
+    # a non-trainable variable counts too
+    frozen = tw.Variable(np.float64(2.0), trainable=False, name="frozen")
+    g = tw.compile(lambda x: x * frozen * x)
+    with tw.GradientTape() as tape:
+        tape.watch(x)
+        y = g(x)
+    frozen.assign(7.0)
+    with pytest.raises(tw.errors.UnimplementedError, match="'frozen:0'"):
+        tape.gradient(y, x)

@@ -9,7 +9,9 @@ the tape's own graph, on those inputs, and differentiates it there: the forward 
 recomputed op by op, which gives the same values only when the function is a pure
 function of its inputs and variables. A trace with stateful ops (random numbers,
 variable assignments, queues) would recompute different values, so such calls are
-refused with an error naming the op, not differentiated wrongly.
+refused with an error naming the op, not differentiated wrongly; so is a gradient taken
+after a variable the call read was assigned (the values it read at the call are kept to
+check that).
 """
 
 from __future__ import annotations
@@ -59,10 +61,16 @@ def call_recorded(function: Any, args: tuple, kwargs: dict, tapes: list[Any]) ->
     results = [i for i, y in enumerate(out_leaves) if isinstance(y, np.ndarray)]
     if not results:
         return out
+    # what the call read: the gradient recomputes the call, reading the variables anew,
+    # which gives this call's gradient only while they still hold these values
+    read_at_call = [(v, v.numpy()) for v in cf.variables]
+    where = str(user_location())
+
     def grad_fn(*dys: Any, variables: Any = None) -> Any:
         # inside the tape's graph: the recorded eager arguments stand for their values
         # there (`_TapeBuilder.lift_eager`); variables are read anew
         from .autodiff import gradients
+        _refuse_changed(read_at_call, function, where)
         traced = [convert_to_tensor(x) for x in xs]
         call_leaves = list(leaves)
         for i, t in zip(xs_at, traced):
@@ -99,6 +107,20 @@ def _refuse_stateful(graph: Any, function: Any) -> None:
             f"the compiled function (a GradientTape or tw.gradients in it), or call the "
             f"Python function itself under the tape",
             location=str(user_location()))
+
+
+def _refuse_changed(read_at_call: list[tuple[Any, np.ndarray]], function: Any,
+                    where: str) -> None:
+    for v, before in read_at_call:
+        now = v.numpy()
+        if now.shape != before.shape or now.tobytes() != before.tobytes():
+            raise UnimplementedError(
+                f"{getattr(function, 'name', 'a compiled function')} was called while an "
+                f"eager GradientTape recorded, and the variable '{v.name}' it reads was "
+                f"assigned after that call: the tape differentiates a compiled call by "
+                f"recomputing it, which would use the new value and give another "
+                f"function's gradient. Take the gradient before assigning the variable "
+                f"(or call the Python function itself under the tape)", location=where)
 
 
 def _all_nodes(graph: Any) -> Any:
