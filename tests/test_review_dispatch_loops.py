@@ -212,6 +212,14 @@ def _grad_data_cond(x):
     return tw.gradients(tw.reduce_sum(tw.sin(a)), [x])[0]
 
 
+def _grad_loop_in_cond(x, p):
+    y = tw.cond(p > 0, lambda: tw.while_loop(lambda i, a: i < 3,
+                                             lambda i, a: (i + 1, tw.sin(a) + a),
+                                             (tw.constant(0), x))[1],
+                lambda: x * 2.0)
+    return tw.gradients(tw.reduce_sum(y * y), [x])[0]
+
+
 def _check_calls(fn, calls, rtol=1e-10, atol=1e-12):
     """cpu == reference for every call, with every earlier result held (and unchanged)
     while later calls reuse the step's workspace and arena; the step is native."""
@@ -236,7 +244,8 @@ _RNG = np.random.default_rng(3)
 _X = _RNG.standard_normal(5) * 0.5
 
 
-@pytest.mark.parametrize("case", ["bounded", "two loops", "nested", "mixed", "data cond"])
+@pytest.mark.parametrize("case", ["bounded", "two loops", "nested", "mixed", "data cond",
+                                  "loop in cond"])
 def test_loop_gradients_with_data_dependent_trip_counts_equal_the_reference(case):
     i32 = np.int32
     if case == "bounded":  # maximum_iterations cuts the loop (0, 1, 4 of 10)
@@ -250,8 +259,10 @@ def test_loop_gradients_with_data_dependent_trip_counts_equal_the_reference(case
         tab = _RNG.standard_normal((7, 5))
         _check_calls(_grad_mixed, [(_X, tab, i32(n)) for n in (0, 1, 5, 2)],
                      rtol=1e-5, atol=1e-6)
-    else:
+    elif case == "data cond":
         _check_calls(_grad_data_cond, [(_X,), (_X * 10,), (_X * 0.01,), (_X,)])
+    else:
+        _check_calls(_grad_loop_in_cond, [(_X, np.float64(p)) for p in (1.0, -1.0, 1.0)])
 
 
 def test_bounded_loop_gradients_on_the_cpu_target_match_finite_differences():
@@ -347,3 +358,20 @@ def test_a_variable_assigned_after_a_recorded_compiled_call_is_an_error_not_a_wr
     frozen.assign(7.0)
     with pytest.raises(tw.errors.UnimplementedError, match="'frozen:0'"):
         tape.gradient(y, x)
+
+
+@pytest.mark.xfail(strict=True, reason="tape_calls re-runs the Python function for the "
+                   "gradient: a closed-over Python value changed since the call is read anew "
+                   "(the call ran the trace of the old value); not fixed: it needs the "
+                   "call's own graph inlined into the tape's graph instead of a re-trace")
+def test_a_closed_over_python_value_changed_after_the_call_keeps_the_calls_gradient():
+    scale = [2.0]
+    f = tw.compile(lambda x: x * scale[0] * x)
+    x = tw.constant(np.float64(3.0))
+    f(x)  # traced with scale 2
+    with tw.GradientTape() as tape:
+        tape.watch(x)
+        y = f(x)  # the cached trace: 18
+        scale[0] = 5.0
+    assert float(np.asarray(y)) == 18.0
+    assert float(np.asarray(tape.gradient(y, x))) == 12.0  # (30.0: the re-trace's)
