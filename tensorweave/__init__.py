@@ -7,7 +7,7 @@
         return tw.nn.relu(x @ w)
 """
 
-from . import errors
+from . import _source, errors  # noqa: F401  (_source: the source as imported, for cache keys)
 from .compiler.dtypes import (
                               DType,
                               as_dtype,

@@ -155,9 +155,6 @@ def test_epilogue_operands_that_are_variables_being_updated(monkeypatch):
     np.testing.assert_allclose(fused, want, rtol=1e-5, atol=1e-5)
 
 
-@pytest.mark.xfail(strict=True, reason="92eabef: passes/epilogue._cluster_ok accepts a cluster "
-                   "with no output of the product's dtype, which Epilogue (the lowering) "
-                   "declines: the fused node then runs its reference kernel")
 @pytest.mark.parametrize("tail", ["mask", "cast_f64", "cast_i32"])
 def test_an_epilogue_without_an_output_of_the_products_dtype_stays_native(tail):
     """92eabef: the pass fuses a MatMul with any elementwise cluster, but the lowering
@@ -184,8 +181,6 @@ def test_an_epilogue_without_an_output_of_the_products_dtype_stays_native(tail):
         k: n.op for k, n in step.plan.callback_nodes.items()}
 
 
-@pytest.mark.xfail(strict=True, reason="92eabef: passes/epilogue._scales_an_update is "
-                   "vacuously true for a Mul that no node reads (all() of nothing)")
 def test_a_scaled_product_returned_as_a_result_is_fused():
     """92eabef: the pass leaves alone "a lone Mul read only by variable updates" (the
     step scales those in the update's own pass), but `_scales_an_update` checks
@@ -219,8 +214,6 @@ ARENA_STEP = textwrap.dedent("""
 """)
 
 
-@pytest.mark.xfail(strict=True, reason="c1d2ce3: NativeStep.__del__ imports targets/cpu/stacks "
-                   "lazily, which fails while the interpreter shuts down")
 def test_a_step_with_loop_stacks_exits_quietly(tmp_path):
     """c1d2ce3 (a step loaded from its record imports no code generator) moved
     ``from .stacks import ARENA_OFFSET`` into `NativeStep.__del__`; a step whose loops
@@ -266,8 +259,6 @@ EDITED_MIDWAY = textwrap.dedent("""
 """)
 
 
-@pytest.mark.xfail(strict=True, reason="ccdcea4: plan_cache.source_fingerprint is computed at "
-                   "the first record lookup, not when the code was imported")
 def test_a_record_made_by_code_older_than_the_source_is_not_reused(tmp_path):
     """ccdcea4: the record key holds `source_fingerprint()` (every file's size and
     mtime), computed on first use and then cached. A process that imported the package,

@@ -106,8 +106,10 @@ def _scales_an_update(fusion: Node, readers: dict[Value, list[tuple[Node, int]]]
     region = fusion.regions[0]
     if len(region.nodes) != 1 or region.nodes[0].op != "Mul":
         return False
-    return all(n.op in ("AssignAddVariable", "AssignSubVariable")
-               for out in fusion.outputs for n, _ in readers.get(out, [(None, 0)]) if n)
+    users = [n for out in fusion.outputs for n, _ in readers.get(out, [(None, 0)]) if n]
+    # (no reader at all: a result, which the update pass does not scale)
+    return bool(users) and all(n.op in ("AssignAddVariable", "AssignSubVariable")
+                               for n in users)
 
 
 def _cluster_ok(product: Node, fusion: Node) -> bool:
@@ -138,6 +140,10 @@ def _cluster_ok(product: Node, fusion: Node) -> bool:
             return False
         if not all(a is None or b is None or a == b for a, b in zip(t.shape, v.type.shape)):
             return False
+    # the lowering writes the product's tile into an output of its dtype (a cluster of
+    # only masks or casts would run its reference kernel instead)
+    if not any(out.type.dtype is v.type.dtype for out in fusion.outputs):
+        return False
     return try_fused_kernel(fusion) is not None  # every op has native code (no compiling)
 
 

@@ -244,6 +244,9 @@ class NativeStep:
         self._fn = ObjectsStepFn(self._compiled.address(OBJECTS_STEP_NAME))
         self._release = (ctypes.CFUNCTYPE(None, ctypes.c_void_p)(
             self._compiled.address(names[1])) if self._arena else None)
+        if self._arena:
+            from .stacks import ARENA_OFFSET
+            self._arena_offset = ARENA_OFFSET
         self._arg_specs = record.arg_specs
         self._result_specs = record.result_specs
         self._var_specs = record.var_specs
@@ -413,9 +416,9 @@ class NativeStep:
         # the arenas' chunks are malloc'd by the step's code: give them back
         release = getattr(self, "_release", None)
         if release is not None:
-            from .stacks import ARENA_OFFSET
+            # (the offset was read in __init__: no import while the interpreter shuts down)
             for ws in self._workspaces:
-                release(ws.__array_interface__["data"][0] + ARENA_OFFSET)
+                release(ws.__array_interface__["data"][0] + self._arena_offset)
             self._workspaces = []
 
     def dispatch_entry(self, key: Any, finish: Any) -> Any:

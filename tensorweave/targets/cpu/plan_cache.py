@@ -141,20 +141,18 @@ _PACKAGE = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__fil
 
 @lru_cache(maxsize=4)
 def source_fingerprint(root: str = _PACKAGE) -> str:
-    """A hash of every ``.py`` file under `root` (default: the tensorweave package) by
-    path, size and modification time (what Python's own ``.pyc`` check compares), and of
-    the versions of Python and the libraries whose behavior a plan may depend on."""
+    """A hash of every ``.py`` file under `root` (default: the tensorweave package, as it
+    was when the package was imported: `tensorweave._source`) by path, size and
+    modification time (what Python's own ``.pyc`` check compares), and of the versions of
+    Python and the libraries whose behavior a plan may depend on."""
     import llvmlite
+
+    from ... import _source
     h = hashlib.sha256()
     for part in (sys.version, np.__version__, llvmlite.__version__):
         h.update(part.encode() + b"\0")
-    for dirpath, dirnames, files in os.walk(root):
-        dirnames.sort()
-        for name in sorted(files):
-            if name.endswith(".py"):
-                path = os.path.join(dirpath, name)
-                st = os.stat(path)
-                h.update(f"{path}\0{st.st_size}\0{st.st_mtime_ns}\0".encode())
+    same = os.path.abspath(root) == _source.PACKAGE_ROOT
+    h.update((_source.AT_IMPORT if same else _source.files_digest(root)).encode())
     return h.hexdigest()
 
 
