@@ -265,6 +265,37 @@ def test_loop_gradients_with_data_dependent_trip_counts_equal_the_reference(case
         _check_calls(_grad_loop_in_cond, [(_X, np.float64(p)) for p in (1.0, -1.0, 1.0)])
 
 
+def test_loop_gradients_from_threads_each_get_their_own_arena():
+    """Four threads call one stack-using step with trip counts that grow and shrink the
+    arena (0 to 60 entries of 8 KiB): every result equals the reference's."""
+    import threading
+
+    def g(x, n):
+        _, a = tw.while_loop(lambda i, a: i < n,
+                             lambda i, a: (i + 1, tw.sin(a) * 1.1 + a), (tw.constant(0), x))
+        return tw.gradients(tw.reduce_sum(a * a), [x])[0]
+
+    cpu, ref = tw.compile(g, target="cpu"), tw.compile(g, target="reference")
+    x = np.random.default_rng(0).standard_normal((16, 64))
+    want = {n: ref(x, np.int32(n)) for n in (0, 1, 5, 30, 60)}
+    cpu(x, np.int32(1))
+    bad = []
+
+    def work(seed):
+        r = np.random.default_rng(seed)
+        for _ in range(25):
+            n = int(r.choice(list(want)))
+            if not np.allclose(cpu(x, np.int32(n)), want[n], rtol=1e-10, atol=1e-12):
+                bad.append(n)
+
+    threads = [threading.Thread(target=work, args=(s,)) for s in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not bad
+
+
 def test_bounded_loop_gradients_on_the_cpu_target_match_finite_differences():
     def f(x):
         return tw.while_loop(lambda i, a: i < 7, lambda i, a: (i + 1, tw.sin(a) * 1.1 + a),
