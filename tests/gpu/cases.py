@@ -294,6 +294,7 @@ def _variable_cases() -> dict[str, tuple[Callable, list[np.ndarray]]]:
     variables of their own: the PTX check plans them; running them changes the variables,
     so tests/gpu/sim/test_sparse_variables.py checks their numerics instead."""
     from tensorweave.frontend.ops.scatter import (
+        deduplicate,
         gather_rows,
         scatter_add,
         scatter_sub,
@@ -301,8 +302,9 @@ def _variable_cases() -> dict[str, tuple[Callable, list[np.ndarray]]]:
     )
     out: dict[str, tuple[Callable, list[np.ndarray]]] = {}
     kinds = {"add": scatter_add, "sub": scatter_sub, "update": scatter_update}
-    for kind, dtypes in (("add", [F32, F64, I32, I64, I8, U8]), ("sub", [F32, I32]),
-                         ("update", [F32, F64, I8, BOOL])):
+    # representative dtypes: float32/64, a wrapping integer, a copy of bools
+    for kind, dtypes in (("add", [F32, F64, I8]), ("sub", [F32, I64]),
+                         ("update", [F32, BOOL])):
         for dt in dtypes:
             # int64 indices once per op (each kernel takes its index dtype)
             for idt in ((I32, I64) if dt == F32 else (I32,)):
@@ -313,6 +315,17 @@ def _variable_cases() -> dict[str, tuple[Callable, list[np.ndarray]]]:
                     return gather_rows(v, i)
                 out[f"scatter_{kind}_{dt.name}_{idt.name}"] = (
                     f, [np.array([[4, 0], [4, 2]], idt), _values(dt, (2, 2, 2, 3), 41)])
+    # DeduplicateSlices padded to its number of indices, and the counted gather/scatters
+    for dt, idt in ((F32, I32), (F64, I64)):
+        v, w = tw.Variable(_values(dt, (5, 3), 42)), tw.Variable(_values(dt, (5, 3), 43))
+
+        def f(i, u, v=v, w=w):
+            summed, rows = deduplicate(u, i)
+            scatter_update(v, rows, summed + gather_rows(w, rows))
+            scatter_sub(w, rows, summed)
+            return v.read_value()
+        out[f"deduplicate_{dt.name}_{idt.name}"] = (
+            f, [np.array([4, 0, 4, 2], idt), _values(dt, (4, 3), 44)])
     return out
 
 

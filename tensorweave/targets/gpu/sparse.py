@@ -75,20 +75,29 @@ def _report_first_bad(w: Writer, rows: int) -> None:
             w("status[3] = int32(v >> 32)")
 
 
-def gather_kernel(var: TensorType, indices: TensorType, name: str) -> Kernel:
-    """ResourceGather's kernel: params (var, indices, out, status)."""
+def gather_kernel(var: TensorType, indices: TensorType, name: str,
+                  counted: bool = False) -> Kernel:
+    """ResourceGather's kernel: params (var, indices, [count,] out, status). With
+    `counted`, only the first ``count[0]`` indices are rows (DeduplicateSlices' padded
+    output): the rows after them are zeros."""
     n = _size(indices.shape)
     rows, inner = _check("ResourceGather", var, n)
     total = n * inner
     t = numba_type(var.dtype)
     w = Writer()
     w("@cuda.jit")
-    w(f"def {name}(var, indices, out, status):")
+    w(f"def {name}(var, indices, {'count, ' if counted else ''}out, status):")
     with w.indent():
+        if counted:
+            w("cnt = count[0]")
         w(f"for o in range(cuda.grid(1), {total}, cuda.gridsize(1)):")
         with w.indent():
             w(f"i = o // {inner}")
             w(f"e = o % {inner}")
+            if counted:
+                w("if i >= cnt:")
+                w(f"    out[o] = {t}(0)")
+                w("    continue")
             w("ix = indices[i]")
             w(f"if ix >= 0 and ix < {rows}:")
             w(f"    out[o] = var[ix * {inner} + e]")
@@ -96,66 +105,167 @@ def gather_kernel(var: TensorType, indices: TensorType, name: str) -> Kernel:
             with w.indent():
                 _report_first_bad(w, rows)
     grid, block = launch_1d(total)
-    return Kernel(name, module(w), [t, numba_type(indices.dtype), t, "int32"], grid, block,
-                  True, status_width=STATUS_WIDTH)
+    params = [t, numba_type(indices.dtype)] + (["int32"] if counted else []) + [t, "int32"]
+    return Kernel(name, module(w), params, grid, block, True, status_width=STATUS_WIDTH)
 
 
-def order_kernel(var: TensorType, indices: TensorType, name: str) -> Kernel:
-    """The scatters' first kernel: params (indices, order (int32), status)."""
+def order_kernel(var: TensorType | None, indices: TensorType, name: str,
+                 counted: bool = False) -> Kernel:
+    """The scatters' first kernel: params (indices, [count,] order (int32), status); with
+    `var` None (DeduplicateSlices) no row is out of range and there is no status. With
+    `counted`, only the first ``count[0]`` positions are sorted."""
     n = _size(indices.shape)
-    rows, _ = _check("ResourceScatterUpdate", var, n)  # any dtype: it only reads indices
+    if var is None:
+        rows = None
+        if n == 0 or n >= 2**31 - 1:
+            raise Unsupported("DeduplicateSlices with no indices or too many")
+    else:  # any dtype: it only reads indices
+        rows, _ = _check("ResourceScatterUpdate", var, n)
+    last = "cnt" if counted else str(n)
     w = Writer()
     w("@cuda.jit")
-    w(f"def {name}(indices, order, status):")
+    w(f"def {name}(indices, {'count, ' if counted else ''}order"
+      f"{'' if rows is None else ', status'}):")
     with w.indent():
-        w(f"for i in range(cuda.grid(1), {n}, cuda.gridsize(1)):")
+        if counted:
+            w("cnt = count[0]")
+        w(f"for i in range(cuda.grid(1), {last}, cuda.gridsize(1)):")
         with w.indent():
             w("ix = indices[i]")
             w("r = 0")
-            w(f"for j in range({n}):")
+            w(f"for j in range({last}):")
             with w.indent():
                 w("jx = indices[j]")
                 w("if jx < ix or (jx == ix and j < i):")
                 w("    r += 1")
             w("order[r] = int32(i)")
-            _report_first_bad(w, rows)
+            if rows is not None:
+                _report_first_bad(w, rows)
     grid, block = launch_1d(n)
-    return Kernel(name, module(w), [numba_type(indices.dtype), "int32", "int32"], grid, block,
-                  True, status_width=STATUS_WIDTH)
+    params = [numba_type(indices.dtype)] + (["int32"] if counted else []) + ["int32"]
+    if rows is None:
+        return Kernel(name, module(w), params, grid, block)
+    return Kernel(name, module(w), params + ["int32"], grid, block, True,
+                  status_width=STATUS_WIDTH)
 
 
-def apply_kernel(op: str, var: TensorType, indices: TensorType, name: str) -> Kernel:
-    """The scatters' second kernel: params (var, indices, updates, order)."""
+def apply_kernel(op: str, var: TensorType, indices: TensorType, name: str,
+                 counted: bool = False) -> Kernel:
+    """The scatters' second kernel: params (var, indices, updates, order, [count])."""
     n = _size(indices.shape)
     rows, inner = _check(op, var, n)
     t = numba_type(var.dtype)
     total = n * inner
     w = Writer()
     w("@cuda.jit")
-    w(f"def {name}(var, indices, updates, order):")
+    w(f"def {name}(var, indices, updates, order{', count' if counted else ''}):")
     with w.indent():
+        if counted:
+            w("cnt = count[0]")
         w(f"for o in range(cuda.grid(1), {total}, cuda.gridsize(1)):")
         with w.indent():
             w(f"k = o // {inner}")
             w(f"e = o % {inner}")
+            if counted:
+                w("if k >= cnt:")
+                w("    continue")
             w("row = indices[order[k]]")
             # only the first thread of a row's run (of a valid row) writes it
             w(f"if row >= 0 and row < {rows} and (k == 0 or indices[order[k - 1]] != row):")
             with w.indent():
                 w("m = k")
                 if op == "ResourceScatterUpdate":  # the run's last update wins
-                    w(f"while m + 1 < {n} and indices[order[m + 1]] == row:")
+                    w(f"while m + 1 < {'cnt' if counted else n} and "
+                      "indices[order[m + 1]] == row:")
                     w("    m += 1")
                     w(f"var[row * {inner} + e] = updates[order[m] * {inner} + e]")
                 else:
                     w(f"acc = {t}(0)")
-                    w(f"while m < {n} and indices[order[m]] == row:")
+                    w(f"while m < {'cnt' if counted else n} and indices[order[m]] == row:")
                     w(f"    acc = {t}(acc + updates[order[m] * {inner} + e])")
                     w("    m += 1")
                     sign = "+" if op == "ResourceScatterAdd" else "-"
                     w(f"var[row * {inner} + e] = {t}(var[row * {inner} + e] {sign} acc)")
     grid, block = launch_1d(total)
-    return Kernel(name, module(w), [t, numba_type(indices.dtype), t, "int32"], grid, block)
+    params = [t, numba_type(indices.dtype), t, "int32"] + (["int32"] if counted else [])
+    return Kernel(name, module(w), params, grid, block)
+
+
+def dedupe_kernels(values: TensorType, indices: TensorType,
+                   name: str) -> tuple[Kernel, Kernel, Kernel]:
+    """DeduplicateSlices after `order_kernel` (var None), on outputs padded to the number
+    of indices n: (zero, rank, sum).
+    - zero: params (summed, unique): zeroes both (the padding rows stay zero);
+    - rank: params (indices, order, dest (int32), count (int32[1])): one thread per sorted
+      position; the first of a row's run counts the runs whose first position comes
+      before its own (first-occurrence order, the reference's), O(n^2); thread 0 counts
+      the runs;
+    - sum: params (values, indices, order, dest, summed, unique): one thread per sorted
+      position and column; the first of a run sums the run's values in position order
+      from zero (the reference's ``np.add.at``) into row ``dest``."""
+    n = _size(indices.shape)
+    inner = _size(values.shape[1:])
+    if not has_gpu_type(values.dtype) or values.dtype.kind == "bool":
+        raise Unsupported(f"DeduplicateSlices of {values.dtype.name}")
+    if n == 0 or inner == 0 or n >= 2**31 - 1:
+        raise Unsupported("DeduplicateSlices of empty values or too many indices")
+    t, it = numba_type(values.dtype), numba_type(indices.dtype)
+    head = "(k == 0 or indices[order[k - 1]] != indices[order[k]])"
+
+    z = Writer()
+    z("@cuda.jit")
+    z(f"def {name}_zero(summed, unique):")
+    with z.indent():
+        z(f"for o in range(cuda.grid(1), {n * inner}, cuda.gridsize(1)):")
+        z(f"    summed[o] = {t}(0)")
+        z(f"    if o < {n}:")
+        z(f"        unique[o] = {it}(0)")
+    zero = Kernel(f"{name}_zero", module(z), [t, it], *launch_1d(n * inner))
+
+    r = Writer()
+    r("@cuda.jit")
+    r(f"def {name}_rank(indices, order, dest, count):")
+    with r.indent():
+        r(f"for k in range(cuda.grid(1), {n}, cuda.gridsize(1)):")
+        with r.indent():
+            r(f"if {head}:")
+            with r.indent():
+                r("p = order[k]")
+                r("c = 0")
+                r(f"for h in range({n}):")
+                r(f"    if {head.replace('k', 'h')} and order[h] < p:")
+                r("        c += 1")
+                r("dest[k] = int32(c)")
+            r("if k == 0:")
+            with r.indent():
+                r("c = 0")
+                r(f"for h in range({n}):")
+                r(f"    if {head.replace('k', 'h')}:")
+                r("        c += 1")
+                r("count[0] = int32(c)")
+    rank = Kernel(f"{name}_rank", module(r), [it, "int32", "int32", "int32"], *launch_1d(n))
+
+    m = Writer()
+    m("@cuda.jit")
+    m(f"def {name}(values, indices, order, dest, summed, unique):")
+    with m.indent():
+        m(f"for o in range(cuda.grid(1), {n * inner}, cuda.gridsize(1)):")
+        with m.indent():
+            m(f"k = o // {inner}")
+            m(f"e = o % {inner}")
+            m(f"if {head}:")
+            with m.indent():
+                m("row = indices[order[k]]")
+                m(f"acc = {t}(0)")
+                m("q = k")
+                m(f"while q < {n} and indices[order[q]] == row:")
+                m(f"    acc = {t}(acc + values[order[q] * {inner} + e])")
+                m("    q += 1")
+                m(f"summed[dest[k] * {inner} + e] = acc")
+                m("if e == 0:")
+                m("    unique[dest[k]] = row")
+    total = Kernel(name, module(m), [t, it, "int32", "int32", t, it], *launch_1d(n * inner))
+    return zero, rank, total
 
 
 def bad_row_message(var_name: str, var: TensorType, details: Sequence[int]) -> str:
@@ -168,4 +278,4 @@ def bad_row_message(var_name: str, var: TensorType, details: Sequence[int]) -> s
 
 
 __all__ = ["SCATTER_OPS", "STATUS_BAD_ROW", "STATUS_WIDTH", "apply_kernel", "bad_row_message",
-           "gather_kernel", "order_kernel"]
+           "dedupe_kernels", "gather_kernel", "order_kernel"]

@@ -32,7 +32,14 @@ from .assign import update_kernel
 from .fused import Unsupported
 from .lowering import VIEW_OPS, ErrorFn, kernel_name, lower
 from .source import Kernel
-from .sparse import SCATTER_OPS, apply_kernel, bad_row_message, gather_kernel, order_kernel
+from .sparse import (
+    SCATTER_OPS,
+    apply_kernel,
+    bad_row_message,
+    dedupe_kernels,
+    gather_kernel,
+    order_kernel,
+)
 
 ASSIGN_OPS = frozenset({"AssignVariable", "AssignAddVariable", "AssignSubVariable"})
 _NOTHING_TO_RUN = frozenset({"NoOp", "VarHandle"})
@@ -137,6 +144,10 @@ class _Planner:
         self.n_status = 0
         self.fallbacks: dict[str, str] = {}
         self.used: set[Value] = set()  # values some node (or the graph's results) reads
+        # values padded to a DeduplicateSlices' bound (its number of indices): the node
+        # whose count of real rows they carry, and that count's device slot
+        self.pad_of: dict[Value, Node] = {}
+        self.count_of: dict[Node, Slot] = {}
 
     # --------------------------------------------------------------- storage
     def _tmp(self, v: Value) -> Slot:
@@ -172,6 +183,7 @@ class _Planner:
         if len(devices) > 1:
             raise Ineligible("the graph spans several devices")
         self.used = {v for n in g.walk() for v in n.inputs} | set(g.results)
+        self._bound_deduplicated(g)
         assigned_vars = {self._var_name(n.inputs[0]) for n in g.nodes
                          if n.op in ASSIGN_OPS or n.op in SCATTER_OPS}
         for node in g.topological_order():
@@ -236,6 +248,9 @@ class _Planner:
         if op in SCATTER_OPS:
             self._plan_scatter(node)
             return
+        if op == "DeduplicateSlices" and node.outputs[0] in self.pad_of:
+            self._plan_deduplicate(node)
+            return
         if any(isinstance(v.type, ResourceType) for v in node.inputs + node.outputs):
             raise Ineligible(f"{op} '{node.name}' uses a resource on the host")
         if not all(isinstance(v.type, TensorType) for v in node.outputs):
@@ -284,16 +299,104 @@ class _Planner:
     def _sparse_errors(self, node: Node, name: str, t: TensorType) -> ErrorFn:
         return lambda code, *details: (bad_row_message(name, t, details), node)
 
+    # ------------------------------------------------ DeduplicateSlices, padded
+    def _bound_deduplicated(self, g: Graph) -> None:
+        """Give DeduplicateSlices' outputs, whose row count is known only at run time, a
+        static bound: the number of indices. The real rows come first, the others are
+        zeros, and a one-element device count says how many are real. Every value
+        computed from them must be row by row and end in variable ops that take the
+        count (ResourceGather, the scatters); anything else declines the graph. Retypes
+        values of `g` (a copy: see `plan_step`)."""
+        from ...passes.fusion import is_elementwise
+        pad = self.pad_of
+        for node in g.topological_order():
+            srcs = {pad[v] for v in node.inputs if v in pad}
+            op = node.op
+            if op == "DeduplicateSlices" and not srcs:
+                vt, it = node.inputs[0].type, node.inputs[1].type
+                if isinstance(vt, TensorType) and vt.is_fully_defined and \
+                        isinstance(it, TensorType) and it.is_fully_defined:
+                    n = int(it.shape[0])
+                    node.outputs[0].type = vt.with_shape((n, *vt.shape[1:]))
+                    node.outputs[1].type = it.with_shape((n,))
+                    pad[node.outputs[0]] = pad[node.outputs[1]] = node
+                continue
+            if not srcs:
+                continue
+            src = srcs.pop()
+            why = (f"{op} '{node.name}' reads the rows of DeduplicateSlices '{src.name}', "
+                   f"whose number is known only at run time")
+            if srcs:
+                raise Ineligible(why + " (and of another one)")
+            n = int(src.inputs[1].type.shape[0])
+            if op == "ResourceGather" and node.inputs[1] in pad:
+                vt = node.inputs[0].type.value_type
+                node.outputs[0].type = vt.with_shape((n, *vt.shape[1:]))
+                pad[node.outputs[0]] = src
+            elif op in SCATTER_OPS and node.inputs[1] in pad and node.inputs[2] in pad:
+                pass
+            elif op == "Fusion" and all(is_elementwise(m) or m.op == "Const"
+                                        for r in node.regions for m in r.nodes):
+                for v in node.outputs:
+                    t = v.type
+                    if not (isinstance(t, TensorType) and t.rank >= 1 and t.shape[0] is None
+                            and all(d is not None for d in t.shape[1:])):
+                        raise Ineligible(why)
+                    v.type = t.with_shape((n, *t.shape[1:]))
+                    pad[v] = src
+            else:
+                raise Ineligible(why)
+        if any(v in pad for v in g.results):
+            raise Ineligible("a result has DeduplicateSlices' rows, whose number is known "
+                             "only at run time")
+
+    def _count(self, src: Node) -> Slot:
+        """The device count of `src`'s real rows, kept alive up to the next action."""
+        slot = self.count_of[src]
+        self.live[slot.storage.key][1] = len(self.actions)
+        return slot
+
+    def _plan_deduplicate(self, node: Node) -> None:
+        """Sort positions by row (`order_kernel`), rank the runs by first occurrence,
+        then sum each run into its row of the padded outputs (`dedupe_kernels`)."""
+        vt, it = node.inputs[0].type, node.inputs[1].type
+        base = kernel_name(node, len(self.actions))
+        try:
+            order_k = order_kernel(None, it, base + "_order")
+            zero, rank, total = dedupe_kernels(vt, it, base)
+        except Unsupported as e:
+            raise Ineligible(f"{node.op} '{node.name}': {e}") from None
+        values, indices = self._use(node.inputs[0]), self._use(node.inputs[1])
+        n = int(it.shape[0])
+        order, dest = self._scratch(int32, n), self._scratch(int32, n)
+        count = self._scratch(int32, 1)
+        self.count_of[node] = count
+        summed, unique = self._tmp(node.outputs[0]), self._tmp(node.outputs[1])
+        self.actions.append(Launch(node, zero, [summed, unique]))
+        self.actions.append(Launch(node, order_k, [indices, order]))
+        self.actions.append(Launch(node, rank, [indices, order, dest, count]))
+        for slot in (order, dest, values, indices):
+            self._keep(slot)
+        self.actions.append(Launch(node, total, [values, indices, order, dest, summed, unique]))
+
+    def _keep(self, slot: Slot) -> None:
+        """Extend a temporary's live range to the next action."""
+        if slot.storage.kind == "tmp":
+            self.live[slot.storage.key][1] = len(self.actions)
+
     def _plan_resource_gather(self, node: Node) -> None:
         """Rows of the variable's device buffer into a new buffer (a snapshot)."""
         name, t, var_slot = self._var_slot(node, "read")
         indices = self._use(node.inputs[1])
+        src = self.pad_of.get(node.inputs[1])
         try:
-            kernel = gather_kernel(t, node.inputs[1].type, kernel_name(node, len(self.actions)))
+            kernel = gather_kernel(t, node.inputs[1].type, kernel_name(node, len(self.actions)),
+                                   counted=src is not None)
         except Unsupported as e:
             raise Ineligible(f"{node.op} '{node.name}': {e}") from None
         out = self._tmp(node.outputs[0])
-        self.actions.append(Launch(node, kernel, [var_slot, indices, out],
+        count = [self._count(src)] if src is not None else []
+        self.actions.append(Launch(node, kernel, [var_slot, indices, *count, out],
                                    self._sparse_errors(node, name, t), self._status(kernel)))
 
     def _plan_scatter(self, node: Node) -> None:
@@ -302,21 +405,24 @@ class _Planner:
         name, t, var_slot = self._var_slot(node, "read")
         self.assigned.add(name)
         it = node.inputs[1].type
+        src = self.pad_of.get(node.inputs[1])
         base = kernel_name(node, len(self.actions))
         try:
-            first = order_kernel(t, it, base + "_order")
-            second = apply_kernel(node.op, t, it, base)
+            first = order_kernel(t, it, base + "_order", counted=src is not None)
+            second = apply_kernel(node.op, t, it, base, counted=src is not None)
         except Unsupported as e:
             raise Ineligible(f"{node.op} '{node.name}': {e}") from None
         indices = self._use(node.inputs[1])
         n = int(np.prod([int(s) for s in it.shape], dtype=np.int64))
         order = self._scratch(int32, n)
-        self.actions.append(Launch(node, first, [indices, order],
+        count = [self._count(src)] if src is not None else []
+        self.actions.append(Launch(node, first, [indices, *count, order],
                                    self._sparse_errors(node, name, t), self._status(first)))
-        self.live[order.storage.key][1] = len(self.actions)
+        self._keep(order)
         updates = self._use(node.inputs[2])
         self._use(node.inputs[1])
-        self.actions.append(Launch(node, second, [var_slot, indices, updates, order]))
+        count = [self._count(src)] if src is not None else []
+        self.actions.append(Launch(node, second, [var_slot, indices, updates, order, *count]))
 
     def _status(self, kernel: Kernel) -> int:
         """Reserve `kernel`'s entries of the step's status array."""
@@ -326,9 +432,16 @@ class _Planner:
 
     def _plan_compute(self, node: Node) -> None:
         ins = [self._use(v) for v in node.inputs]
+        padded = any(v in self.pad_of for v in node.inputs)
         try:
             lowered = lower(node, kernel_name(node, len(self.actions)))
+            if padded and lowered.kernel.can_fail:  # its padding rows could fail
+                raise Ineligible(f"{node.op} '{node.name}' can fail on the padding rows of "
+                                 f"DeduplicateSlices")
         except Unsupported as e:
+            if padded:
+                raise Ineligible(f"{node.op} '{node.name}' reads DeduplicateSlices' padded "
+                                 f"rows and has no GPU kernel: {e}") from None
             self.fallbacks[node.name] = f"{node.op}: {e}"
             outs = [self._tmp(v) for v in node.outputs]
             self.actions.append(HostCall(node, str(e), ins, outs))
@@ -356,6 +469,8 @@ def _index_dtype(table: np.ndarray) -> DType:
 
 def plan_step(graph: Graph) -> StepPlan:
     """Plan `graph` (static shapes) as one GPU step. Raises `Ineligible`."""
+    if any(n.op == "DeduplicateSlices" for n in graph.nodes):
+        graph = graph.copy()  # the planner gives its padded values static types
     return _Planner(graph).run()
 
 

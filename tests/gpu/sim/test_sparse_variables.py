@@ -1,8 +1,9 @@
 """Sparse variable ops on the gpu target (numba's simulator) against the reference:
 ResourceGather and ResourceScatterAdd/Sub/Update on random shapes, dtypes and indices
 with repeats (bitwise equal: the GPU sums a row's updates in the reference's order),
-bad indices reported with the reference's message and the user's line, and embedding
-models trained with sparse SGD, Adam and Adagrad in one GPU step."""
+bad indices reported with the reference's message and the user's line, DeduplicateSlices
+padded to its number of indices, and embedding models trained with sparse SGD, Adam,
+Adagrad and Momentum in one GPU step."""
 
 from __future__ import annotations
 
@@ -15,7 +16,13 @@ from hypothesis import strategies as st
 
 import tensorweave as tw
 from tensorweave.errors import InvalidArgumentError
-from tensorweave.frontend.ops.scatter import gather_rows, scatter_add, scatter_sub, scatter_update
+from tensorweave.frontend.ops.scatter import (
+    deduplicate,
+    gather_rows,
+    scatter_add,
+    scatter_sub,
+    scatter_update,
+)
 from tensorweave.targets.gpu.step import Copy, Launch
 
 SCATTERS = {"add": scatter_add, "sub": scatter_sub, "update": scatter_update}
@@ -138,14 +145,15 @@ def test_a_bad_index_is_the_references_error_and_changes_nothing(kind, bad):
             np.testing.assert_array_equal(a, b)
 
 
-def _embedding_model(target: str, optimizer: str, steps: int = 3):
+def _embedding_model(target: str, optimizer: str, steps: int = 2):
     """A bag-of-words classifier: mean of looked-up embeddings, a dense layer, trained
     with `optimizer` through `minimize` (sparse gradients for the embedding)."""
     rng = np.random.default_rng(7)
     emb = tw.Variable(rng.normal(size=(12, 4)).astype(np.float32) * 0.5)
     w = tw.Variable(rng.normal(size=(4, 3)).astype(np.float32) * 0.5)
     opt = {"sgd": lambda: tw.optimizers.SGD(0.5), "adam": lambda: tw.optimizers.Adam(0.05),
-           "adagrad": lambda: tw.optimizers.Adagrad(0.3)}[optimizer]()
+           "adagrad": lambda: tw.optimizers.Adagrad(0.3),
+           "momentum": lambda: tw.optimizers.Momentum(0.2, nesterov=True)}[optimizer]()
 
     @tw.compile(target=target)
     def step(tok, y):
@@ -162,7 +170,7 @@ def _embedding_model(target: str, optimizer: str, steps: int = 3):
     return losses, [emb.numpy(), w.numpy()], step.get_concrete_function(tok, y).executable
 
 
-@pytest.mark.parametrize("optimizer", ["sgd", "adam"])
+@pytest.mark.parametrize("optimizer", ["sgd", "adam", "adagrad", "momentum"])
 def test_an_embedding_model_trains_in_one_gpu_step(optimizer):
     ref_losses, ref_params, _ = _embedding_model("reference", optimizer)
     losses, params, exe = _embedding_model("gpu", optimizer)
@@ -176,16 +184,70 @@ def test_an_embedding_model_trains_in_one_gpu_step(optimizer):
     assert "ResourceGather" in ops
     if optimizer == "sgd":  # the sparse update, in place: no dense gradient at all
         assert "ResourceScatterSub" in ops and "UnsortedSegmentSum" not in ops
+    if optimizer in ("adagrad", "momentum"):  # repeated rows summed first
+        assert {"DeduplicateSlices", "ResourceScatterUpdate"} <= set(ops)
     # the embedding's read only orders the update after it: no snapshot copy
     emb = plan.var_names[0]
     assert not [a for a in plan.actions if isinstance(a, Copy) and a.src.storage.key == emb]
 
 
-def test_adagrad_sparse_updates_match_the_reference_off_the_gpu_step():
-    # DeduplicateSlices' row count is known only at run time (docs/gpu.md, What is left)
-    ref_losses, ref_params, _ = _embedding_model("reference", "adagrad")
-    losses, params, exe = _embedding_model("gpu", "adagrad")
-    assert "DeduplicateSlices" in exe.native_reason
-    np.testing.assert_allclose(losses, ref_losses, rtol=1e-6)
-    for p, r in zip(params, ref_params):
-        np.testing.assert_allclose(p, r, rtol=1e-6)
+def _dedupe_step(target: str, init: np.ndarray, scale: float):
+    """Fresh variables; a function summing the repeated rows of (u, i) with
+    DeduplicateSlices, scattering the sums into one variable and gathering the other's
+    rows at the unique indices into it."""
+    v, w = tw.Variable(init.copy()), tw.Variable(init.copy() * 3)
+
+    @tw.compile(target=target)
+    def f(i, u):
+        summed, rows = deduplicate(u, i)
+        scatter_update(v, rows, summed * scale + gather_rows(w, rows))
+        scatter_add(w, rows, tw.square(summed))
+        return v.read_value()
+    return f, v, w
+
+
+@pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")  # sums wrap
+@settings(settings.get_profile("gpu-sim"))
+@given(dtype=st.sampled_from([np.float32, np.float64, np.int32, np.int8]),
+       idt=st.sampled_from([np.int32, np.int64]),
+       rows=st.integers(1, 6), rest=st.lists(st.integers(1, 3), max_size=2),
+       n=st.integers(1, 8), seed=st.integers(0, 2**32 - 1))
+def test_deduplicated_updates_are_bitwise_the_reference(dtype, idt, rows, rest, n, seed):
+    rng = np.random.default_rng(seed)
+    dtype = np.dtype(dtype)
+    init = _values(rng, dtype, (rows, *rest))
+    calls = [(rng.integers(0, rows, size=n).astype(idt), _values(rng, dtype, (n, *rest)))
+             for _ in range(2)]
+    out = {}
+    for target in ("reference", "gpu"):
+        f, v, w = _dedupe_step(target, init, 2)
+        out[target] = ([f(i, u) for i, u in calls], v.numpy(), w.numpy(), f)
+    for a, b in zip(out["reference"][:3], out["gpu"][:3]):
+        np.testing.assert_array_equal(np.asarray(b), np.asarray(a))
+    exe = out["gpu"][3].get_concrete_function(*calls[0]).executable
+    assert exe.native_reason is None and exe.fallbacks == {}
+
+
+def test_a_bad_index_after_deduplication_is_the_references_error():
+    init = np.arange(8, dtype=np.float32).reshape(4, 2)
+    i, u = np.array([2, 9, 2, -1], np.int32), np.ones((4, 2), np.float32)
+    messages = {}
+    for target in ("reference", "gpu"):
+        f, v, _ = _dedupe_step(target, init, 2)
+        messages[target] = _message(f, i, u)
+        np.testing.assert_array_equal(v.numpy(), init)
+    # the position is the unique index's (first-occurrence order: 2, 9, -1)
+    assert "indices[1] = 9 is not in [0, 4)" in messages["gpu"]
+    assert messages["gpu"] == messages["reference"]
+
+
+def test_deduplicated_rows_reaching_a_result_keep_the_graph_off_the_gpu_step():
+    def f(i, u):
+        summed, rows = deduplicate(u, i)
+        return tw.reduce_sum(summed, axis=1), rows
+    i, u = np.array([1, 0, 1], np.int64), np.ones((3, 2), np.float32)
+    gpu = tw.compile(f, target="gpu")
+    for a, b in zip(gpu(i, u), tw.compile(f, target="reference")(i, u)):
+        np.testing.assert_array_equal(a, b)
+    reason = gpu.get_concrete_function(i, u).executable.native_reason
+    assert "DeduplicateSlices" in reason and "known only at run time" in reason
