@@ -173,8 +173,8 @@ def test_bad_arguments_raise_what_the_python_path_raises(monkeypatch):
     assert plain._native is None
     for args, kwargs in [((None,), {}), ((x, x), {}), ((), {}), ((x,), {"y": x}),
                          (("text",), {}), ((x.astype(">f4"),), {})]:
-        got = _error(lambda: native(*args, **kwargs))
-        want = _error(lambda: plain(*args, **kwargs))
+        # (one line for both calls: errors name the caller's line)
+        got, want = [_error(lambda f=f: f(*args, **kwargs)) for f in (native, plain)]
         assert got[0] is want[0], args
         assert got[1].replace("body", "") == want[1].replace("body", ""), args
 

@@ -406,3 +406,16 @@ def test_a_closed_over_python_value_changed_after_the_call_keeps_the_calls_gradi
         scale[0] = 5.0
     assert float(np.asarray(y)) == 18.0
     assert float(np.asarray(tape.gradient(y, x))) == 12.0  # (30.0: the re-trace's)
+
+
+def test_arrays_without_a_tensorweave_dtype_are_refused_naming_the_argument_and_line():
+    """function._classify: a big-endian or object array gave 'NumPy dtype >f4 has no
+    tensorweave equivalent' without the argument, the function or the caller's line."""
+    f = tw.compile(lambda x, y: x + y, target="cpu")
+    ok = np.ones(3, np.float32)
+    for bad, dt in ((np.arange(3, dtype=">f4"), ">f4"), (np.array([1, None]), "object")):
+        with pytest.raises(tw.errors.DTypeError) as info:
+            f(ok, bad)
+        msg = str(info.value)
+        assert f"argument 'y': NumPy dtype {dt}" in msg and "test_review_dispatch_loops.py" in msg
+    np.testing.assert_array_equal(f(ok, ok), ok * 2)  # (native byte order: fine)

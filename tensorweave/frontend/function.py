@@ -173,6 +173,14 @@ def _spec_of(x: Any) -> TensorSpec:
     return TensorSpec.from_array(x)
 
 
+def _has_dtype(x: Any) -> bool:
+    try:
+        _spec_of(x)
+    except DTypeError:
+        return False
+    return True
+
+
 def _location() -> str | None:
     loc = user_location()
     return str(loc) if loc is not None else None
@@ -452,7 +460,12 @@ class Function:
             key_specs = tuple(specs)
         else:
             tensor_idx = [i for i, x in enumerate(leaves) if _is_array_arg(x)]
-            specs = [_spec_of(leaves[i]) for i in tensor_idx]
+            try:
+                specs = [_spec_of(leaves[i]) for i in tensor_idx]
+            except DTypeError as e:  # (an object or big-endian array: name the argument)
+                bad = next(names[i] for i in tensor_idx if not _has_dtype(leaves[i]))
+                raise DTypeError(f"argument '{bad}': {e.message}", op=f"{self.name}()",
+                                 location=_location()) from None
             key_specs = tuple(specs)
         tensor_set = set(tensor_idx)
         statics = tuple(_static_key(x) for i, x in enumerate(leaves) if i not in tensor_set)
