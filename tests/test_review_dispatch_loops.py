@@ -29,22 +29,9 @@ import pytest
 import tensorweave as tw
 from tensorweave.targets.cpu import dispatch
 from tests.helpers import check_gradients
+from tests.test_dispatch import _warm
 
 # ------------------------------------------------------------------ native dispatch
-
-
-def _hits(f) -> int:
-    d = f._dispatcher
-    return 0 if d is None else sum(d.hit_counts().values())
-
-
-def _warm(f, *args) -> None:
-    """Call `f` until its native dispatcher answers arrays of these signatures."""
-    for _ in range(3):
-        f(*args)
-    before = _hits(f)
-    f(*args)
-    assert _hits(f) == before + 1, "the call was not dispatched natively"
 
 
 def _unaligned(base, offset):
