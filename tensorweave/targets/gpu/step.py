@@ -13,6 +13,8 @@ Variables are read and updated on their device buffer: ReadVariable (a view, or 
 when the step also updates the variable), Assign*Variable (a copy or an in-place kernel),
 and the sparse ops ResourceGather and ResourceScatterAdd/Sub/Update (`sparse.py`). Every
 update marks the variable *assigned*, so the runner writes it back at the step's end.
+DeduplicateSlices (sparse optimizer rules) is planned padded to its number of indices,
+with a device count of its real rows (`_Planner._bound_deduplicated`).
 
 Graphs the plan declines raise `Ineligible` (several devices, resources other than
 variables, variables used by host-side ops, shapes unknown after specialization); the
@@ -374,6 +376,7 @@ class _Planner:
         summed, unique = self._tmp(node.outputs[0]), self._tmp(node.outputs[1])
         self.actions.append(Launch(node, zero, [summed, unique]))
         self.actions.append(Launch(node, order_k, [indices, order]))
+        self._keep(count)  # written by the rank kernel, read by the counted consumers
         self.actions.append(Launch(node, rank, [indices, order, dest, count]))
         for slot in (order, dest, values, indices):
             self._keep(slot)
