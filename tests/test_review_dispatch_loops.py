@@ -378,21 +378,23 @@ def test_a_variable_assigned_after_a_recorded_compiled_call_is_an_error_not_a_wr
         tape.gradient(y, x)
 
 
-@pytest.mark.xfail(strict=True, reason="tape_calls re-runs the Python function for the "
-                   "gradient: a closed-over Python value changed since the call is read anew "
-                   "(the call ran the trace of the old value); not fixed: it needs the "
-                   "call's own graph inlined into the tape's graph instead of a re-trace")
-def test_a_closed_over_python_value_changed_after_the_call_keeps_the_calls_gradient():
+def test_a_closed_over_python_value_changed_after_the_call_is_refused():
+    """tape_calls re-runs the Python function for the gradient: a closed-over Python value
+    changed since the call was read anew (the call ran the trace of the old value), and
+    the gradient was another function's (30 instead of 12), silently. Now a fresh trace
+    that differs from the call's is an error naming the function."""
     scale = [2.0]
     f = tw.compile(lambda x: x * scale[0] * x)
     x = tw.constant(np.float64(3.0))
     f(x)  # traced with scale 2
-    with tw.GradientTape() as tape:
+    with tw.GradientTape(persistent=True) as tape:
         tape.watch(x)
         y = f(x)  # the cached trace: 18
-        scale[0] = 5.0
     assert float(np.asarray(y)) == 18.0
-    assert float(np.asarray(tape.gradient(y, x))) == 12.0  # (30.0: the re-trace's)
+    assert float(np.asarray(tape.gradient(y, x))) == 12.0  # unchanged: the call's gradient
+    scale[0] = 5.0
+    with pytest.raises(tw.errors.UnimplementedError, match="tracing it again now gives"):
+        tape.gradient(y, x)
 
 
 def test_arrays_without_a_tensorweave_dtype_are_refused_naming_the_argument_and_line():

@@ -71,6 +71,7 @@ def call_recorded(function: Any, args: tuple, kwargs: dict, tapes: list[Any]) ->
         # there (`_TapeBuilder.lift_eager`); variables are read anew
         from .autodiff import gradients
         _refuse_changed(read_at_call, function, where)
+        _refuse_retraced(function, args, kwargs, cf, where)
         traced = [convert_to_tensor(x) for x in xs]
         call_leaves = list(leaves)
         for i, t in zip(xs_at, traced):
@@ -121,6 +122,34 @@ def _refuse_changed(read_at_call: list[tuple[Any, np.ndarray]], function: Any,
                 f"recomputing it, which would use the new value and give another "
                 f"function's gradient. Take the gradient before assigning the variable "
                 f"(or call the Python function itself under the tape)", location=where)
+
+
+def _refuse_retraced(function: Any, args: tuple, kwargs: dict, cf: Any, where: str) -> None:
+    """The gradient re-runs the Python function: refuse when a fresh trace of it at the
+    call's argument types differs from the trace the call ran (it reads Python state,
+    e.g. a closed-over value, that changed since), which would give another function's
+    gradient. Graphs without a fingerprint (`printer.graph_fingerprint`) are not
+    checked."""
+    from ..compiler.printer import graph_fingerprint
+    from .function import TensorSpec
+    before = graph_fingerprint(cf.graph)
+    if before is None:
+        return
+    leaves, tree, names = function._bind(args, kwargs)
+    tensor_idx, _, _ = function._classify(leaves, names)
+    specs = [TensorSpec(a.type.shape, a.type.dtype, name=a.name) for a in cf.graph.args]
+    if len(specs) != len(tensor_idx):
+        return
+    fresh = function._trace(leaves, tree, names, tensor_idx, specs)
+    if graph_fingerprint(fresh.graph) != before:
+        raise UnimplementedError(
+            f"{getattr(function, 'name', 'a compiled function')} was called while an eager "
+            f"GradientTape recorded, and tracing it again now gives another graph (it "
+            f"reads Python state, such as a closed-over value, that changed after the "
+            f"call): the tape differentiates a compiled call by recomputing it, which "
+            f"would give another function's gradient. Take the gradient before changing "
+            f"that state (or call the Python function itself under the tape)",
+            location=where)
 
 
 def _all_nodes(graph: Any) -> Any:
