@@ -42,6 +42,7 @@ MANT = {F32: 24, F64: 53}
 MAX_MAG = 1e4            # keeps rounding errors (relative to mag) meaningful
 MAX_INT = 2 ** 30        # int32 results never overflow
 MAX_ELEMS = 1_100_000    # no op's result is larger than this (time)
+VAR_BOUND = 1e6          # |a variable| after regions assigned it (exact: f64 or int32)
 
 
 @dataclass(frozen=True)
@@ -118,6 +119,7 @@ class Program:
     def __call__(self, *xs: Any) -> list[Any]:
         """Trace (or run) the program on `xs` (the arguments)."""
         env: list[Any] = []
+        _TRACING_VARS[:] = self.variables
         for ins in self.instrs:
             if ins.op == "arg":
                 env.append(xs[ins.params["index"]])
@@ -266,7 +268,7 @@ class Builder:
     def __init__(self, draw, *, max_ops: int, big: bool, allow_empty: bool = True,
                  dtypes: tuple[np.dtype, ...] = (F32, F64, I32, BOOL),
                  ops: list[str] | None = None, allowed: tuple[str, ...] | None = None,
-                 generic: bool = False) -> None:
+                 generic: bool = False, exact_regions: bool = False) -> None:
         self.draw = draw
         self.var_inits: list[np.ndarray] = []
         self.arg_specs: list[tuple[dict, str]] = []
@@ -279,6 +281,7 @@ class Builder:
         self.ops = ops
         self.allowed = allowed
         self.generic = generic
+        self.exact_regions = exact_regions
         if big:
             # past the thread-split thresholds (targets/cpu/parallel.py: 2**20 elements
             # of cheap ops, 2**21 work units) and 1 MiB results (allocator.py)
@@ -875,9 +878,17 @@ CHAIN_UNARY = ("negative", "abs", "tanh", "sin", "relu", "square")
 CHAIN_BINARY = ("add", "subtract", "multiply", "maximum", "minimum")
 
 
+# the variables of the program being traced (regions read and assign them)
+_TRACING_VARS: list[Any] = []
+
+
 def _run_chain(x, steps, extras):
     for st_ in steps:
-        if st_[0] == "mm":  # x @ W (a row: as a 1-row matrix)
+        if st_[0] == "vread":
+            x = x + _TRACING_VARS[st_[1]].read_value()
+        elif st_[0] == "vadd":
+            x = _TRACING_VARS[st_[1]].assign_add(x)
+        elif st_[0] == "mm":  # x @ W (a row: as a 1-row matrix)
             w = extras[st_[1]]
             x = tw.matmul(x, w) if len(x.shape) >= 2 else tw.matmul(x[None], w)[0]
         else:
@@ -889,7 +900,9 @@ def _chain_val(v: Val, steps, extras: list[Val]) -> Val:
     """The bounds after `steps` on `v` (the same transfer rules as the straight code)."""
     m, e, g = v.mag, v.err, v.gran
     for st_ in steps:
-        if st_[0] == "mm":
+        if st_[0] in ("vread", "vadd"):  # exact programs only: see _gen_var
+            m = (m + VAR_BOUND) * 2
+        elif st_[0] == "mm":
             w = extras[st_[1]]
             d = w.shape[0]
             m, e, g = m * w.mag * d, d * (m * w.err + w.mag * e + e * w.err), g * w.gran
@@ -918,6 +931,24 @@ def _chain_val(v: Val, steps, extras: list[Val]) -> Val:
 
 def _draw_chain(b: Builder, v: Val, extras: list[int], squash: bool):
     fits = [k for k, j in enumerate(extras) if _broadcast(b.vals[j].shape, v.shape) == v.shape]
+    if b.exact_regions:  # variable programs: exact ops, reads and assign_adds
+        vs = [k for k, w in enumerate(b.var_vals) if w.shape == v.shape and w.dtype == v.dtype]
+        steps = []
+        for _ in range(b.draw(st.integers(1, 3))):
+            kinds = ["un"] + (["bin"] if fits else []) + (["vread", "vadd"] if vs else [])
+            kind = b.draw(st.sampled_from(kinds))
+            if kind == "un":
+                steps.append(("un", b.draw(st.sampled_from(["negative", "abs", "relu"]))))
+            elif kind == "bin":
+                steps.append(("bin", b.draw(st.sampled_from(["add", "maximum", "minimum"])),
+                              b.draw(st.sampled_from(fits))))
+            else:
+                k = b.draw(st.sampled_from(vs))
+                steps.append((kind, k))
+                if kind == "vadd":
+                    w = b.var_vals[k]
+                    b.var_vals[k] = Val(w.shape, w.dtype, VAR_BOUND, 0.0, min(w.gran, v.gran))
+        return steps
     square = [k for k, j in enumerate(extras) if v.shape and len(b.vals[j].shape) == 2
               and b.vals[j].shape == (v.shape[-1], v.shape[-1])]
     steps = []
@@ -937,7 +968,7 @@ def _draw_chain(b: Builder, v: Val, extras: list[int], squash: bool):
 def _extras(b: Builder, v: Val) -> list[int]:
     """Outer values a region captures: same dtype, broadcasting into `v`'s shape."""
     out = []
-    if v.shape and v.shape[-1] and b.draw(st.booleans()):  # a weight: x @ W
+    if v.shape and 0 < v.shape[-1] <= 64 and b.draw(st.booleans()):  # a weight: x @ W
         d = v.shape[-1]
         j = b.pick(lambda w: w.dtype == v.dtype and w.shape == (d, d) and w.mag <= 4)
         out.append(j if j is not None else b.new_arg((d, d), v.dtype))
@@ -979,8 +1010,19 @@ def _scan_fn(xs, *rest, body=(), init=False):
 OPS.update({"cond": _cond_fn, "while": _while_fn, "scan": _scan_fn})
 
 
+def _region_input(b: Builder) -> int | None:
+    """The value a region starts from (in variable programs: preferably one shaped like
+    a variable, so that the region reads and assigns it)."""
+    if b.exact_regions and b.var_vals and b.draw(st.integers(0, 3)):
+        i = b.pick(lambda v: v.dtype in FLOATS and any(
+            w.shape == v.shape and w.dtype == v.dtype for w in b.var_vals))
+        if i is not None:
+            return i
+    return b.pick(lambda v: v.dtype in FLOATS and v.mag <= 16)
+
+
 def _gen_cond(b: Builder) -> None:
-    v_i = b.pick(lambda v: v.dtype in FLOATS and v.mag <= 16)
+    v_i = _region_input(b)
     p_i = b.pick(lambda v: v.dtype == BOOL)
     if v_i is None:
         return
@@ -1003,7 +1045,7 @@ def _gen_cond(b: Builder) -> None:
 
 
 def _gen_while(b: Builder) -> None:
-    v_i = b.pick(lambda v: v.dtype in FLOATS and v.mag <= 16)
+    v_i = _region_input(b)
     if v_i is None:
         return
     v = b.vals[v_i]
@@ -1017,9 +1059,12 @@ def _gen_while(b: Builder) -> None:
         out = _chain_val(out, body, exv)
         e = max(e, out.err)
     mi = b.draw(st.sampled_from([None, 1, 2, 5]))
-    b.emit(Instr("while", (n_i, v_i, *ex), {"body": body, "maximum_iterations": mi}),
-           Val(v.shape, v.dtype, max(v.mag, 1.0), e if e or v.err else
-               _rounded(v.dtype, 1.0, 0.0, 0, 4, False), 0.0 if e else v.gran))
+    if b.exact_regions:
+        out = Val(v.shape, v.dtype, max(v.mag, out.mag), 0.0, out.gran)
+    else:
+        out = Val(v.shape, v.dtype, max(v.mag, 1.0), e if e or v.err else
+                  _rounded(v.dtype, 1.0, 0.0, 0, 4, False), 0.0 if e else v.gran)
+    b.emit(Instr("while", (n_i, v_i, *ex), {"body": body, "maximum_iterations": mi}), out)
 
 
 def _gen_scan(b: Builder) -> None:
@@ -1112,9 +1157,10 @@ def programs(draw, max_ops: int = 12, big: bool | None = None, mode: str = "basi
     if mode == "control":
         kw.setdefault("ops", CONTROL_LIST)
     elif mode == "vars":
-        kw.setdefault("ops", VAR_LIST)
-        kw.setdefault("allowed", VAR_OPS_OK)
+        kw.setdefault("ops", VAR_LIST + ["cond", "while"])
+        kw.setdefault("allowed", VAR_OPS_OK + ("cond", "while"))
         kw.setdefault("dtypes", (F64, I32))
+        kw.setdefault("exact_regions", True)
     elif mode == "generic":
         big = False
         kw.setdefault("generic", True)

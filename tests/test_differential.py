@@ -188,7 +188,8 @@ def test_control_flow_programs(prog: D.Program) -> None:
 @given(prog=D.programs(max_ops=10, mode="vars", big=False))
 def test_variable_programs(prog: D.Program) -> None:
     """Reads, assigns and assign_adds of several variables (reads after assignments in
-    the same step), called twice: every output of both calls and the variables' final
+    the same step; reads and assign_adds inside tw.cond branches and tw.while_loop
+    bodies), called twice: every output of both calls and the variables' final
     values are bitwise equal to the reference's."""
     _, ref, ref_vars = _call(prog, "reference", calls=2)
     _, cpu, cpu_vars = _call(prog, "cpu", calls=2)
@@ -202,12 +203,13 @@ def test_variable_programs(prog: D.Program) -> None:
 def test_gradients_of_random_programs(prog: D.Program, seed: int) -> None:
     """tw.gradients of a random weighted sum of a float64 program's outputs (control
     flow included) on both targets. The gradient graph is the same on both, so they
-    differ only by the rounding of its ops: 1e-9 relative to the largest gradient (1e-5
-    where the program passes through float32)."""
+    differ only by the rounding of its ops: 1e-9 relative to the largest gradient, 1e-4
+    where the program passes through float32 (through a scan of two products and a tanh
+    per step, both targets' float32 gradients are up to 1.6e-5 off the float64 ones)."""
     grads = D.gradient_program(prog, seed)
     ref = [np.asarray(g) for g in tw.compile(grads, target="reference")(*prog.args)]
     cpu = [np.asarray(g) for g in tw.compile(grads, target="cpu")(*prog.args)]
-    tol = 1e-5 if any(v.dtype == D.F32 for v in prog.vals) else 1e-9
+    tol = 1e-4 if any(v.dtype == D.F32 for v in prog.vals) else 1e-9
     assert len(cpu) == len(ref)
     for c, r in zip(cpu, ref):
         assert c.dtype == r.dtype and c.shape == r.shape
