@@ -94,6 +94,8 @@ class Program:
     outputs: list[int]
     var_inits: list[np.ndarray] = field(default_factory=list)
     arg_specs: list[tuple[dict, str]] = field(default_factory=list)  # value range, layout
+    # what the function returns: "list", "tuple", "dict" or (one output) "single"
+    structure: str = "list"
     # the tw.Variables the program reads and assigns (one set per target: `make_vars`)
     variables: list[Any] = field(default_factory=list, repr=False)
 
@@ -133,7 +135,14 @@ class Program:
                     env.append(var.assign_add(env[ins.args[0]]))
             else:
                 env.append(OPS[ins.op](*[env[i] for i in ins.args], **ins.params))
-        return [env[i] for i in self.outputs]
+        outs = [env[i] for i in self.outputs]
+        if self.structure == "single" and len(outs) == 1:
+            return outs[0]
+        if self.structure == "tuple":
+            return tuple(outs)
+        if self.structure == "dict":  # (keys sort in output order: nest flattens sorted)
+            return {f"o{k}": o for k, o in enumerate(outs)}
+        return outs
 
     def text(self) -> str:
         """The program as readable pseudo-code, for a failure's report."""
@@ -374,8 +383,12 @@ class Builder:
         for i in self.draw(st.lists(st.sampled_from(range(len(self.vals))), max_size=2)):
             if i not in outs:
                 outs.append(i)
+        outs = outs[:8]
+        structure = self.draw(st.sampled_from(["list", "tuple", "dict", "single"]))
+        if structure == "single":
+            outs = outs[:1]
         return Program(self.args, self.vals, self.instrs, outs, self.var_inits,
-                       self.arg_specs)
+                       self.arg_specs, structure)
 
 
 def _gen_unary(b: Builder) -> None:
@@ -1193,7 +1206,7 @@ def gradient_program(prog: Program, seed: int = 0):
     wrt = [i for i, a in enumerate(prog.args) if a.dtype in FLOATS]
 
     def grads(*xs):
-        outs = prog(*xs)
+        outs = nest.flatten(prog(*xs))[0]
         loss = tw.constant(0.0, "float64")
         for k in float_outs:
             loss = loss + tw.reduce_sum(tw.cast(outs[k], "float64") * weights[k])
@@ -1203,11 +1216,17 @@ def gradient_program(prog: Program, seed: int = 0):
 
 # ---------------------------------------------------------------------------- running
 
+def leaves(result: Any) -> list[np.ndarray]:
+    """The arrays of a program's result (a list, tuple, dict or one array), in output
+    order."""
+    return [np.asarray(o) for o in nest.flatten(result)[0]]
+
+
 def run(prog: Program, target: str, args: list[np.ndarray] | None = None,
         **compile_kw) -> list[np.ndarray]:
     """Compile `prog` for `target` and run it once on `args` (default: its own)."""
     fn = tw.compile(prog, target=target, **compile_kw)
-    return [np.asarray(o) for o in nest.flatten(fn(*(prog.args if args is None else args)))[0]]
+    return leaves(fn(*(prog.args if args is None else args)))
 
 
 def compare(got: list[np.ndarray], want: list[np.ndarray], atols: list[float],
