@@ -86,6 +86,9 @@ def test_cpu_matches_the_reference(prog: D.Program, seed: int) -> None:
     fn, (first,), _ = _call(prog, "cpu")
     D.compare(first, ref, tol, "cpu vs reference", prog)
     held = [o.copy() for o in first]
+    for k, o in enumerate(first):  # results are the caller's own arrays
+        assert not any(np.may_share_memory(o, a) for a in prog.args + first[:k]), \
+            f"output {k} shares memory with an argument or another output\n{prog.text()}"
     # the caller keeps views of the first results but drops the results themselves
     views = [o.reshape(-1)[1:] for o in first[1:]]
     first = first[:1]
@@ -256,6 +259,21 @@ def test_gradient_tape_on_a_program() -> None:
         traced = tw.compile(lambda x, w: tw.gradients(f(x, w), [x, w]), target=target)(x, w)
         for e, t in zip(eager, traced):
             np.testing.assert_allclose(np.asarray(t), e, rtol=1e-10, atol=1e-12)
+
+
+_SAME_ARRAY_TWICE = pytest.mark.xfail(
+    strict=True, reason="for the owner of frontend/function.py: own_result copies a result "
+    "that shares memory with an argument or a constant, not one that is another output")
+
+
+@pytest.mark.parametrize("target", [pytest.param("reference", marks=_SAME_ARRAY_TWICE), "cpu"])
+def test_two_outputs_of_one_value_are_distinct_arrays(target: str) -> None:
+    """``(-x, -x)`` (one node after CSE) returns two arrays: writing one must not change
+    the other, as with NumPy (the cpu target copies; the reference target returned the
+    same array twice)."""
+    a, b = tw.compile(lambda x: (-x, -x), target=target)(np.ones(2, np.float32))
+    a += 1
+    np.testing.assert_array_equal(b, [-1.0, -1.0])
 
 
 # ------------------------------------------------------------------------------ gpu
