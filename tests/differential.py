@@ -482,11 +482,14 @@ def _gen_compare(b: Builder) -> None:
         return
     v = b.vals[i]
     j = b.partner(v, v.dtype, exact=True)
-    shape = _broadcast(v.shape, b.vals[j].shape)
-    if shape is None or int(np.prod(shape)) > MAX_ELEMS:
-        return
-    op = b.draw(st.sampled_from(COMPARE))
-    b.emit(Instr(op, (i, j)), Val(shape, BOOL, 1.0, 0.0, 1.0))
+    _emit_bool(b, b.draw(st.sampled_from(COMPARE)), i, j)
+
+
+def _emit_bool(b: Builder, op: str, i: int, j: int) -> None:
+    """``op(v_i, v_j)`` with a bool result, unless their broadcast is too big."""
+    shape = _broadcast(b.vals[i].shape, b.vals[j].shape)
+    if shape is not None and int(np.prod(shape)) <= MAX_ELEMS:
+        b.emit(Instr(op, (i, j)), Val(shape, BOOL, 1.0, 0.0, 1.0))
 
 
 def _gen_logical(b: Builder) -> None:
@@ -498,11 +501,7 @@ def _gen_logical(b: Builder) -> None:
     if op == "logical_not":
         b.emit(Instr(op, (i,)), v)
         return
-    j = b.partner(v, BOOL)
-    shape = _broadcast(v.shape, b.vals[j].shape)
-    if shape is None or int(np.prod(shape)) > MAX_ELEMS:
-        return
-    b.emit(Instr(op, (i, j)), Val(shape, BOOL, 1.0, 0.0, 1.0))
+    _emit_bool(b, op, i, b.partner(v, BOOL))
 
 
 def _gen_where(b: Builder) -> None:
