@@ -277,7 +277,7 @@ class ConcreteFunction:
             results = exe(*arrays, timeout=self.timeout)
         if getattr(exe, "owns_results", False):  # fresh buffers, checked by the target
             return results
-        return [own_result(r, arrays) for r in results]
+        return own_results(results, arrays)
 
     def _call_first(self, arrays: Sequence[np.ndarray], donated: frozenset[int] = frozenset()
                     ) -> list[np.ndarray]:
@@ -333,6 +333,20 @@ def own_result(result: np.ndarray, inputs: Sequence[np.ndarray]) -> np.ndarray:
     if not result.flags.writeable or any(np.may_share_memory(result, a) for a in inputs):
         return result.copy()
     return result
+
+
+def own_results(results: Sequence[Any], inputs: Sequence[np.ndarray]) -> list[Any]:
+    """`own_result` of each result, where the results handed back before count as owned
+    too: two results of one value (``return -x, -x`` after CSE) are two arrays, so
+    writing one does not change the other."""
+    out: list[Any] = []
+    owned = list(inputs)
+    for r in results:
+        r = own_result(r, owned)
+        out.append(r)
+        if isinstance(r, np.ndarray):
+            owned.append(r)
+    return out
 
 
 class Function:

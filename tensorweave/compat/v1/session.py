@@ -20,7 +20,7 @@ from ...compiler.pipeline import compile_graph
 from ...compiler.types import format_shape
 from ...errors import InvalidArgumentError
 from ...frontend import nest
-from ...frontend.function import DEFAULT_TARGET, own_result
+from ...frontend.function import DEFAULT_TARGET, own_results
 from ...frontend.tensor import Tensor
 from ...passes.prune import extract_subgraph
 from ...runtime.queues import close_all_queues
@@ -142,8 +142,10 @@ class Session:
             results = iter(step(*feed_arrays, timeout=timeout) if timeout is not None
                            else step(*feed_arrays))
         out = [next(results) if k == "value" else None for k, _ in kinds]
-        return nest.unflatten(tree, [own_result(r, feed_arrays) if fin is None else fin(r)
-                                     for r, fin in zip(out, finish)])
+        owned = own_results([r if fin is None else None for r, fin in zip(out, finish)],
+                            feed_arrays)
+        return nest.unflatten(tree, [o if fin is None else fin(r)
+                                     for r, o, fin in zip(out, owned, finish)])
 
     def _resolve_fetch(self, f: Any) -> tuple[str, Any]:
         g = self.graph

@@ -706,9 +706,9 @@ class CpuExecutable:
                 return step(args, donated=donated) if donated else step(args)
             except _Unplanned:
                 pass
-        from ...frontend.function import own_result
+        from ...frontend.function import own_results
         arrays = [np.asarray(a) for a in args]
-        return [own_result(r, arrays) for r in self.dataflow.run(args, timeout=t)]
+        return own_results(self.dataflow.run(args, timeout=t), arrays)
 
     def dispatch_entry(self, arrays: Sequence[np.ndarray], timeout: float | None,
                        key: Any, finish: Any) -> Any:
