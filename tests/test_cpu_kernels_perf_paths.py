@@ -161,6 +161,37 @@ def test_gemm_split_is_one_blas_call_bit_for_bit(monkeypatch, dtype, ta, tb, m, 
     assert one.tobytes() == three.tobytes()
 
 
+def test_split_probe_answers_are_kept_on_disk(monkeypatch, tmp_path):
+    """A product shape probed once is not probed again in a new process (the functools
+    cache cleared stands for one): the answer comes from the disk cache; a damaged note is
+    probed again and rewritten; without a cache directory nothing is stored."""
+    monkeypatch.setenv("TW_CACHE_DIR", str(tmp_path))
+    runs = []
+    real = lowering._run_split_probe
+
+    def counting(*args):
+        runs.append(args)
+        return real(*args)
+
+    monkeypatch.setattr(lowering, "_run_split_probe", counting)
+    shape = ("f32", False, False, 96, 80, 64, 2, 16, "cols")
+    lowering._probe_split.cache_clear()
+    first = lowering._probe_split(*shape)
+    lowering._probe_split.cache_clear()
+    assert lowering._probe_split(*shape) == first and len(runs) == 1
+    assert first == real(*shape)  # (the stored answer is the probe's)
+    other = ("f32", False, True, 96, 80, 64, 2, 16, "cols")  # another product: probed
+    lowering._probe_split(*other)
+    assert len(runs) == 2
+    key = lowering._split_probe_key(*shape)
+    from tensorweave.targets.cpu import disk_cache
+    disk_cache.store(key, b"garbage", disk_cache.NOTE_SUFFIX)
+    lowering._probe_split.cache_clear()
+    assert lowering._probe_split(*shape) == first and len(runs) == 3
+    assert disk_cache.load(key, disk_cache.NOTE_SUFFIX) in (b"0", b"1")
+    lowering._probe_split.cache_clear()
+
+
 def test_gemm_split_model_and_fallbacks(monkeypatch):
     monkeypatch.setenv("TW_NUM_THREADS", "2")
     f32 = as_dtype(np.float32)

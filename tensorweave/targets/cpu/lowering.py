@@ -487,7 +487,44 @@ def gemm_split(dtype: DType, ta: bool, tb: bool, m: Any, n: Any, k: Any) -> str 
 def _probe_split(dtype_name: str, ta: bool, tb: bool, m: int, n: int, k: int, threads: int,
                  align: int, how: str = "rows") -> bool:
     """Whether C computed as `threads` BLAS calls on blocks of rows (or columns) starting
-    at multiples of `align` is bit for bit C computed in one call."""
+    at multiples of `align` is bit for bit C computed in one call.
+
+    The answer is kept in the disk cache too, beside the BLAS probe's (`executable.
+    _blas_probe_key`: the library's path, size and time, the host CPU, the thread
+    settings, the code generator's source): a new graph with products of shapes seen
+    before (a model edited and run again) skips the probes, ~0.1 s of a W2/W3 compile."""
+    key = _split_probe_key(dtype_name, ta, tb, m, n, k, threads, align, how)
+    if key is not None:
+        from . import disk_cache
+        try:
+            cached = disk_cache.load(key, disk_cache.NOTE_SUFFIX)
+        except disk_cache.InvalidEntry:  # (logged and deleted)
+            cached = None
+        if cached in (b"0", b"1"):
+            return cached == b"1"
+    exact = _run_split_probe(dtype_name, ta, tb, m, n, k, threads, align, how)
+    if key is not None:
+        disk_cache.store(key, b"1" if exact else b"0", disk_cache.NOTE_SUFFIX)
+    return exact
+
+
+def _split_probe_key(dtype_name: str, ta: bool, tb: bool, m: int, n: int, k: int,
+                     threads: int, align: int, how: str) -> str | None:
+    """The disk-cache key of one split probe's answer (None: not cached)."""
+    import hashlib
+
+    from .executable import _blas_probe_key
+    base = _blas_probe_key(os.environ.get("TW_BLAS_THREADS", ""))
+    if base is None:
+        return None
+    text = f"tensorweave split probe v1\0{base}\0{dtype_name} {ta} {tb} {m} {n} {k} " \
+           f"{threads} {align} {how}"
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _run_split_probe(dtype_name: str, ta: bool, tb: bool, m: int, n: int, k: int,
+                     threads: int, align: int, how: str) -> bool:
+    """`_probe_split`'s answer, computed: the product whole and cut, compared."""
     from .blas import _GEMM, blas_addresses
     dt = np.float32 if dtype_name == "f32" else np.float64
     ptr = ctypes.c_void_p
