@@ -363,7 +363,9 @@ def test_a_variable_assigned_after_a_recorded_compiled_call_is_an_error_not_a_wr
         y = f(x)
     assert float(np.asarray(tape.gradient(y, x))) == 12.0
     v.assign(5.0)
-    with pytest.raises(tw.errors.UnimplementedError, match="'scale:0' it reads was assigned after"):
+    # (the variable's name is unique in the process: scale, scale_1, ... in a whole suite)
+    with pytest.raises(tw.errors.UnimplementedError,
+                       match=r"'scale(_\d+)?:0' it reads was assigned after"):
         tape.gradient(y, x)
     v.assign(2.0)  # the values of the call again: its gradient
     assert float(np.asarray(tape.gradient(y, [x, v])[1])) == 9.0
@@ -374,7 +376,7 @@ def test_a_variable_assigned_after_a_recorded_compiled_call_is_an_error_not_a_wr
         tape.watch(x)
         y = g(x)
     frozen.assign(7.0)
-    with pytest.raises(tw.errors.UnimplementedError, match="'frozen:0'"):
+    with pytest.raises(tw.errors.UnimplementedError, match=r"'frozen(_\d+)?:0'"):
         tape.gradient(y, x)
 
 
