@@ -32,6 +32,7 @@ import hashlib
 import logging
 import os
 import struct
+from collections.abc import Callable
 from pathlib import Path
 
 from ...runtime import atomic_files
@@ -154,6 +155,24 @@ def store(key: str, payload: bytes, suffix: str = SUFFIX) -> bool:
                    directory, e)
         _unwritable.add(directory)
         return False
+
+
+def note(key: str | None, compute: Callable[[], bytes],
+         valid: Callable[[bytes], bool] = lambda payload: True) -> bytes:
+    """A small answer kept under `key` (a probe's): the stored one when there is one and
+    it is `valid`, else `compute()`, stored for the next process. `key` None: computed
+    and not kept."""
+    if key is not None:
+        try:
+            cached = load(key, NOTE_SUFFIX)
+        except InvalidEntry:  # (logged and deleted)
+            cached = None
+        if cached is not None and valid(cached):
+            return cached
+    payload = compute()
+    if key is not None:
+        store(key, payload, NOTE_SUFFIX)
+    return payload
 
 
 def discard(key: str, suffix: str = SUFFIX) -> None:

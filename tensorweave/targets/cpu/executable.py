@@ -125,21 +125,13 @@ def _blas_settings(threads: str) -> str:
     from the disk cache, so the answer is kept there too, under the identity of the BLAS
     library (path, size, modification time), the host CPU, the thread settings and the
     code generator's source: the same library on the same CPU answers the same."""
-    key = _blas_probe_key(threads)
-    if key is not None:
-        try:
-            cached = disk_cache.load(key, disk_cache.NOTE_SUFFIX)
-        except disk_cache.InvalidEntry:  # (logged and deleted)
-            cached = None
-        if cached is not None:
-            return cached.decode()
-    from .lowering import blas_row_align  # (the code generator: only when probing)
-    # (split=cols: products may be cut by columns too, `lowering.gemm_split`)
-    text = (f"blas_align={blas_row_align('f32')},{blas_row_align('f64')} split=cols "
-            f"blas_threads={threads}")
-    if key is not None:
-        disk_cache.store(key, text.encode(), disk_cache.NOTE_SUFFIX)
-    return text
+    def probe() -> bytes:
+        from .lowering import blas_row_align  # (the code generator: only when probing)
+        # (split=cols: products may be cut by columns too, `lowering.gemm_split`)
+        return (f"blas_align={blas_row_align('f32')},{blas_row_align('f64')} split=cols "
+                f"blas_threads={threads}").encode()
+
+    return disk_cache.note(_blas_probe_key(threads), probe).decode()
 
 
 class _DlInfo(ctypes.Structure):

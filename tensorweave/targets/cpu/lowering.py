@@ -493,19 +493,12 @@ def _probe_split(dtype_name: str, ta: bool, tb: bool, m: int, n: int, k: int, th
     _blas_probe_key`: the library's path, size and time, the host CPU, the thread
     settings, the code generator's source): a new graph with products of shapes seen
     before (a model edited and run again) skips the probes, ~0.1 s of a W2/W3 compile."""
-    key = _split_probe_key(dtype_name, ta, tb, m, n, k, threads, align, how)
-    if key is not None:
-        from . import disk_cache
-        try:
-            cached = disk_cache.load(key, disk_cache.NOTE_SUFFIX)
-        except disk_cache.InvalidEntry:  # (logged and deleted)
-            cached = None
-        if cached in (b"0", b"1"):
-            return cached == b"1"
-    exact = _run_split_probe(dtype_name, ta, tb, m, n, k, threads, align, how)
-    if key is not None:
-        disk_cache.store(key, b"1" if exact else b"0", disk_cache.NOTE_SUFFIX)
-    return exact
+    from . import disk_cache
+    args = (dtype_name, ta, tb, m, n, k, threads, align, how)
+    answer = disk_cache.note(_split_probe_key(*args),
+                             lambda: b"1" if _run_split_probe(*args) else b"0",
+                             valid=lambda payload: payload in (b"0", b"1"))
+    return answer == b"1"
 
 
 def _split_probe_key(dtype_name: str, ta: bool, tb: bool, m: int, n: int, k: int,
