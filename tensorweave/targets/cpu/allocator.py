@@ -78,6 +78,12 @@ class _Block(np.ndarray):
     a view's ``base`` at the result the view was made from (see the module docstring)."""
 
 
+def _size(block: np.ndarray) -> int:
+    """The rounded request size a block serves (it holds `ALIGN` bytes more, for the
+    result's alignment)."""
+    return block.size - ALIGN
+
+
 class BlockPool:
     """Blocks of memory reused by size for result arrays (see the module docstring)."""
 
@@ -143,7 +149,7 @@ class BlockPool:
             self._forget(block)
 
     def _forget(self, block: np.ndarray) -> None:
-        size = block.size - ALIGN
+        size = _size(block)
         same = self._by_size[size]
         same[:] = [b for b in same if b is not block]
         if not same:
@@ -159,7 +165,7 @@ class BlockPool:
                 if sys.getrefcount(block) <= self._OWN_REFS:
                     del self._blocks[key]
                     self._forget(block)
-                    released += block.size - ALIGN
+                    released += _size(block)
         return released
 
     def free_bytes(self) -> int:
@@ -169,7 +175,7 @@ class BlockPool:
             for key in list(self._blocks):
                 block = self._blocks[key]
                 if sys.getrefcount(block) <= self._OWN_REFS:
-                    total += block.size - ALIGN
+                    total += _size(block)
         return total
 
 
