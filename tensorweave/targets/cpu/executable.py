@@ -256,7 +256,7 @@ class NativeStep:
         self._state = _CallState()
         self._callback = CallbackFn(self._run_callback)
         self.has_loops = record.has_loops
-        self._callback_kernels: dict[int, Any] | None = None  # (made on first use)
+        self._callback_kernels: dict[int, Any] = {}  # action position -> kernel (first use)
 
     @property
     def plan(self) -> StepPlan:
@@ -459,17 +459,13 @@ class NativeStep:
         """Run a node without a native lowering: its reference kernel on views of the
         step's buffers. Errors are kept for `_raise` (they cannot cross C frames)."""
         try:
-            kernels = self._callback_kernels
-            if kernels is None:
-                from ..reference.executor import PreparedKernel
-                kernels = self._callback_kernels = {
-                    k: PreparedKernel(n) for k, n in self.plan.callback_nodes.items()}
             from .step import array_at
             node = self.plan.actions[position].node
-            kernel = kernels.get(position)
-            if kernel is None:  # a failed Assert formatting its data (`step._formats_on_failure`)
+            kernel = self._callback_kernels.get(position)
+            if kernel is None:  # (a callback node, or a failed Assert formatting its data:
+                # `step._formats_on_failure`)
                 from ..reference.executor import PreparedKernel
-                kernel = kernels[position] = PreparedKernel(node)
+                kernel = self._callback_kernels[position] = PreparedKernel(node)
             inputs = [array_at(ins[j], v.type) for j, v in enumerate(node.inputs)]
             with np.errstate(all="ignore"):
                 results = kernel(inputs, self.resources, self.counters, self._state.step)
