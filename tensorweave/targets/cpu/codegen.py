@@ -71,8 +71,10 @@ BLOCK = 256  # vectors per block of a blocked (two-level) float sum
 # thread).
 FUSED_BLOCKS = 4
 # Outputs of at least this many bytes are written with non-temporal stores (see the module
-# docstring). Measured on the AVX-512 host of issue 13 (2 cores, ~25 GB/s copy): gelu over
-# 2^24 float32 into a reused, aligned 64 MB result: see benchmarks/README.md.
+# docstring). A choice, not a measured optimum: well past the L2 caches, so a result this
+# big is not read back from the cache anyway (the L3 size the VMs here report is not
+# real). The gain on the AVX-512 host of issue 13: x*a+b over 2^24 float32 5.7 -> 3.2 ms
+# (benchmarks/README.md).
 NONTEMPORAL_MIN_BYTES = 16 << 20
 _I8PP = ir.PointerType(ir.PointerType(I8))
 # What a chunk of a kernel split over threads gets: the kernel's (inputs, outputs, sizes).
@@ -355,10 +357,9 @@ class KernelBuilder:
         flags = {}
         for k in self.full:
             dt = self.p.dtype(self.p.outputs[k])
-            size = 1 if dt is bool_ else dt.itemsize
-            if size not in flags:
-                flags[size] = b.icmp_signed(">=", b.mul(count, I64(size)),
-                                            I64(NONTEMPORAL_MIN_BYTES))
+            if dt.itemsize not in flags:  # (bools are stored as bytes: itemsize 1)
+                flags[dt.itemsize] = b.icmp_signed(">=", b.mul(count, I64(dt.itemsize)),
+                                                   I64(NONTEMPORAL_MIN_BYTES))
         return flags
 
     # ----------------------------------------------------------------- loop nests
@@ -487,7 +488,7 @@ class KernelBuilder:
             v = b.zext(v, cx.wrap(I8))
         ptr = b.gep(self.buffers[buffer], [offset])
         if cx.width > 1 and contiguous:
-            self._vector_store(v, ptr, 1 if dt is bool_ else dt.itemsize)
+            self._vector_store(v, ptr, dt.itemsize)
         else:
             if cx.width > 1:  # every lane holds the same value (the output is broadcast)
                 v = b.extract_element(v, I32(0))
