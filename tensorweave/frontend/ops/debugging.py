@@ -197,6 +197,13 @@ def _side_effect(op: str, inputs: Sequence[Any], attrs: dict[str, Any],
     return node
 
 
+def _check_summarize(summarize: Any, op: str) -> None:
+    """`summarize` (how many values a print or a failed assertion shows) must be an int."""
+    if not isinstance(summarize, int) or isinstance(summarize, bool):
+        raise DTypeError(f"summarize must be an int, got {summarize!r}", op=op,
+                         location=_where())
+
+
 def print(*inputs: Any, output_stream: Any = None, summarize: int = 3,  # noqa: A001
           sep: str = " ", end: str = "\n", name: str | None = None) -> Node | None:
     """Print `inputs` when the op runs (TensorFlow's ``tf.print``): tensors as TensorFlow
@@ -206,9 +213,7 @@ def print(*inputs: Any, output_stream: Any = None, summarize: int = 3,  # noqa: 
     sys.stdout, a ``"file://PATH"`` (appended to) or a `logging` function such as
     ``logging.info`` (the "tensorweave" logger). Returns the op inside a traced function (None
     eagerly, where it prints at once)."""
-    if not isinstance(summarize, int) or isinstance(summarize, bool):
-        raise DTypeError(f"summarize must be an int, got {summarize!r}", op="tw.print",
-                         location=_where())
+    _check_summarize(summarize, "tw.print")
     tensors: list[Any] = []
     template = _escape(sep).join(_template(x, tensors, True) for x in inputs)
     values = [convert_to_tensor(t) for t in tensors]
@@ -225,9 +230,7 @@ def _assert(condition: Any, message: str, name: str | None,
     values (default 3; -1: all) of each named tensor in `data`, as TensorFlow's do."""
     if summarize is None:
         summarize = 3
-    if not isinstance(summarize, int) or isinstance(summarize, bool):
-        raise DTypeError(f"summarize must be an int, got {summarize!r}", op="Assert",
-                         location=_where())
+    _check_summarize(summarize, "Assert")
     return _side_effect("Assert", [convert_to_tensor(condition, dtype=bool_)]
                         + [convert_to_tensor(t) for _, t in data],
                         {"message": message, "summarize": summarize,
