@@ -46,10 +46,10 @@ from typing import Any
 import numpy as np
 
 from ...errors import InvalidArgumentError
+from .step_abi import ALIGN  # (a cache line and an AVX-512 vector, as workspace offsets)
 
 MIN_BYTES = 1 << 20
 _GRANULE = 1 << 16
-ALIGN = 64  # bytes: a cache line, and the widest vector register (AVX-512)
 _DEFAULT_CAP_MB = 1024
 
 
