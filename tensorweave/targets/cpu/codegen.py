@@ -61,6 +61,7 @@ from .elementwise import (
     nan_max,
     scalar_type,
 )
+from .step_abi import ALIGN
 
 REDUCTIONS = frozenset({"Sum", "Mean", "Max", "Min", "Prod", "All", "Any"})
 BLOCK = 256  # vectors per block of a blocked (two-level) float sum
@@ -503,7 +504,7 @@ class KernelBuilder:
         if big is None:
             b.store(v, typed, align=itemsize)
             return
-        align = min(64, itemsize * v.type.count)
+        align = min(ALIGN, itemsize * v.type.count)  # (the pool's blocks' alignment)
         offset = b.and_(b.ptrtoint(ptr, I64), I64(align - 1))
         stream = b.and_(big, b.icmp_unsigned("==", offset, I64(0)))
         with b.if_else(stream, likely=True) as (streamed, normal):
