@@ -200,6 +200,10 @@ def read_slice(prefix: str, full_name: str, full_shape: tuple, offset: tuple,
         if np.any(a >= b) and len(shape):
             continue
         arr = read_tensors(prefix, [name])[name]
+        if arr.dtype != np.dtype(dtype):  # (assigning into `out` would convert it)
+            raise DataLossError(f"checkpoint '{prefix}' holds '{name}' (part of "
+                                f"'{full_name}') as {arr.dtype}, the model's variable is "
+                                f"{np.dtype(dtype)}")
         src = tuple(slice(int(x - y), int(z - y)) for x, z, y in zip(a, b, lo))
         dst = tuple(slice(int(x - y), int(z - y)) for x, z, y in zip(a, b, want_lo))
         out[dst] = arr[src]
