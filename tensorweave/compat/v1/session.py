@@ -173,16 +173,7 @@ class Session:
                 key = key.snapshot()
             if not isinstance(key, Tensor) or key.value.graph is not self.graph.ir:
                 raise InvalidArgumentError(f"cannot feed {key!r}: not a tensor of this graph")
-            t = key.value.type
-            try:
-                arr = np.asarray(val, dtype=t.dtype.np)
-            except (TypeError, ValueError) as e:
-                raise InvalidArgumentError(f"cannot feed {val!r} to '{key.name}' of type {t}: "
-                                           f"{e}") from None
-            if not t.accepts(t.dtype, arr.shape):
-                raise InvalidArgumentError(
-                    f"cannot feed value of shape {format_shape(arr.shape)} for tensor "
-                    f"'{key.name}', which has shape {format_shape(t.shape)}")
+            arr = _feed_array(val, key)
             values.append(key.value)
             arrays.append(arr)
         return values, arrays
@@ -202,6 +193,29 @@ class Session:
             return compile_for_cluster(sub, self._cluster, target)
         create_graph_resources(sub, self._resources)
         return compile_graph(sub, self.compile_target, resources=self._resources)
+
+
+def _feed_array(val: Any, key: Tensor) -> np.ndarray:
+    """`val` as an array of `key`'s dtype and a shape it accepts, or a clear error; a
+    conversion into an int dtype that would change a value (a fraction, inf or NaN, an
+    int out of range) is an error, as the ops refuse such Python numbers."""
+    t = key.value.type
+    try:
+        given = np.asarray(val)
+        with np.errstate(invalid="ignore"):  # (NaN into an int: refused just below)
+            arr = given.astype(t.dtype.np, copy=False)
+        if (t.dtype.np.kind in "iu" and given.dtype.kind in "iuf" and arr.dtype != given.dtype
+                and not np.array_equal(arr.astype(given.dtype), given)):
+            raise ValueError(f"not every value is a {t.dtype.name} (a fraction, inf or NaN, or "
+                             f"a number out of range would change in the conversion)")
+    except (TypeError, ValueError, OverflowError) as e:
+        raise InvalidArgumentError(f"cannot feed {val!r} to '{key.name}' of type {t}: "
+                                   f"{e}") from None
+    if not t.accepts(t.dtype, arr.shape):
+        raise InvalidArgumentError(
+            f"cannot feed value of shape {format_shape(arr.shape)} for tensor "
+            f"'{key.name}', which has shape {format_shape(t.shape)}")
+    return arr
 
 
 class RunOptions:
