@@ -119,7 +119,7 @@ class Session:
         kinds: list[tuple[str, Any]] = [self._resolve_fetch(f) for f in leaves]
         values = [x for k, x in kinds if k == "value"]
         targets = [x for k, x in kinds if k == "op"]
-        feed_values, feed_arrays = self._resolve_feeds(feed_dict or {})
+        feed_values, feed_arrays, fed_variables = self._resolve_feeds(feed_dict or {})
         key = (tuple(map(id, values)), tuple(map(id, targets)), tuple(map(id, feed_values)))
         step = self._steps.get(key)
         if step is None:
@@ -128,7 +128,8 @@ class Session:
                     raise InvalidArgumentError("attempted to use a closed Session")
                 step = self._steps.get(key)
                 if step is None:
-                    step = self._steps[key] = self._compile(values, targets, feed_values)
+                    step = self._steps[key] = self._compile(values, targets, feed_values,
+                                                            fed_variables)
                     if getattr(self._config, "log_device_placement", False):
                         _log_placement(step)
         timeout_ms = getattr(options, "timeout_in_ms", 0) or 0
@@ -164,23 +165,44 @@ class Session:
         raise TypeError(f"fetch {f!r} has invalid type {type(f).__name__}: expected a tensor, "
                         f"op, variable or tensor name")
 
-    def _resolve_feeds(self, feed_dict: dict) -> tuple[list[ir.Value], list[np.ndarray]]:
-        values, arrays = [], []
+    def _resolve_feeds(self, feed_dict: dict
+                       ) -> tuple[list[ir.Value], list[np.ndarray], set[str]]:
+        """The fed values, their arrays, and the shared names of the variables fed.
+        Feeding a variable feeds every plain read of it (as TensorFlow
+        1, where ops read a variable through the one tensor a feed replaces)."""
+        values, arrays, variables = [], [], set()
         for key, val in feed_dict.items():
             if isinstance(key, str):
                 key = self.graph.get_tensor_by_name(key)
+            reads = []
             if isinstance(key, Variable):
+                variables.add(key.shared_name)
+                reads = _plain_reads(self.graph.ir, key)
                 key = key.snapshot()
             if not isinstance(key, Tensor) or key.value.graph is not self.graph.ir:
                 raise InvalidArgumentError(f"cannot feed {key!r}: not a tensor of this graph")
             arr = _feed_array(val, key)
-            values.append(key.value)
-            arrays.append(arr)
-        return values, arrays
+            for v in [key.value] + [r for r in reads if r is not key.value]:
+                if v in values:
+                    raise InvalidArgumentError(f"'{key.name}' is fed twice in one feed_dict "
+                                               f"(two keys name the same tensor)")
+                values.append(v)
+                arrays.append(arr)
+        return values, arrays, variables
 
     def _compile(self, values: list[ir.Value], targets: list[ir.Node],
-                 feeds: list[ir.Value]) -> Any:
+                 feeds: list[ir.Value], fed_variables: set[str] = frozenset()) -> Any:
         sub = extract_subgraph(self.graph.ir, values, targets, feeds, name="session_run")
+        for n in sub.walk():
+            if n.op == "VarHandle" and n.attrs["shared_name"] in fed_variables:
+                users = [u for u in sub.walk() if any(i.producer is n for i in u.inputs)]
+                used_by = users[0] if users else n
+                raise InvalidArgumentError(
+                    f"cannot feed variable '{n.attrs['shared_name']}' in this run: "
+                    f"{used_by.op} '{used_by.name}' uses the variable itself (an "
+                    f"assignment, the initializer, an update in a loop body), which a fed "
+                    f"value cannot replace; feed a tensor computed from it instead",
+                    **used_by.error_context())
         for n in sub.nodes:
             if n.op == "Placeholder":
                 t = n.outputs[0].type
@@ -193,6 +215,15 @@ class Session:
             return compile_for_cluster(sub, self._cluster, target)
         create_graph_resources(sub, self._resources)
         return compile_graph(sub, self.compile_target, resources=self._resources)
+
+
+def _plain_reads(graph: ir.Graph, variable: Variable) -> list[ir.Value]:
+    """The values of `graph`'s top-level ReadVariable nodes of `variable` that depend on
+    nothing else (a read after an assignment waits for it: feeding it would drop the
+    assignment from the step, so it stays, and the run is an error)."""
+    handle = variable.handle()
+    return [n.outputs[0] for n in graph.nodes
+            if n.op == "ReadVariable" and n.inputs[0] is handle and not n.control_inputs]
 
 
 def _feed_array(val: Any, key: Tensor) -> np.ndarray:
