@@ -127,6 +127,7 @@ def _matmul_on_threads(monkeypatch, a, b, ta, tb, threads):
     """The MatMul lowering of op(a) @ op(b) built for `threads` threads: its result and
     the names of the module's GEMM wrappers."""
     monkeypatch.setenv("TW_NUM_THREADS", str(threads))
+    monkeypatch.setenv("TW_BLAS_OWN_THREADS", "0")  # (our cuts; the library's: test_blas_threads)
     node = single_node("MatMul", [a, b], transpose_a=ta, transpose_b=tb)
     module = ir.Module()
     lowering.emit_node_function(module, node, "f", "blas")

@@ -14,10 +14,11 @@ as one row-major GEMM, which both the native steps and the kernels here call.
                        i64* dims)      ; dims = [m, n, k, transpose_a, transpose_b, split]
 
 For f32/f64 it calls the BLAS once per batch entry, on one thread or cut over threads
-as `lowering.gemm_split` chose for the shape when the kernel planned it (``split``: 0
-one call, 1 rows, 2 columns; each cut checked bit for bit against one call at that
-shape, so results do not depend on the thread count); for integers it runs an i-k-j
-loop nest that LLVM vectorizes over j (wrapping arithmetic, like NumPy).
+as `lowering.gemm_plan` chose for the shape when the kernel planned it (``split``,
+`SPLIT_CODES`: 0 one call, 1 rows, 2 columns, 3 one call on the BLAS library's own
+threads; each checked bit for bit against one call at that shape, so results do not
+depend on the thread count); for integers it runs an i-k-j loop nest that LLVM
+vectorizes over j (wrapping arithmetic, like NumPy).
 """
 
 from __future__ import annotations
@@ -93,11 +94,15 @@ def _addresses_from_capsules() -> dict[str, int]:
 
 @lru_cache(maxsize=1)
 def register_blas() -> bool:
-    """Make the BLAS symbols known to the JIT; False when SciPy is not installed."""
+    """Make the BLAS symbols known to the JIT (and, where the library has them, its
+    thread-count functions and `BLAS_LOCK`'s lock); False when SciPy is not installed."""
     addresses = blas_addresses()
     jit.host_info()  # initializes LLVM
     with jit.LLVM_LOCK:
         for symbol, address in addresses.items():
+            llvm.add_symbol(symbol, address)
+        llvm.add_symbol(LOCK_SYMBOL, _lock_address())
+        for symbol, address in (thread_control() or {}).items():
             llvm.add_symbol(symbol, address)
     if addresses:
         # Loading SciPy's BLAS starts OpenBLAS's own (spinning) threads; on top of the
@@ -112,6 +117,97 @@ def register_blas() -> bool:
 
 def has_blas() -> bool:
     return register_blas()
+
+
+# ------------------------------------------------------------- BLAS thread count
+#
+# OpenBLAS runs one thread per call under tensorweave (`runtime.threads`); a product whose
+# bits with OpenBLAS's own threads equal one thread's may run threaded (`lowering.
+# gemm_plan`). The thread count is one global of the library, so a product on OpenBLAS's
+# threads must be the only BLAS call in flight: every BLAS call of generated code holds
+# `LOCK_SYMBOL`, a process-wide readers-writer lock: one-thread calls as readers (any
+# number at once, our own split's halves too), a threaded call as the writer, which only
+# tries the lock and runs on one thread when another call is in flight (the same bits,
+# and the other call's thread already has the second core). The probes' BLAS calls
+# hold it too (`serial_calls`, or the JIT'd kernel's writer that waits).
+
+LOCK_SYMBOL = "tw_blas_lock"
+SET_THREADS, GET_THREADS = "tw_blas_set_threads", "tw_blas_get_threads"
+# the library's exports: SciPy's OpenBLAS prefixes its symbols, a plain one does not
+_THREAD_EXPORTS = {SET_THREADS: ("scipy_openblas_set_num_threads", "openblas_set_num_threads"),
+                   GET_THREADS: ("scipy_openblas_get_num_threads", "openblas_get_num_threads")}
+
+
+@lru_cache(maxsize=1)
+def _lock() -> Any:
+    """The process's BLAS readers-writer lock (a ``pthread_rwlock_t``, initialized)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    lock = ctypes.create_string_buffer(256)  # (>= sizeof(pthread_rwlock_t) everywhere)
+    if libc.pthread_rwlock_init(lock, None) != 0:
+        raise OSError(ctypes.get_errno(), "pthread_rwlock_init failed")
+    return lock
+
+
+def _lock_address() -> int:
+    return ctypes.addressof(_lock())
+
+
+class serial_calls:
+    """``with serial_calls(): ...``: hold the BLAS lock as a reader, so that BLAS calls made
+    through ctypes in the block (the probes') run on one thread whatever other threads
+    of the process run meanwhile."""
+
+    def __enter__(self) -> None:
+        # (a ctypes call releases the GIL while it waits: a writer never needs the GIL)
+        ctypes.CDLL(None).pthread_rwlock_rdlock(_lock())
+
+    def __exit__(self, *exc: object) -> None:
+        ctypes.CDLL(None).pthread_rwlock_unlock(_lock())
+
+
+class _DlInfo(ctypes.Structure):
+    _fields_ = [("dli_fname", ctypes.c_char_p), ("dli_fbase", ctypes.c_void_p),
+                ("dli_sname", ctypes.c_char_p), ("dli_saddr", ctypes.c_void_p)]
+
+
+@lru_cache(maxsize=1)
+def library_path() -> str | None:
+    """The real path of the shared library holding the BLAS routines (`blas_addresses`),
+    or None when it cannot be found."""
+    import os
+    addresses = blas_addresses()
+    if not addresses:
+        return None
+    info = _DlInfo()
+    try:
+        found = ctypes.CDLL(None).dladdr(ctypes.c_void_p(addresses[_GEMM["f32"]]),
+                                         ctypes.byref(info))
+        if not found or not info.dli_fname:
+            return None
+        return os.path.realpath(info.dli_fname.decode())
+    except (AttributeError, OSError, KeyError, UnicodeDecodeError):
+        return None
+
+
+@lru_cache(maxsize=1)
+def thread_control() -> dict[str, int] | None:
+    """The addresses of the BLAS library's ``set_num_threads`` and ``get_num_threads``
+    by our symbol names (`SET_THREADS`, `GET_THREADS`); None when the library has none
+    (then no product runs on the library's threads)."""
+    path = library_path()
+    if path is None:
+        return None
+    try:
+        lib = ctypes.CDLL(path)
+    except OSError:
+        return None
+    out = {}
+    for symbol, names in _THREAD_EXPORTS.items():
+        fn = next((getattr(lib, name) for name in names if hasattr(lib, name)), None)
+        if fn is None:
+            return None
+        out[symbol] = ctypes.cast(fn, ctypes.c_void_p).value
+    return out
 
 
 # ------------------------------------------------------------------------ the IR
@@ -175,7 +271,7 @@ entry:
 _GEMM_ARGS = ("(i32 %ta32, i32 %tb32, i64 %m, i64 %n, i64 %k, {t} 1.0, {t}* %a, i64 %lda, "
               "{t}* %b, i64 %ldb, {t} 0.0, {t}* %c, i64 %n)")
 _GEMM_SWITCH = """  switch i64 %split, label %serial [i64 1, label %rows
-                                     i64 2, label %cols]
+                                     i64 2, label %cols{more_cases}]
 serial:
   call void @"{serial}"{args}
   br label %done
@@ -185,7 +281,22 @@ rows:
 cols:
   call void @"{cols}"{args}
   br label %done
-done:"""
+{more_blocks}done:"""
+# with the library's thread count settable: 3, the library's threads (`lowering.
+# blas_threads_function`); 4, the same waiting for the BLAS lock (the probe's)
+_THREADED_CASES = """
+                                     i64 3, label %blas
+                                     i64 4, label %blas_wait"""
+_THREADED_BLOCKS = """blas:
+  call void @"{blas}"{args}
+  br label %done
+blas_wait:
+  call void @"{blas_wait}"{args}
+  br label %done
+"""
+# the ``split`` values of `matmul_ir`'s dims by `lowering.gemm_plan`'s answer (and the
+# probe's "one" and "blas_wait")
+SPLIT_CODES = {None: 0, "one": 0, "rows": 1, "cols": 2, "blas": 3, "blas_wait": 4}
 
 _INT_ONE = """
 define internal void @tw_one_{dt}({t}* noalias %a, {t}* noalias %b, {t}* noalias %c, i64 %m,
@@ -264,7 +375,7 @@ def matmul_ir(dtype: DType) -> str:
     if dtype.name in _GEMM:
         import llvmlite.ir as ir
 
-        from .lowering import _gemm_cols_function, gemm_function
+        from .lowering import _gemm_cols_function, blas_threads_function, gemm_function
         gemm = ir.Module(name=f"tw_matmul_{dtype.name}")
         fn = gemm_function(gemm, dtype, "blas")
         serial = gemm.globals.get(fn.name + ".serial")
@@ -273,8 +384,14 @@ def matmul_ir(dtype: DType) -> str:
             call = f'  call void @"{fn.name}"{args}'
         else:
             cols = _gemm_cols_function(gemm, fn, serial, dtype)
+            cases = blocks = ""
+            if thread_control() is not None:
+                cases = _THREADED_CASES
+                blocks = _THREADED_BLOCKS.format(
+                    blas=blas_threads_function(gemm, dtype).name,
+                    blas_wait=blas_threads_function(gemm, dtype, wait=True).name, args=args)
             call = _GEMM_SWITCH.format(serial=serial.name, rows=fn.name, cols=cols.name,
-                                       args=args)
+                                       args=args, more_cases=cases, more_blocks=blocks)
         one = str(gemm) + _GEMM_ONE.format(dt=dtype.name, t=t, call=call)
     elif dtype.name in INT_DTYPES:
         one = _INT_ONE.format(dt=dtype.name, t=t)
@@ -339,10 +456,10 @@ class MatMulKernel:
         split = 0
         from .parallel import num_threads
         if self.dtype.name in _GEMM and num_threads() == self._threads:
-            # cut over threads only where that gives one call's bits at this shape
-            from .lowering import gemm_split
-            split = {None: 0, "rows": 1, "cols": 2}[gemm_split(self.dtype, self.ta, self.tb,
-                                                               m, n, k)]
+            # cut over threads (ours or the library's) only where that gives one call's
+            # bits at this shape
+            from .lowering import gemm_plan
+            split = SPLIT_CODES[gemm_plan(self.dtype, self.ta, self.tb, m, n, k)]
         dims = np.array([m, n, k, int(self.ta), int(self.tb), split], dtype=np.int64)
         return batch + (m, n), aoff, boff, dims, k
 

@@ -83,7 +83,8 @@ def _blas_key_of(uses_blas: bool) -> str:
     if not uses_blas:
         return "no-blas"
     import os
-    return _blas_settings(os.environ.get("TW_BLAS_THREADS", ""))
+    return _blas_settings(os.environ.get("TW_BLAS_THREADS", ""),
+                          os.environ.get("TW_BLAS_OWN_THREADS", "1").strip() != "0")
 
 
 def _code_prefix() -> str:
@@ -119,8 +120,10 @@ def step_record(plan: StepPlan, code_text: str | None = None) -> plan_cache.Step
 
 
 @lru_cache(maxsize=8)
-def _blas_settings(threads: str) -> str:
-    """`_blas_key` for a BLAS thread setting. Probing the BLAS (`lowering.blas_row_align`:
+def _blas_settings(threads: str, own_threads: bool = True) -> str:
+    """`_blas_key` for a BLAS thread setting (``TW_BLAS_THREADS``) and whether products
+    may run on the library's own threads (``TW_BLAS_OWN_THREADS``, `lowering.gemm_plan`:
+    code that calls them differs). Probing the BLAS (`lowering.blas_row_align`:
     hundreds of small products, ~0.1 s) would be most of a first call whose step comes
     from the disk cache, so the answer is kept there too, under the identity of the BLAS
     library (path, size, modification time), the host CPU, the thread settings and the
@@ -131,12 +134,8 @@ def _blas_settings(threads: str) -> str:
         return (f"blas_align={blas_row_align('f32')},{blas_row_align('f64')} split=cols "
                 f"blas_threads={threads}").encode()
 
-    return disk_cache.note(_blas_probe_key(threads), probe).decode()
-
-
-class _DlInfo(ctypes.Structure):
-    _fields_ = [("dli_fname", ctypes.c_char_p), ("dli_fbase", ctypes.c_void_p),
-                ("dli_sname", ctypes.c_char_p), ("dli_saddr", ctypes.c_void_p)]
+    settings = disk_cache.note(_blas_probe_key(threads), probe).decode()
+    return settings + ("" if own_threads else " blas_own_threads=0")
 
 
 def _blas_probe_key(threads: str) -> str | None:
@@ -145,16 +144,13 @@ def _blas_probe_key(threads: str) -> str | None:
     import hashlib
     import os
 
-    from .blas import _GEMM, blas_addresses, register_blas
+    from .blas import library_path, register_blas
     if disk_cache.cache_dir() is None or not register_blas():
         return None
-    info = _DlInfo()
+    path = library_path()
     try:
-        found = ctypes.CDLL(None).dladdr(ctypes.c_void_p(blas_addresses()[_GEMM["f32"]]),
-                                         ctypes.byref(info))
-        path = os.path.realpath(info.dli_fname.decode()) if found and info.dli_fname else ""
         st = os.stat(path) if path else None
-    except (AttributeError, OSError, KeyError, UnicodeDecodeError):
+    except OSError:
         return None
     if st is None:
         return None

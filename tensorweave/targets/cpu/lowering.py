@@ -233,6 +233,12 @@ class LoweringContext:
         self.b.call(fn, [self.b.bitcast(dst, I8P), I8(byte), _i64(nbytes), I1(0)])
 
     # ------------------------------------------------------------------- GEMM
+    @property
+    def in_parallel_region(self) -> bool:
+        """Whether the function being built is a chunk of `parallel.parallel_for` (it
+        runs on our own threads, beside other chunks)."""
+        return self.fn.function_type == parallel.CHUNK_TYPE
+
     def gemm(self, dtype: DType, trans_a: bool, trans_b: bool, m: Any, n: Any, k: Any,
              alpha: float, a: ir.Value, lda: Any, b: ir.Value, ldb: Any, beta: float,
              c: ir.Value, ldc: Any, epilogue: GemmEpilogue | None = None) -> None:
@@ -247,9 +253,15 @@ class LoweringContext:
         serial = self.module.globals.get(fn.name + ".serial")
         split = None
         if serial is not None and self.gemm_mode == "blas":
-            split = gemm_split(dtype, trans_a, trans_b, m, n, k)
+            # (in a chunk of a parallel region, on our own threads: one call, never the
+            # BLAS library's threads on top of ours)
+            split = None if self.in_parallel_region else \
+                gemm_plan(dtype, trans_a, trans_b, m, n, k)
             if split is None:
                 fn = serial  # cutting this product would change its bits: one call
+            elif split == "blas":
+                fn = blas_threads_function(self.module, dtype)
+                split = None  # (one call: an epilogue runs after it, over all of C)
             elif split == "cols" and epilogue is None:
                 fn = _gemm_cols_function(self.module, fn, serial, dtype)
         t = scalar_type(dtype)
@@ -323,12 +335,86 @@ def gemm_function(module: ir.Module, dtype: DType, mode: str) -> ir.Function:
 
 
 def _gemm_via_blas(module: ir.Module, fn: ir.Function, dtype: DType) -> None:
-    """Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: call the Fortran
-    routine with B first and m, n swapped (every argument by pointer)."""
+    """Define `fn` as one BLAS call on one thread: under the BLAS lock as a reader
+    (`blas.LOCK_SYMBOL`: no threaded call changes the library's thread count
+    meanwhile)."""
+    lock = _blas_lock(module)
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    b.call(_rwlock_function(module, "pthread_rwlock_rdlock"), [lock])
+    b.call(_blas_call_function(module, dtype), list(fn.args))
+    b.call(_rwlock_function(module, "pthread_rwlock_unlock"), [lock])
+    b.ret_void()
+
+
+def _blas_lock(module: ir.Module) -> ir.Value:
+    """The process's BLAS readers-writer lock (`blas.LOCK_SYMBOL`, an external global)."""
+    from .blas import LOCK_SYMBOL
+    lock = module.globals.get(LOCK_SYMBOL)
+    if lock is None:
+        lock = ir.GlobalVariable(module, I8, LOCK_SYMBOL)
+    return lock
+
+
+def _rwlock_function(module: ir.Module, name: str) -> ir.Function:
+    return _declare(module, name, ir.FunctionType(I32, [I8P]))
+
+
+def blas_threads_function(module: ir.Module, dtype: DType, wait: bool = False) -> ir.Function:
+    """``tw_gemm_<dt>.blas_threads`` (defined once per module, the signature of
+    `gemm_function`'s): the product on `parallel.num_threads()` of the BLAS library's
+    own threads, as the only BLAS call in flight: it takes the BLAS lock as the writer,
+    sets the library's thread count, calls the BLAS and sets the count back. When
+    another BLAS call is in flight (another step, on another thread) it does not wait:
+    it runs the product on one thread, with the same bits (`gemm_plan` allows only such
+    products) and no third thread on cores the other call keeps busy.
+
+    `wait` (the probe's ``.blas_threads_wait``): wait for the lock instead; C is left
+    untouched if it cannot be taken."""
+    from .blas import GET_THREADS, SET_THREADS
+    name = f"tw_gemm_{dtype.name}.blas_threads" + ("_wait" if wait else "")
+    fn = module.globals.get(name)
+    if fn is not None:
+        return fn
+    serial = gemm_function(module, dtype, "blas")
+    serial = module.globals.get(serial.name + ".serial") or serial
+    fn = ir.Function(module, serial.function_type, name)
+    fn.linkage = "internal"
+    lock = _blas_lock(module)
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    taken = b.call(_rwlock_function(module, "pthread_rwlock_wrlock" if wait
+                                    else "pthread_rwlock_trywrlock"), [lock])
+    with b.if_else(b.icmp_signed("==", taken, I32(0))) as (threaded, one):
+        with threaded:
+            get = _declare(module, GET_THREADS, ir.FunctionType(I32, []))
+            set_ = _declare(module, SET_THREADS, ir.FunctionType(ir.VoidType(), [I32]))
+            before = b.call(get, [])
+            b.call(set_, [I32(parallel.num_threads())])
+            b.call(_blas_call_function(module, dtype), list(fn.args))
+            b.call(set_, [before])
+            b.call(_rwlock_function(module, "pthread_rwlock_unlock"), [lock])
+        with one:
+            if not wait:
+                b.call(serial, list(fn.args))
+    b.ret_void()
+    return fn
+
+
+def _blas_call_function(module: ir.Module, dtype: DType) -> ir.Function:
+    """``tw_gemm_<dt>.blas_call`` (once per module, `gemm_function`'s signature): the BLAS
+    call itself, no lock. Row-major C = op(A) op(B) is column-major C^T = op(B)^T
+    op(A)^T: call the Fortran routine with B first and m, n swapped (every argument by
+    pointer)."""
     from .blas import _GEMM
+    name = f"tw_gemm_{dtype.name}.blas_call"
+    fn = module.globals.get(name)
+    if fn is not None:
+        return fn
     t = scalar_type(dtype)
     tp = ir.PointerType(t)
     i32p = ir.PointerType(I32)
+    fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [I32, I32, I64, I64, I64, t, tp,
+                                                             I64, tp, I64, t, tp, I64]), name)
+    fn.linkage = "internal"
     blas = _declare(module, _GEMM[dtype.name],
                     ir.FunctionType(ir.VoidType(), [I8P, I8P, i32p, i32p, i32p, tp, tp, i32p, tp,
                                                     i32p, tp, tp, i32p]))
@@ -348,6 +434,7 @@ def _gemm_via_blas(module: ir.Module, fn: ir.Function, dtype: DType) -> None:
             slot(I32, b.trunc(lda, I32)), slot(t, beta), c, slot(I32, b.trunc(ldc, I32))]
     b.call(blas, args)
     b.ret_void()
+    return fn
 
 
 def _gemm_generated(fn: ir.Function, dtype: DType) -> None:
@@ -425,15 +512,17 @@ def blas_row_align(dtype_name: str) -> int | None:
              ctypes.byref(i32[5]))
         return c
 
-    whole = rows(0, _PROBE_ROWS)
+    from .blas import serial_calls
+    with serial_calls():  # (one BLAS thread, whatever other threads do meanwhile)
+        whole = rows(0, _PROBE_ROWS)
 
-    @functools.cache
-    def exact(r: int) -> bool:  # is cutting C at row r exact?
-        return np.array_equal(whole, np.vstack([rows(0, r), rows(r, _PROBE_ROWS)]))
+        @functools.cache
+        def exact(r: int) -> bool:  # is cutting C at row r exact?
+            return np.array_equal(whole, np.vstack([rows(0, r), rows(r, _PROBE_ROWS)]))
 
-    for t in _ROW_TILES:
-        if all(exact(r) for r in range(t, _PROBE_ROWS, t)):
-            return t
+        for t in _ROW_TILES:
+            if all(exact(r) for r in range(t, _PROBE_ROWS, t)):
+                return t
     return None
 
 
@@ -504,14 +593,20 @@ def _probe_split(dtype_name: str, ta: bool, tb: bool, m: int, n: int, k: int, th
 def _split_probe_key(dtype_name: str, ta: bool, tb: bool, m: int, n: int, k: int,
                      threads: int, align: int, how: str) -> str | None:
     """The disk-cache key of one split probe's answer (None: not cached)."""
+    return _probe_key("split probe v1", dtype_name, ta, tb, m, n, k, threads, align, how)
+
+
+def _probe_key(what: str, *args: Any) -> str | None:
+    """The disk-cache key of a per-shape probe's answer: `what` and `args` (the probe's
+    arguments) under the BLAS probe's key (`executable._blas_probe_key`: the library, the
+    host CPU, the thread settings, the code generator); None: not cached."""
     import hashlib
 
     from .executable import _blas_probe_key
     base = _blas_probe_key(os.environ.get("TW_BLAS_THREADS", ""))
     if base is None:
         return None
-    text = f"tensorweave split probe v1\0{base}\0{dtype_name} {ta} {tb} {m} {n} {k} " \
-           f"{threads} {align} {how}"
+    text = f"tensorweave {what}\0{base}\0" + " ".join(str(a) for a in args)
     return hashlib.sha256(text.encode()).hexdigest()
 
 
@@ -539,16 +634,166 @@ def _run_split_probe(dtype_name: str, ta: bool, tb: bool, m: int, n: int, k: int
              ctypes.byref(i32[4]), scal[1:].ctypes.data, c[r0:r1, c0:].ctypes.data,
              ctypes.byref(i32[5]))
 
+    from .blas import serial_calls
     whole = np.zeros((m, n), dt)
-    part(0, m, 0, n, whole)
     cut = np.zeros((m, n), dt)
     total = m if how == "rows" else n
     per = -(-total // threads)
     per = -(-per // align) * align
-    for lo in range(0, total, per):
-        hi = min(total, lo + per)
-        part(lo, hi, 0, n, cut) if how == "rows" else part(0, m, lo, hi, cut)
+    with serial_calls():  # (one BLAS thread, whatever other threads do meanwhile)
+        part(0, m, 0, n, whole)
+        for lo in range(0, total, per):
+            hi = min(total, lo + per)
+            part(lo, hi, 0, n, cut) if how == "rows" else part(0, m, lo, hi, cut)
     return bool(np.array_equal(whole, cut))
+
+
+# ------------------------------------------------ products on the BLAS's own threads
+
+BLAS_THREADS_MARGIN = 0.05
+"""How much faster than our own split (or one call) OpenBLAS's threads must run a
+product, in the probe's medians, for `gemm_plan` to give it to them."""
+_BLAS_THREADS_DRAWS = 3  # operand draws whose bits must all agree
+_BLAS_THREADS_ROUNDS = 5  # timed rounds of each way (interleaved), after one warm-up
+
+
+def blas_own_threads() -> bool:
+    """Whether products may run on the BLAS library's own threads (`gemm_plan`):
+    ``TW_BLAS_OWN_THREADS`` is not ``0``, the runtime's one-thread BLAS policy is in
+    force (``TW_BLAS_THREADS`` 1: otherwise the library runs threads anyway), and the
+    library's thread count can be set (`blas.thread_control`)."""
+    if os.environ.get("TW_BLAS_OWN_THREADS", "1").strip() == "0" or \
+            os.environ.get("TW_BLAS_THREADS", "1").strip() != "1":
+        return False
+    from .blas import register_blas, thread_control
+    return register_blas() and thread_control() is not None
+
+
+def gemm_plan(dtype: DType, ta: bool, tb: bool, m: Any, n: Any, k: Any) -> str | None:
+    """How a BLAS product runs over threads: ``"blas"`` (one call on the BLAS library's
+    own threads, `blas_threads_function`), else `gemm_split`'s answer (``"rows"``,
+    ``"cols"``: our cut; None: one call on one thread).
+
+    ``"blas"`` only where the probe (`_probe_blas_threads`) found the library's threads
+    give one thread's bits at this shape, transposes and dtype in every draw, and run
+    faster than the other answer by `BLAS_THREADS_MARGIN`: OpenBLAS cuts C by its own
+    rules, and its kernels' rounding depends on where a cut falls (on the AVX2 host of
+    this change nearly every product of W2 and W5 changed bits; on an AVX-512 host most
+    kept them). Products in parallel regions (our own threads) never come here
+    (`LoweringContext.gemm`)."""
+    own = gemm_split(dtype, ta, tb, m, n, k)
+    if not all(isinstance(x, (int, np.integer)) for x in (m, n, k)):
+        return own
+    m, n, k = int(m), int(n), int(k)
+    threads = parallel.num_threads()
+    if threads == 1 or not parallel.MIN_GEMM_FLOPS <= m * n * k <= PROBE_MAX_MACS \
+            or dtype.name not in ("f32", "f64") or not blas_own_threads():
+        return own
+    if _probe_blas_threads(dtype.name, bool(ta), bool(tb), m, n, k, threads, own or "one"):
+        return "blas"
+    return own
+
+
+@functools.cache
+def _probe_blas_threads(dtype_name: str, ta: bool, tb: bool, m: int, n: int, k: int,
+                        threads: int, own: str) -> bool:
+    """Whether this product may run on `threads` of the BLAS library's threads instead of
+    `own` (``"rows"``, ``"cols"``: our split; ``"one"``: one call): the same bits as one
+    thread in every draw, and faster. Kept in the disk cache beside the split probes'
+    answers (`_split_probe_key`'s base)."""
+    from . import disk_cache
+    args = (dtype_name, ta, tb, m, n, k, threads, own)
+    answer = disk_cache.note(_probe_key("blas threads probe v1", *args),
+                             lambda: b"1" if _run_blas_threads_probe(*args) else b"0",
+                             valid=lambda payload: payload in (b"0", b"1"))
+    return answer == b"1"
+
+
+def _probe_operands(shape: tuple[int, int], dt: Any, draw: int) -> np.ndarray:
+    """Pseudo-random values with full mantissas, both signs and, after the first draw,
+    exponents over 8 octaves: a hash of the element index and `draw` (integer passes
+    only: a few milliseconds for the largest probed operands; numpy.random would cost
+    an import)."""
+    with np.errstate(over="ignore"):
+        x = np.arange(shape[0] * shape[1], dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15)
+        x += np.uint64(0x632BE59BD9B4E019 * (draw + 1) % (1 << 64))
+        x ^= x >> np.uint64(29)
+        x *= np.uint64(0xBF58476D1CE4E5B9)
+        x ^= x >> np.uint64(32)
+    v = 1.0 + (x >> np.uint64(12)).astype(np.float64) * 2.0 ** -52  # [1, 2)
+    v[(x & np.uint64(8)) != 0] *= -1.0
+    if draw:
+        v *= np.exp2(np.arange(-3.0, 5.0))[(x & np.uint64(7)).astype(np.intp)]
+    return v.reshape(shape).astype(dt)
+
+
+def _run_blas_threads_probe(dtype_name: str, ta: bool, tb: bool, m: int, n: int, k: int,
+                            threads: int, own: str) -> bool:
+    """`_probe_blas_threads`'s answer, computed: `blas_threads_exact`, then
+    `blas_threads_faster`."""
+    if threads != parallel.num_threads():  # (the kernels are built for this count)
+        return False
+    shape = (dtype_name, ta, tb, m, n, k)
+    return blas_threads_exact(*shape) and blas_threads_faster(*shape, own)
+
+
+def _probe_kernel(dtype_name: str, ta: bool, tb: bool, m: int, n: int, k: int
+                  ) -> Callable[[np.ndarray, np.ndarray, str], np.ndarray]:
+    """``run(a, b, how)``: op(a) @ op(b) through the JIT'd kernels products run
+    (`blas.matmul_function`, built for `parallel.num_threads()`), ``how`` a key of
+    `blas.SPLIT_CODES`."""
+    from ...compiler.dtypes import as_dtype
+    from .blas import SPLIT_CODES, matmul_function
+    dt = np.float32 if dtype_name == "f32" else np.float64
+    fn, _module = matmul_function(as_dtype(dt))  # (`jit`'s cache keeps the code alive)
+    zero = np.zeros(1, np.int64)
+
+    def run(a: np.ndarray, b: np.ndarray, how: str) -> np.ndarray:
+        c = np.full((m, n), np.nan, dt)  # (a writer that cannot take the lock writes none)
+        dims = np.array([m, n, k, int(ta), int(tb), SPLIT_CODES[how]], np.int64)
+        fn(a.ctypes.data, b.ctypes.data, c.ctypes.data, 1, zero.ctypes.data, zero.ctypes.data,
+           dims.ctypes.data)
+        return c
+
+    return run
+
+
+def probe_operands(dtype_name: str, ta: bool, tb: bool, m: int, n: int, k: int,
+                   draw: int) -> tuple[np.ndarray, np.ndarray]:
+    """The probes' a and b of one draw (`_probe_operands`), laid out for `ta`, `tb`."""
+    dt = np.float32 if dtype_name == "f32" else np.float64
+    return (_probe_operands((k, m) if ta else (m, k), dt, draw),
+            _probe_operands((n, k) if tb else (k, n), dt, draw + 7))
+
+
+def blas_threads_exact(dtype_name: str, ta: bool, tb: bool, m: int, n: int, k: int) -> bool:
+    """Whether the product on `parallel.num_threads()` of the BLAS library's threads
+    gives one thread's bits in every one of `_BLAS_THREADS_DRAWS` operand draws."""
+    run = _probe_kernel(dtype_name, ta, tb, m, n, k)
+    for draw in range(_BLAS_THREADS_DRAWS):
+        a, b = probe_operands(dtype_name, ta, tb, m, n, k, draw)
+        if not np.array_equal(run(a, b, "one"), run(a, b, "blas_wait")):
+            return False
+    return True
+
+
+def blas_threads_faster(dtype_name: str, ta: bool, tb: bool, m: int, n: int, k: int,
+                        own: str) -> bool:
+    """Whether the BLAS library's threads run the product faster than `own` (``"rows"``,
+    ``"cols"``: our split; ``"one"``: one call) by `BLAS_THREADS_MARGIN`: medians of
+    `_BLAS_THREADS_ROUNDS` interleaved rounds after a warm-up (so that both see the same
+    load on a shared machine)."""
+    import time
+    run = _probe_kernel(dtype_name, ta, tb, m, n, k)
+    a, b = probe_operands(dtype_name, ta, tb, m, n, k, 0)
+    times: dict[str, list[float]] = {own: [], "blas": []}
+    for _ in range(_BLAS_THREADS_ROUNDS + 1):
+        for how in times:
+            start = time.perf_counter()
+            run(a, b, how)
+            times[how].append(time.perf_counter() - start)
+    own_s, blas_s = (sorted(times[how][1:])[_BLAS_THREADS_ROUNDS // 2] for how in (own, "blas"))
+    return blas_s < (1 - BLAS_THREADS_MARGIN) * own_s
 
 
 def _gemm_split_rows(module: ir.Module, fn: ir.Function, serial: ir.Function,
@@ -746,6 +991,7 @@ def compile_node(node: Node, gemm_mode: str = "blas") -> NodeKernel:
 
 __all__ = ["F32", "F64", "GEMM_MODES", "I1", "I8", "I8P", "I8PP", "I32", "I64", "LOWERINGS",
            "LoweringContext", "NativeLowering", "NodeKernel", "col_align", "compile_node",
-           "emit_node_function", "find_lowering", "gemm_function", "gemm_split", "lowering",
+           "emit_node_function", "find_lowering", "gemm_function", "gemm_plan", "gemm_split",
+           "lowering",
            "native_dtype", "static_types", "status_error"]
 
