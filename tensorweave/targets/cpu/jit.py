@@ -408,8 +408,16 @@ def _compile_digest(key: str, build_ir: Callable[[], str], names: Sequence[str],
 
 @lru_cache(maxsize=1)
 def codegen_fingerprint() -> str:
-    """A hash of the cpu target's source files (what turns graphs into LLVM IR)."""
+    """A hash of the cpu target's source files (what turns graphs into LLVM IR).
+
+    The files are read at the first compile, not at import. If the package's files
+    changed since this process imported it (`tensorweave._source`), the code running
+    here is not the code on disk: hashing the files would key this process's object
+    code as the new code's, and a later process would load it. Such a process gets a
+    fingerprint of its own (its entries are never found by another process)."""
     import os
+
+    from ... import _source
     h = hashlib.sha256()
     root = os.path.dirname(os.path.abspath(__file__))
     for dirpath, _, files in sorted(os.walk(root)):
@@ -417,6 +425,8 @@ def codegen_fingerprint() -> str:
             if name.endswith(".py"):
                 with open(os.path.join(dirpath, name), "rb") as f:
                     h.update(name.encode() + b"\0" + f.read())
+    if _source.files_digest(_source.PACKAGE_ROOT) != _source.AT_IMPORT:
+        h.update(f"\0edited after import: process {os.getpid()} {os.urandom(8).hex()}".encode())
     return h.hexdigest()
 
 
