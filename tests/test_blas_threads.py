@@ -64,11 +64,14 @@ def test_threaded_call_runs_on_the_library_threads_and_yields_to_other_calls(fre
     (here: this thread, as a reader), and leaves the thread count as it found it."""
     shape = _find(exact=False)
     before = _threads_now()
-    run = lowering._probe_kernel("f32", *shape)
+    run = lowering._probe_kernel("f32", *shape, timing=True)  # (the MatMul kernel's code)
     a, b = lowering.probe_operands("f32", *shape, draw=1)
     one, threaded, waited = run(a, b, "one"), run(a, b, "blas"), run(a, b, "blas_wait")
     assert one.tobytes() != threaded.tobytes()  # (what `_find` found: threads ran)
     assert threaded.tobytes() == waited.tobytes()
+    probe = lowering._probe_kernel("f32", *shape)  # (the probe's own small module)
+    assert probe(a, b, "one").tobytes() == one.tobytes()
+    assert probe(a, b, "blas_wait").tobytes() == threaded.tobytes()
     with blas.serial_calls():
         assert run(a, b, "blas").tobytes() == one.tobytes()
     assert _threads_now() == before

@@ -400,12 +400,13 @@ def matmul_ir(dtype: DType) -> str:
     return one + _BATCH_LOOP.format(dt=dtype.name, t=t)
 
 
-def matmul_function(dtype: DType) -> tuple[Any, jit.CompiledModule]:
-    """The compiled batched matmul for `dtype` and the module that holds its code."""
+def matmul_function(dtype: DType, runtime: bool = False) -> tuple[Any, jit.CompiledModule]:
+    """The compiled batched matmul for `dtype` and the module that holds its code
+    (`runtime`: for tensorweave's own use, the probes': not counted in `jit.STATS`)."""
     if dtype.name in _GEMM and not register_blas():
         raise UnimplementedError("no BLAS available (SciPy is not installed)")
     module = jit.compile_module(matmul_ir(dtype), [f"tw_matmul_{dtype.name}"],
-                                loop_vectorize=dtype.name in INT_DTYPES)
+                                loop_vectorize=dtype.name in INT_DTYPES, runtime=runtime)
     return MatMulFn(module.address(f"tw_matmul_{dtype.name}")), module
 
 

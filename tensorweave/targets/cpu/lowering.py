@@ -307,10 +307,7 @@ def gemm_function(module: ir.Module, dtype: DType, mode: str) -> ir.Function:
         return fn
     if dtype.name not in ("f32", "f64"):
         raise UnimplementedError(f"no GEMM for {dtype.name}")
-    t = scalar_type(dtype)
-    tp = ir.PointerType(t)
-    ftype = ir.FunctionType(ir.VoidType(), [I32, I32, I64, I64, I64, t, tp, I64, tp, I64, t,
-                                            tp, I64])
+    ftype = _gemm_type(dtype)
     if mode not in GEMM_MODES:
         raise UnimplementedError(f"unknown GEMM mode {mode!r}")
     fn = ir.Function(module, ftype, name)
@@ -332,6 +329,15 @@ def gemm_function(module: ir.Module, dtype: DType, mode: str) -> ir.Function:
     if threads > 1:
         _gemm_split_rows(module, fn, serial, threads, align)
     return fn
+
+
+def _gemm_type(dtype: DType) -> ir.FunctionType:
+    """``void (i32 ta, i32 tb, i64 m, i64 n, i64 k, T alpha, T* a, i64 lda, T* b, i64 ldb,
+    T beta, T* c, i64 ldc)``: every GEMM function's type (`gemm_function`)."""
+    t = scalar_type(dtype)
+    tp = ir.PointerType(t)
+    return ir.FunctionType(ir.VoidType(), [I32, I32, I64, I64, I64, t, tp, I64, tp, I64, t,
+                                           tp, I64])
 
 
 def _gemm_via_blas(module: ir.Module, fn: ir.Function, dtype: DType) -> None:
@@ -375,9 +381,11 @@ def blas_threads_function(module: ir.Module, dtype: DType, wait: bool = False) -
     fn = module.globals.get(name)
     if fn is not None:
         return fn
-    serial = gemm_function(module, dtype, "blas")
-    serial = module.globals.get(serial.name + ".serial") or serial
-    fn = ir.Function(module, serial.function_type, name)
+    serial = None
+    if not wait:
+        serial = gemm_function(module, dtype, "blas")
+        serial = module.globals.get(serial.name + ".serial") or serial
+    fn = ir.Function(module, _gemm_type(dtype), name)
     fn.linkage = "internal"
     lock = _blas_lock(module)
     b = ir.IRBuilder(fn.append_basic_block("entry"))
@@ -393,7 +401,7 @@ def blas_threads_function(module: ir.Module, dtype: DType, wait: bool = False) -
             b.call(set_, [before])
             b.call(_rwlock_function(module, "pthread_rwlock_unlock"), [lock])
         with one:
-            if not wait:
+            if serial is not None:
                 b.call(serial, list(fn.args))
     b.ret_void()
     return fn
@@ -412,8 +420,7 @@ def _blas_call_function(module: ir.Module, dtype: DType) -> ir.Function:
     t = scalar_type(dtype)
     tp = ir.PointerType(t)
     i32p = ir.PointerType(I32)
-    fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [I32, I32, I64, I64, I64, t, tp,
-                                                             I64, tp, I64, t, tp, I64]), name)
+    fn = ir.Function(module, _gemm_type(dtype), name)
     fn.linkage = "internal"
     blas = _declare(module, _GEMM[dtype.name],
                     ir.FunctionType(ir.VoidType(), [I8P, I8P, i32p, i32p, i32p, tp, tp, i32p, tp,
@@ -709,13 +716,16 @@ def _probe_blas_threads(dtype_name: str, ta: bool, tb: bool, m: int, n: int, k: 
     return answer == b"1"
 
 
-def _probe_operands(shape: tuple[int, int], dt: Any, draw: int) -> np.ndarray:
-    """Pseudo-random values with full mantissas, both signs and, after the first draw,
-    exponents over 8 octaves: a hash of the element index and `draw` (integer passes
-    only: a few milliseconds for the largest probed operands; numpy.random would cost
-    an import)."""
+_PROBE_POOL = 4093  # values the probe operands repeat (a prime: no period meets a tile)
+
+
+@functools.cache
+def _probe_pool(draw: int) -> np.ndarray:
+    """`_PROBE_POOL` pseudo-random float64 values with full mantissas, both signs and,
+    after the first draw, exponents over 8 octaves: a hash of the index and `draw`
+    (numpy.random would cost an import)."""
     with np.errstate(over="ignore"):
-        x = np.arange(shape[0] * shape[1], dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15)
+        x = np.arange(_PROBE_POOL, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15)
         x += np.uint64(0x632BE59BD9B4E019 * (draw + 1) % (1 << 64))
         x ^= x >> np.uint64(29)
         x *= np.uint64(0xBF58476D1CE4E5B9)
@@ -724,7 +734,12 @@ def _probe_operands(shape: tuple[int, int], dt: Any, draw: int) -> np.ndarray:
     v[(x & np.uint64(8)) != 0] *= -1.0
     if draw:
         v *= np.exp2(np.arange(-3.0, 5.0))[(x & np.uint64(7)).astype(np.intp)]
-    return v.reshape(shape).astype(dt)
+    return v
+
+
+def _probe_operands(shape: tuple[int, int], dt: Any, draw: int) -> np.ndarray:
+    """An operand of the probes: `_probe_pool` repeated over `shape` (cheap: a copy)."""
+    return np.resize(_probe_pool(draw).astype(dt), shape)
 
 
 def _run_blas_threads_probe(dtype_name: str, ta: bool, tb: bool, m: int, n: int, k: int,
@@ -737,25 +752,64 @@ def _run_blas_threads_probe(dtype_name: str, ta: bool, tb: bool, m: int, n: int,
     return blas_threads_exact(*shape) and blas_threads_faster(*shape, own)
 
 
-def _probe_kernel(dtype_name: str, ta: bool, tb: bool, m: int, n: int, k: int
-                  ) -> Callable[[np.ndarray, np.ndarray, str], np.ndarray]:
-    """``run(a, b, how)``: op(a) @ op(b) through the JIT'd kernels products run
-    (`blas.matmul_function`, built for `parallel.num_threads()`), ``how`` a key of
-    `blas.SPLIT_CODES`."""
+def _probe_kernel(dtype_name: str, ta: bool, tb: bool, m: int, n: int, k: int,
+                  timing: bool = False) -> Callable[[np.ndarray, np.ndarray, str], np.ndarray]:
+    """``run(a, b, how)``: op(a) @ op(b) through the JIT'd GEMM code products run, built
+    for `parallel.num_threads()`: ``how`` "one" (one thread) or "blas_wait" (the
+    library's threads, `blas_threads_function` waiting for the lock) from a small module
+    of its own (`_probe_gemms`: its compile is most of a probe); with `timing`, any key of
+    `blas.SPLIT_CODES` through `blas.matmul_function` (our splits too)."""
     from ...compiler.dtypes import as_dtype
-    from .blas import SPLIT_CODES, matmul_function
     dt = np.float32 if dtype_name == "f32" else np.float64
-    fn, _module = matmul_function(as_dtype(dt))  # (`jit`'s cache keeps the code alive)
+    if not timing:
+        gemms = _probe_gemms(dtype_name)
+
+        def run_gemm(a: np.ndarray, b: np.ndarray, how: str) -> np.ndarray:
+            c = np.full((m, n), np.nan, dt)  # (a writer that cannot take the lock: none)
+            gemms[how](int(ta), int(tb), m, n, k, 1.0, a.ctypes.data, m if ta else k,
+                       b.ctypes.data, k if tb else n, 0.0, c.ctypes.data, n)
+            return c
+
+        return run_gemm
+    from .blas import SPLIT_CODES, matmul_function
+    fn, _module = matmul_function(as_dtype(dt), runtime=True)  # (`jit` keeps the code)
     zero = np.zeros(1, np.int64)
 
     def run(a: np.ndarray, b: np.ndarray, how: str) -> np.ndarray:
-        c = np.full((m, n), np.nan, dt)  # (a writer that cannot take the lock writes none)
+        c = np.full((m, n), np.nan, dt)
         dims = np.array([m, n, k, int(ta), int(tb), SPLIT_CODES[how]], np.int64)
         fn(a.ctypes.data, b.ctypes.data, c.ctypes.data, 1, zero.ctypes.data, zero.ctypes.data,
            dims.ctypes.data)
         return c
 
     return run
+
+
+@functools.cache
+def _probe_gemms(dtype_name: str) -> dict[str, Any]:
+    """The bit probe's two GEMMs as ctypes functions of `_gemm_type`'s arguments: "one",
+    one BLAS call on one thread (`_gemm_via_blas`), and "blas_wait", the library's
+    threads (`blas_threads_function`, waiting for the lock), compiled for this process
+    (tensorweave's own code: `jit.compile_module` with ``runtime``)."""
+    from ...compiler.dtypes import as_dtype
+    from . import jit
+    dtype = as_dtype(np.float32 if dtype_name == "f32" else np.float64)
+    module = ir.Module(name=f"tw_blas_probe_{dtype_name}")
+    one = ir.Function(module, _gemm_type(dtype), "tw_probe_one")
+    _gemm_via_blas(module, one, dtype)
+    threaded = ir.Function(module, _gemm_type(dtype), "tw_probe_threads")
+    b = ir.IRBuilder(threaded.append_basic_block("entry"))
+    b.call(blas_threads_function(module, dtype, wait=True), list(threaded.args))
+    b.ret_void()
+    compiled = jit.compile_module(str(module), ["tw_probe_one", "tw_probe_threads"],
+                                  runtime=True)
+    scalar = ctypes.c_float if dtype_name == "f32" else ctypes.c_double
+    i32, i64, ptr = ctypes.c_int32, ctypes.c_int64, ctypes.c_void_p
+    ftype = ctypes.CFUNCTYPE(None, i32, i32, i64, i64, i64, scalar, ptr, i64, ptr, i64, scalar,
+                             ptr, i64)
+    return {"one": ftype(compiled.address("tw_probe_one")),
+            "blas_wait": ftype(compiled.address("tw_probe_threads")),
+            "module": compiled}  # (kept alive with the functions)
 
 
 def probe_operands(dtype_name: str, ta: bool, tb: bool, m: int, n: int, k: int,
@@ -784,7 +838,7 @@ def blas_threads_faster(dtype_name: str, ta: bool, tb: bool, m: int, n: int, k: 
     `_BLAS_THREADS_ROUNDS` interleaved rounds after a warm-up (so that both see the same
     load on a shared machine)."""
     import time
-    run = _probe_kernel(dtype_name, ta, tb, m, n, k)
+    run = _probe_kernel(dtype_name, ta, tb, m, n, k, timing=True)
     a, b = probe_operands(dtype_name, ta, tb, m, n, k, 0)
     times: dict[str, list[float]] = {own: [], "blas": []}
     for _ in range(_BLAS_THREADS_ROUNDS + 1):
