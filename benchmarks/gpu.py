@@ -382,13 +382,21 @@ def main() -> int:
 
 
 def _how_it_ran(fn, *arrays: np.ndarray) -> str:
-    """Whether the gpu target ran `fn` for `arrays` as one GPU step, and if not why."""
+    """Whether the gpu target ran `fn` for `arrays` as one GPU step (with its device
+    loops' trip counts and kernels per iteration), and if not why."""
+    from tensorweave.targets.gpu.step import Launch, Loop, walk_actions
     exe = fn.get_concrete_function(*arrays).executable
     reason = getattr(exe, "native_reason", None)
     host = getattr(exe, "fallbacks", {})
     if reason:
         return f"dataflow executor: {reason}"
-    return "one GPU step" + (f", {len(host)} host calls" if host else "")
+    loops = [a for step in getattr(exe, "_steps", {}).values() if step is not None
+             for a in walk_actions(step.plan.actions) if isinstance(a, Loop)]
+    shown = ", ".join(f"{lp.trips}x{sum(isinstance(b, Launch) for b in lp.body)} kernels"
+                      f"+{sum(not isinstance(b, Launch) for b in lp.body)} copies"
+                      for lp in loops)
+    return ("one GPU step" + (f", {len(host)} host calls" if host else "")
+            + (f", device loops {shown}" if loops else ""))
 
 
 def smoke() -> int:
@@ -415,6 +423,7 @@ def smoke() -> int:
         how = _how_it_ran(fn, d["tok"], d["tgt"])
     np.testing.assert_allclose(*zip(*w5), rtol=1e-5)
     assert w5[1][0] < w5[0][0], w5
+    assert how.startswith("one GPU step, device loops"), how  # no host call, no fallback
     print(f"smoke: W2 MLP losses {losses[0]:.4f} -> {losses[1]:.4f}, W4 gelu matches, "
           f"W5 LSTM LM losses {w5[0][0]:.4f} -> {w5[1][0]:.4f} match the reference "
           f"({how}); nothing timed")

@@ -237,8 +237,19 @@ def _cases() -> dict[str, tuple[Callable, list[np.ndarray]]]:
         lambda x: tw.gradients(tw.reduce_sum(tw.square(tw.pad(x, [[2, 0], [1, 3]],
                                                                mode="SYMMETRIC"))), [x])[0],
         [_values(F64, (3, 4), 33)])
+    # a scan and its gradient: device loops, stacks, DynamicUpdateRow (copy and in place)
+    out["scan_grad_f64"] = (scan_grad, [_values(F64, (3, 2, 4), 34, -1, 1),
+                                        _values(F64, (4, 4), 35, -1, 1)])
     out.update(_random_cases())
     return out
+
+
+def scan_grad(x, w):
+    """``a_t = tanh(a_{t-1} @ w + x_t)`` over x's rows (the first row is a_0), and the
+    gradients of the sum of squares of every a_t with respect to x and w."""
+    ys = tw.scan(lambda a, xt: tw.tanh(tw.matmul(a, w) + xt), x)
+    gx, gw = tw.gradients(tw.reduce_sum(ys * ys), [x, w])
+    return ys, gx, gw
 
 
 def stateful_draws(fdt, idt, lo: int, hi: int, seed2: int = 9) -> Callable[[], tuple]:

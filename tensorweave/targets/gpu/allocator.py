@@ -28,8 +28,13 @@ class Block:
 
     def view(self, dtype: np.dtype, shape: tuple[int, ...]) -> Any:
         """The first bytes of the block as a C-contiguous device array."""
+        return self.view_at(dtype, shape, 0)
+
+    def view_at(self, dtype: np.dtype, shape: tuple[int, ...], offset: int) -> Any:
+        """The bytes from `offset` (a multiple of the dtype's size) as a C-contiguous
+        device array (an entry of a row buffer: `step.Slot.row`)."""
         n = int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
-        return self.data[:n].view(np.dtype(dtype)).reshape(shape)
+        return self.data[offset:offset + n].view(np.dtype(dtype)).reshape(shape)
 
 
 def round_size(nbytes: int) -> int:

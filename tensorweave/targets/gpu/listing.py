@@ -10,7 +10,7 @@ from ...compiler.ir import Graph
 from ...compiler.types import TensorType
 from ...errors import CompileError
 from ...runtime import atomic_files
-from .step import HostCall, Launch, StepPlan, plan_step
+from .step import Action, HostCall, Launch, Loop, StepPlan, plan_step
 
 
 def plan_for_listing(graph: Graph) -> StepPlan:
@@ -29,18 +29,28 @@ def _where(node) -> str:
 
 
 def kernel_listing(plan: StepPlan) -> str:
-    """Every kernel's source in launch order, and the host calls with their reason."""
+    """Every kernel's source in launch order, and the host calls with their reason (a
+    device loop's body once, after a line saying how often it runs)."""
+    return "\n".join(_listing(plan.actions))
+
+
+def _listing(actions: list[Action]) -> list[str]:
     parts = []
-    for action in plan.actions:
+    for action in actions:
         node = action.node
-        if isinstance(action, Launch):
+        if isinstance(action, Loop):
+            parts.append(f"# loop: While '{node.name}'{_where(node)} runs its body "
+                         f"{action.trips} times on the device\n")
+            parts.extend(_listing(action.body))
+            parts.append(f"# end of loop '{node.name}'\n")
+        elif isinstance(action, Launch):
             k = action.kernel
             parts.append(f"# kernel {k.name}: {node.op} '{node.name}'{_where(node)}\n"
                          f"# launch grid={k.grid} block={k.block} shared={k.shared_bytes}B "
                          f"signature={k.signature}\n{k.source}")
         elif isinstance(action, HostCall):
             parts.append(f"# host: {node.op} '{node.name}'{_where(node)}: {action.reason}\n")
-    return "\n".join(parts)
+    return parts
 
 
 def write_ptx(plan: StepPlan, directory: str, cc: tuple[int, int]) -> list[str]:

@@ -40,6 +40,7 @@ from .movement import (
 from .random import STATEFUL, STATELESS, random_kernel
 from .reduce import arg_reduce_kernel, l2_loss_kernel, reduce_kernel, reduce_to_like_kernel
 from .reductions import REDUCTIONS
+from .rows import bad_row_message, update_row_kernel
 from .scatter import bad_segment_message, segment_sum_kernel, zero_kernel
 from .softmax import bad_label_message, softmax_kernel
 from .source import Kernel
@@ -128,6 +129,11 @@ def _random(node: Node, name: str) -> Lowered:
     return Lowered(random_kernel(node, name), call_index=node.op in STATEFUL)
 
 
+def _update_row(node: Node, name: str) -> Lowered:
+    return Lowered(update_row_kernel(node, name),
+                   lambda status, index: (bad_row_message(node, index), node))
+
+
 def _gather(node: Node, name: str) -> Lowered:
     return Lowered(gather_kernel(node, name), lambda status: (bad_index_message(node), node))
 
@@ -138,6 +144,7 @@ GENERATORS: dict[str, Callable[[Node, str], Lowered]] = {
     "Transpose": _plain(transpose_kernel),
     "Gather": _gather,
     "GatherNd": _gather_nd,
+    "DynamicUpdateRow": _update_row,
     "Concat": _plain(concat_kernel),
     "Pack": _plain(concat_kernel),
     "Slice": _plain(slice_kernel),

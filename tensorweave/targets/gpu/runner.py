@@ -20,6 +20,7 @@ next step uploads them again from their unchanged host values).
 
 from __future__ import annotations
 
+import math
 import threading
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -31,7 +32,7 @@ from ...runtime.kernel_context import CallCounters
 from ...runtime.resources import ResourceManager
 from .allocator import Block, CachingAllocator, round_size
 from .compile import configured
-from .step import Copy, HostCall, Launch, Slot, StepPlan
+from .step import Copy, HostCall, Launch, Loop, Slot, StepPlan, walk_actions
 from .variables import Mirror, mirror
 
 
@@ -65,13 +66,16 @@ class GpuStep:
         self._locks = [st.lock for st in sorted(self._states, key=lambda st: st.name)]
         self._status = cuda.device_array(max(1, plan.n_status), np.int32)
         self._zeros = np.zeros(max(1, plan.n_status), np.int32)
-        self._failing: list[Launch] = [a for a in plan.actions
+        everything = walk_actions(plan.actions)
+        self._failing: list[Launch] = [a for a in everything
                                        if isinstance(a, Launch) and a.status_index is not None]
         self._calls: list[Callable[[], None]] = [self._prepare(a) for a in plan.actions]
         self._results = [self._array(s) for s in plan.results]
-        self.launches = sum(1 for a in plan.actions if isinstance(a, Launch))
-        self.has_loops = any(isinstance(a, HostCall) and a.node.op == "While"
-                             for a in plan.actions)
+        # kernels in the plan (a loop body's once, however often it runs)
+        self.launches = sum(1 for a in everything if isinstance(a, Launch))
+        self.has_loops = any(isinstance(a, Loop) or (isinstance(a, HostCall) and
+                                                     a.node.op == "While")
+                             for a in everything)
 
     # ------------------------------------------------------------------ binding
     def _bind_temps(self) -> None:
@@ -111,10 +115,16 @@ class GpuStep:
             arr.copy_to_device(np.ascontiguousarray(value))
         return arr
 
-    def _array(self, slot: Slot) -> Any:
-        """The device array of `slot` (its storage, shaped as the value)."""
+    def _array(self, slot: Slot, t: int = 0) -> Any:
+        """The device array of `slot` (its storage, shaped as the value) in iteration `t`
+        of the loop whose body uses it (a row buffer's entry for that iteration)."""
         kind, key = slot.storage.kind, slot.storage.key
         if kind == "tmp":
+            if slot.row is not None:
+                base, step = slot.row
+                entry = (base + step * t) % slot.rows
+                return self._tmp[key].view_at(slot.dtype.np, slot.shape,
+                                              entry * slot.row_stride)
             return self._tmp[key].view(slot.dtype.np, slot.shape)
         if kind == "const":
             return self._consts[key].reshape(slot.shape)
@@ -124,10 +134,13 @@ class GpuStep:
             return self._arg_blocks[key].view(slot.dtype.np, slot.shape)
         raise AssertionError(kind)
 
-    def _prepare(self, action: Any) -> Callable[[], None]:
+    def _prepare(self, action: Any, t: int = 0) -> Callable[[], None]:
+        """The closure running `action` (in iteration `t` of its loop, if any)."""
+        if isinstance(action, Loop):
+            return self._loop(action)
         if isinstance(action, Launch):
             fn = configured(action.kernel)
-            args = [_flat(self._array(s)) for s in action.args]
+            args = [_flat(self._array(s, t)) for s in action.args]
             if action.status_index is not None:
                 k = action.status_index
                 args.append(self._status[k:k + action.kernel.status_width])
@@ -135,13 +148,36 @@ class GpuStep:
                 return self._with_call_index(action, fn, args)
             return lambda: fn(*args)
         if isinstance(action, Copy):
-            src, dst = self._array(action.src), self._array(action.dst)
+            src, dst = self._array(action.src, t), self._array(action.dst, t)
             if not src.size:
                 return lambda: None
             return lambda: dst.copy_to_device(src)
         if isinstance(action, HostCall):
             return self._host_call(action)
         raise AssertionError(action)
+
+    def _loop(self, loop: Loop) -> Callable[[], None]:
+        """Run the body's prepared actions `loop.trips` times. An action whose slots step
+        through row buffers gets one closure per distinct iteration pattern (its period:
+        2 for a double buffer, the trip count for a stack's entries), all made here."""
+        trips = loop.trips
+        body: list[list[Callable[[], None]]] = []
+        for action in loop.body:
+            period = 1
+            slots = action.args if isinstance(action, Launch) else \
+                [action.src, action.dst] if isinstance(action, Copy) else []
+            for s in slots:
+                if s.row is not None and s.row[1] % s.rows:
+                    p = s.rows // math.gcd(s.row[1] % s.rows, s.rows)
+                    period = period * p // math.gcd(period, p)
+            period = min(period, trips)
+            body.append([self._prepare(action, t) for t in range(period)])
+
+        def run() -> None:
+            for t in range(trips):
+                for variants in body:
+                    variants[t % len(variants)]()
+        return run
 
     def _with_call_index(self, action: Launch, fn: Any, args: list[Any]) -> Callable[[], None]:
         """A stateful random op's launch: its call index comes from the executable's

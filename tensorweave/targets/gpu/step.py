@@ -30,8 +30,22 @@ import numpy as np
 from ...compiler.dtypes import DType, int32, int64
 from ...compiler.ir import Graph, Node, Value
 from ...compiler.types import ResourceType, TensorType
+from .actions import (
+    ROW_ALIGN,
+    Action,
+    Copy,
+    HostCall,
+    Ineligible,
+    Launch,
+    Loop,
+    Slot,
+    Storage,
+    row_stride,
+    walk_actions,
+)
 from .assign import update_kernel
 from .fused import Unsupported
+from .loops import STACK_OPS, LoopPlanning
 from .lowering import VIEW_OPS, ErrorFn, kernel_name, lower
 from .source import Kernel
 from .sparse import (
@@ -45,66 +59,6 @@ from .sparse import (
 
 ASSIGN_OPS = frozenset({"AssignVariable", "AssignAddVariable", "AssignSubVariable"})
 _NOTHING_TO_RUN = frozenset({"NoOp", "VarHandle"})
-
-
-class Ineligible(Exception):
-    """The graph cannot run as one GPU step (the message says why)."""
-
-
-@dataclass(frozen=True)
-class Storage:
-    """Where a value's elements live: ("arg", i), ("const", i), ("var", name) or
-    ("tmp", i)."""
-
-    kind: str
-    key: object
-
-
-@dataclass
-class Slot:
-    """A value's storage, dtype and shape."""
-
-    storage: Storage
-    dtype: DType
-    shape: tuple[int, ...]
-
-    @property
-    def size(self) -> int:
-        return int(np.prod(self.shape, dtype=np.int64))
-
-
-@dataclass
-class Launch:
-    """Run `kernel` on the buffers of `args` (inputs then outputs, flattened)."""
-
-    node: Node
-    kernel: Kernel
-    args: list[Slot]
-    errors: ErrorFn | None = None
-    status_index: int | None = None  # which entry of the step's status array it writes
-    call_index: bool = False  # the kernel first takes the node's call index (random ops)
-
-
-@dataclass
-class Copy:
-    """Device-to-device copy (ReadVariable of an assigned variable, AssignVariable)."""
-
-    node: Node
-    src: Slot
-    dst: Slot
-
-
-@dataclass
-class HostCall:
-    """Run `node`'s reference kernel on the host: download inputs, upload outputs."""
-
-    node: Node
-    reason: str
-    inputs: list[Slot]
-    outputs: list[Slot]
-
-
-Action = Launch | Copy | HostCall
 
 
 @dataclass
@@ -127,11 +81,12 @@ class StepPlan:
 
     @property
     def kernels(self) -> list[Kernel]:
-        return [a.kernel for a in self.actions if isinstance(a, Launch)]
+        return [a.kernel for a in walk_actions(self.actions) if isinstance(a, Launch)]
 
 
-class _Planner:
+class _Planner(LoopPlanning):
     def __init__(self, graph: Graph) -> None:
+        LoopPlanning.__init__(self)
         self.graph = graph
         self.slots: dict[Value, Slot] = {}
         self.actions: list[Action] = []
@@ -152,11 +107,21 @@ class _Planner:
         self.count_of: dict[Node, Slot] = {}
 
     # --------------------------------------------------------------- storage
+    def _emit(self, action: Action) -> None:
+        """Append `action` to the actions being planned (a loop body's, inside one);
+        `clock` numbers every action of the step, bodies included, for live ranges."""
+        self.actions.append(action)
+        self.clock += 1
+
     def _tmp(self, v: Value) -> Slot:
+        preset = self.preset.pop(v, None)
+        if preset is not None:  # a loop variable's next value: its buffer (`loops.py`)
+            self.slots[v] = preset
+            return preset
         t: TensorType = v.type
         shape = tuple(int(s) for s in t.shape)
         self.temps.append(max(1, int(np.prod(shape, dtype=np.int64)) * t.dtype.np.itemsize))
-        self.live.append([len(self.actions), len(self.actions)])
+        self.live.append([self.clock, self.clock])
         slot = Slot(Storage("tmp", len(self.temps) - 1), t.dtype, shape)
         self.slots[v] = slot
         return slot
@@ -164,7 +129,7 @@ class _Planner:
     def _use(self, v: Value) -> Slot:
         slot = self.slots[v]
         if slot.storage.kind == "tmp":
-            self.live[slot.storage.key][1] = len(self.actions)
+            self.live[slot.storage.key][1] = self.clock
         return slot
 
     def _var(self, name: str, t: TensorType, access: str) -> None:
@@ -195,7 +160,7 @@ class _Planner:
             if v not in self.slots:
                 raise Ineligible("a result is not a tensor")
             results.append(self._use(v))
-        end = len(self.actions)
+        end = self.clock
         for v in g.results:  # results stay until they are downloaded
             s = self.slots[v]
             if s.storage.kind == "tmp":
@@ -237,7 +202,7 @@ class _Planner:
             if name in assigned_vars and node.outputs[0] in self.used:
                 # a snapshot: a later assign must not change it (a read that only orders
                 # the updates after it, through control edges, needs none)
-                self.actions.append(Copy(node, var_slot, self._tmp(node.outputs[0])))
+                self._emit(Copy(node, var_slot, self._tmp(node.outputs[0])))
             else:
                 self.slots[node.outputs[0]] = var_slot
             return
@@ -253,6 +218,15 @@ class _Planner:
         if op == "DeduplicateSlices" and node.outputs[0] in self.pad_of:
             self._plan_deduplicate(node)
             return
+        if op == "While":
+            self._plan_while(node, assigned_vars)
+            return
+        if op in STACK_OPS:
+            self._plan_stack_op(node)
+            return
+        if op == "DynamicUpdateRow" and node in self.in_place:
+            self._plan_update_in_place(node)
+            return
         if any(isinstance(v.type, ResourceType) for v in node.inputs + node.outputs):
             raise Ineligible(f"{op} '{node.name}' uses a resource on the host")
         if not all(isinstance(v.type, TensorType) for v in node.outputs):
@@ -261,7 +235,8 @@ class _Planner:
             src = self._use(node.inputs[0])
             t = node.outputs[0].type
             self.slots[node.outputs[0]] = Slot(src.storage, t.dtype,
-                                               tuple(int(s) for s in t.shape))
+                                               tuple(int(s) for s in t.shape), src.row,
+                                               src.rows)
             return
         self._plan_compute(node)
 
@@ -274,14 +249,14 @@ class _Planner:
         self.assigned.add(name)
         var_slot = Slot(Storage("var", name), t.dtype, tuple(int(s) for s in t.shape))
         if node.op == "AssignVariable":
-            self.actions.append(Copy(node, value, var_slot))
+            self._emit(Copy(node, value, var_slot))
             return
         try:
             kernel = update_kernel(node.op, t.dtype, var_slot.size,
-                                   kernel_name(node, len(self.actions)))
+                                   kernel_name(node, self.clock))
         except Unsupported as e:
             raise Ineligible(f"{node.op} '{node.name}': {e}") from None
-        self.actions.append(Launch(node, kernel, [var_slot, value]))
+        self._emit(Launch(node, kernel, [var_slot, value]))
 
     def _var_slot(self, node: Node, access: str) -> tuple[str, TensorType, Slot]:
         """The variable `node`'s first input is a handle of: name, type, device buffer."""
@@ -295,7 +270,7 @@ class _Planner:
     def _scratch(self, dtype: DType, n: int) -> Slot:
         """A temporary of `n` elements used by the next action only."""
         self.temps.append(max(1, n * dtype.np.itemsize))
-        self.live.append([len(self.actions), len(self.actions)])
+        self.live.append([self.clock, self.clock])
         return Slot(Storage("tmp", len(self.temps) - 1), dtype, (n,))
 
     def _sparse_errors(self, node: Node, name: str, t: TensorType) -> ErrorFn:
@@ -355,14 +330,14 @@ class _Planner:
     def _count(self, src: Node) -> Slot:
         """The device count of `src`'s real rows, kept alive up to the next action."""
         slot = self.count_of[src]
-        self.live[slot.storage.key][1] = len(self.actions)
+        self.live[slot.storage.key][1] = self.clock
         return slot
 
     def _plan_deduplicate(self, node: Node) -> None:
         """Sort positions by row (`order_kernel`), rank the runs by first occurrence,
         then sum each run into its row of the padded outputs (`dedupe_kernels`)."""
         vt, it = node.inputs[0].type, node.inputs[1].type
-        base = kernel_name(node, len(self.actions))
+        base = kernel_name(node, self.clock)
         try:
             order_k = order_kernel(None, it, base + "_order")
             zero, rank, total = dedupe_kernels(vt, it, base)
@@ -374,18 +349,18 @@ class _Planner:
         count = self._scratch(int32, 1)
         self.count_of[node] = count
         summed, unique = self._tmp(node.outputs[0]), self._tmp(node.outputs[1])
-        self.actions.append(Launch(node, zero, [summed, unique]))
-        self.actions.append(Launch(node, order_k, [indices, order]))
+        self._emit(Launch(node, zero, [summed, unique]))
+        self._emit(Launch(node, order_k, [indices, order]))
         self._keep(count)  # written by the rank kernel, read by the counted consumers
-        self.actions.append(Launch(node, rank, [indices, order, dest, count]))
+        self._emit(Launch(node, rank, [indices, order, dest, count]))
         for slot in (order, dest, values, indices):
             self._keep(slot)
-        self.actions.append(Launch(node, total, [values, indices, order, dest, summed, unique]))
+        self._emit(Launch(node, total, [values, indices, order, dest, summed, unique]))
 
     def _keep(self, slot: Slot) -> None:
         """Extend a temporary's live range to the next action."""
         if slot.storage.kind == "tmp":
-            self.live[slot.storage.key][1] = len(self.actions)
+            self.live[slot.storage.key][1] = self.clock
 
     def _plan_resource_gather(self, node: Node) -> None:
         """Rows of the variable's device buffer into a new buffer (a snapshot)."""
@@ -393,13 +368,13 @@ class _Planner:
         indices = self._use(node.inputs[1])
         src = self.pad_of.get(node.inputs[1])
         try:
-            kernel = gather_kernel(t, node.inputs[1].type, kernel_name(node, len(self.actions)),
+            kernel = gather_kernel(t, node.inputs[1].type, kernel_name(node, self.clock),
                                    counted=src is not None)
         except Unsupported as e:
             raise Ineligible(f"{node.op} '{node.name}': {e}") from None
         out = self._tmp(node.outputs[0])
         count = [self._count(src)] if src is not None else []
-        self.actions.append(Launch(node, kernel, [var_slot, indices, *count, out],
+        self._emit(Launch(node, kernel, [var_slot, indices, *count, out],
                                    self._sparse_errors(node, name, t), self._status(kernel)))
 
     def _plan_scatter(self, node: Node) -> None:
@@ -409,7 +384,7 @@ class _Planner:
         self.assigned.add(name)
         it = node.inputs[1].type
         src = self.pad_of.get(node.inputs[1])
-        base = kernel_name(node, len(self.actions))
+        base = kernel_name(node, self.clock)
         try:
             first = order_kernel(t, it, base + "_order", counted=src is not None)
             second = apply_kernel(node.op, t, it, base, counted=src is not None)
@@ -419,13 +394,13 @@ class _Planner:
         n = int(np.prod([int(s) for s in it.shape], dtype=np.int64))
         order = self._scratch(int32, n)
         count = [self._count(src)] if src is not None else []
-        self.actions.append(Launch(node, first, [indices, *count, order],
+        self._emit(Launch(node, first, [indices, *count, order],
                                    self._sparse_errors(node, name, t), self._status(first)))
         self._keep(order)
         updates = self._use(node.inputs[2])
         self._use(node.inputs[1])
         count = [self._count(src)] if src is not None else []
-        self.actions.append(Launch(node, second, [var_slot, indices, updates, order, *count]))
+        self._emit(Launch(node, second, [var_slot, indices, updates, order, *count]))
 
     def _status(self, kernel: Kernel) -> int:
         """Reserve `kernel`'s entries of the step's status array."""
@@ -437,7 +412,7 @@ class _Planner:
         ins = [self._use(v) for v in node.inputs]
         padded = any(v in self.pad_of for v in node.inputs)
         try:
-            lowered = lower(node, kernel_name(node, len(self.actions)))
+            lowered = lower(node, kernel_name(node, self.clock))
             if padded and lowered.kernel.can_fail:  # its padding rows could fail
                 raise Ineligible(f"{node.op} '{node.name}' can fail on the padding rows of "
                                  f"DeduplicateSlices")
@@ -445,9 +420,10 @@ class _Planner:
             if padded:
                 raise Ineligible(f"{node.op} '{node.name}' reads DeduplicateSlices' padded "
                                  f"rows and has no GPU kernel: {e}") from None
+            self._no_kernel_in_loop(node, str(e))
             self.fallbacks[node.name] = f"{node.op}: {e}"
             outs = [self._tmp(v) for v in node.outputs]
-            self.actions.append(HostCall(node, str(e), ins, outs))
+            self._emit(HostCall(node, str(e), ins, outs))
             return
         for table in lowered.tables:
             self.consts.append(table)
@@ -455,14 +431,14 @@ class _Planner:
                             table.shape))
         outs = [self._tmp(v) for v in node.outputs]
         for init in lowered.init:
-            self.actions.append(Launch(node, init, list(outs)))
+            self._emit(Launch(node, init, list(outs)))
         for v in node.inputs:  # read by the main kernel, after the init kernels
             self._use(v)
         status = None
         if lowered.kernel.can_fail:
             status = self.n_status
             self.n_status += lowered.kernel.status_width
-        self.actions.append(Launch(node, lowered.kernel, ins + outs, lowered.errors, status,
+        self._emit(Launch(node, lowered.kernel, ins + outs, lowered.errors, status,
                                    lowered.call_index))
 
 
@@ -477,5 +453,5 @@ def plan_step(graph: Graph) -> StepPlan:
     return _Planner(graph).run()
 
 
-__all__ = ["Action", "Copy", "HostCall", "Ineligible", "Launch", "Slot", "StepPlan", "Storage",
-           "plan_step"]
+__all__ = ["ROW_ALIGN", "Action", "Copy", "HostCall", "Ineligible", "Launch", "Loop", "Slot",
+           "StepPlan", "Storage", "plan_step", "row_stride", "walk_actions"]

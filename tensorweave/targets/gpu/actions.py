@@ -1,0 +1,117 @@
+"""The parts of a GPU step plan (`step.StepPlan`): where a value lives (`Storage`,
+`Slot`) and the actions a step runs in order: kernel launches, device-to-device copies,
+host calls for nodes with no GPU kernel, and loops whose body actions run a fixed number
+of times on the device."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ...compiler.dtypes import DType
+from ...compiler.ir import Node
+from .lowering import ErrorFn
+from .source import Kernel
+
+
+class Ineligible(Exception):
+    """The graph cannot run as one GPU step (the message says why)."""
+
+
+@dataclass(frozen=True)
+class Storage:
+    """Where a value's elements live: ("arg", i), ("const", i), ("var", name) or
+    ("tmp", i)."""
+
+    kind: str
+    key: object
+
+
+ROW_ALIGN = 256  # bytes between the starts of a row buffer's entries (a multiple of this)
+
+
+@dataclass
+class Slot:
+    """A value's storage, dtype and shape. With `row` = (base, step), the value is entry
+    ``(base + step * t) % rows`` of a buffer of `rows` entries (t: the iteration of the
+    loop whose body reads it; 0 outside loops): a loop variable's double buffer, a
+    stack's entries (`loops.py`)."""
+
+    storage: Storage
+    dtype: DType
+    shape: tuple[int, ...]
+    row: tuple[int, int] | None = None
+    rows: int = 1
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    @property
+    def row_stride(self) -> int:
+        """Bytes between two entries of the slot's row buffer."""
+        return row_stride(self.size * self.dtype.np.itemsize)
+
+
+def row_stride(nbytes: int) -> int:
+    """Bytes per entry of a row buffer whose entries hold `nbytes` (aligned starts)."""
+    return -(-max(1, nbytes) // ROW_ALIGN) * ROW_ALIGN
+
+
+@dataclass
+class Launch:
+    """Run `kernel` on the buffers of `args` (inputs then outputs, flattened)."""
+
+    node: Node
+    kernel: Kernel
+    args: list[Slot]
+    errors: ErrorFn | None = None
+    status_index: int | None = None  # which entry of the step's status array it writes
+    call_index: bool = False  # the kernel first takes the node's call index (random ops)
+
+
+@dataclass
+class Copy:
+    """Device-to-device copy (ReadVariable of an assigned variable, AssignVariable)."""
+
+    node: Node
+    src: Slot
+    dst: Slot
+
+
+@dataclass
+class HostCall:
+    """Run `node`'s reference kernel on the host: download inputs, upload outputs."""
+
+    node: Node
+    reason: str
+    inputs: list[Slot]
+    outputs: list[Slot]
+
+
+@dataclass
+class Loop:
+    """While `node` on the device: `body`, planned once, runs `trips` times (its slots
+    with a `row` step through their buffers with the iteration). See `loops.py`."""
+
+    node: Node
+    trips: int
+    body: list[Action]
+
+
+Action = Launch | Copy | HostCall | Loop
+
+
+def walk_actions(actions: list[Action]) -> list[Action]:
+    """`actions` and the actions of their loop bodies, in order."""
+    out: list[Action] = []
+    for a in actions:
+        out.append(a)
+        if isinstance(a, Loop):
+            out.extend(walk_actions(a.body))
+    return out
+
+
+__all__ = ["ROW_ALIGN", "Action", "Copy", "HostCall", "Ineligible", "Launch", "Loop", "Slot",
+           "Storage", "row_stride", "walk_actions"]

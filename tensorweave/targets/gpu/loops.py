@@ -1,0 +1,397 @@
+"""While loops and loop-gradient stacks planned as device launches (the step planner's
+part for `While`, `Stack`, `StackPush`, `StackPop` and in-place `DynamicUpdateRow`).
+
+A While whose trip count T is known at plan time (`trips.TripCounter`: every `tw.scan`,
+and the gradient loop that pops its history) and whose body has a kernel for every node
+becomes a `Loop` action: the body is planned once, and the runner runs its prepared
+launches T times, with no host call and no download or upload of loop state. Each loop
+variable lives in one of three ways (the cpu target's `_in_place` analysis decides the
+first two):
+
+- *invariant* (the body returns its argument: captured weights, inputs): the body reads
+  the input's own storage;
+- *update* (the body returns ``DynamicUpdateRow(argument, i, row)`` and reads the
+  argument nowhere after it: a scan's accumulators): one buffer, the kernel writes the
+  row in place;
+- otherwise a *double buffer*: a buffer of two entries; iteration t reads entry t % 2
+  and its result is written straight into entry (t + 1) % 2 by the kernel that computes
+  it (a copy only when the result is a view, a popped entry or another result). The
+  loop's output is entry T % 2, known at plan time.
+
+The initial values are copied into the buffers once, before the loop.
+
+Stacks. The cursor of every stack handle is known at plan time: a `Stack` starts empty,
+each `StackPush` adds one and each `StackPop` removes one, and in a loop body the cursor
+is ``base + delta * t`` (delta: the pushes minus the pops on the handle's path through
+the body). So a stack is one buffer of `max_size` entries per element (a row buffer, see
+`Slot.row`): a push is a device copy into the entry at the cursor, and a pop is a view of
+the entry below it, no copy. A stack must be pushed before it is popped (a push after a
+pop would overwrite an entry a popped view may still read) and stay within its bound;
+otherwise the graph runs on the reference executor (which also reports a full or empty
+stack with its own message).
+
+Loops the planner cannot put on the device run on the host as before (a `HostCall` of
+the While, with the reason in the plan's `fallbacks`): a trip count known only at run
+time, nested control flow in the body, a body node with no GPU kernel, a variable handle
+as loop variable. A loop that keeps a stack on the device cannot: that makes the whole
+graph ineligible, with the reason.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ...compiler.ir import Graph, Node, Value
+from ...compiler.types import ResourceType, TensorType
+from ..cpu.stacks import is_stack_type
+from .actions import Copy, HostCall, Ineligible, Launch, Loop, Slot, Storage, row_stride
+from .lowering import kernel_name
+from .rows import bad_row_message, update_row_in_place_kernel
+from .source import Unsupported
+from .trips import NoTripCount, TripCounter
+
+STACK_OPS = frozenset({"Stack", "StackPush", "StackPop"})
+
+
+class BodyOnHost(Exception):
+    """A loop body node cannot run on the device (the message says which and why)."""
+
+
+@dataclass
+class _Stack:
+    """One run of a `Stack` node: its bound, its element buffers (made at the first
+    push) and whether it has been popped."""
+
+    node: Node
+    max_size: int
+    slots: list[Slot] | None = None
+    rows: int = 0
+    popped: bool = False
+
+
+@dataclass
+class _LoopFrame:
+    """The loop whose body is being planned: its trip count, the clock of its first
+    action (buffers that live across iterations start there), and the slots that must
+    stay live up to its end."""
+
+    trips: int
+    start: int
+    keep: list[Slot]
+
+
+class LoopPlanning:
+    """The step planner's loop and stack methods (mixed into `step._Planner`, whose
+    storage helpers they use)."""
+
+    def __init__(self) -> None:
+        self.clock = 0
+        self.preset: dict[Value, Slot] = {}       # a loop result -> its next buffer entry
+        self.in_place: dict[Node, Slot] = {}      # DynamicUpdateRow -> its loop buffer
+        self.cursor: dict[Value, tuple[_Stack, int, int]] = {}  # handle -> (stack, base, step)
+        self.frames: list[_LoopFrame] = []
+        self.trip_counter = TripCounter()
+
+    # the planner's own (see step._Planner)
+    slots: dict[Value, Slot]
+    actions: list[Any]
+    temps: list[int]
+    live: list[list[int]]
+    consts: list[Any]
+    fallbacks: dict[str, str]
+    assigned: set[str]
+    var_names: list[str]
+    var_types: list[Any]
+    first: list[str]
+    n_status: int
+    # (and its methods _emit, _use, _tmp and _plan_node)
+
+    # ------------------------------------------------------------------ buffers
+    def _row_buffer(self, t: TensorType, rows: int) -> Slot:
+        """A temporary of `rows` entries of type `t`; inside a loop it lives from the
+        outermost loop's start (it is written in every iteration)."""
+        shape = tuple(int(s) for s in t.shape)
+        probe = Slot(Storage("tmp", -1), t.dtype, shape)
+        self.temps.append(rows * row_stride(probe.size * t.dtype.np.itemsize))
+        start = self.frames[0].start if self.frames else self.clock
+        self.live.append([start, self.clock])
+        return Slot(Storage("tmp", len(self.temps) - 1), t.dtype, shape, None, rows)
+
+    def _extend(self, slot: Slot, end: int) -> None:
+        if slot.storage.kind == "tmp":
+            live = self.live[slot.storage.key]
+            live[1] = max(live[1], end)
+
+    def _touch(self, slot: Slot) -> Slot:
+        """Mark a slot used at the current clock (and, in a loop, to its end)."""
+        self._extend(slot, self.clock)
+        if self.frames:
+            self.frames[-1].keep.append(slot)
+        return slot
+
+    @staticmethod
+    def _entry(buf: Slot, base: int, step: int) -> Slot:
+        return Slot(buf.storage, buf.dtype, buf.shape, (base, step), buf.rows)
+
+    def _no_kernel_in_loop(self, node: Node, why: str) -> None:
+        if self.frames:
+            raise BodyOnHost(f"{node.op} '{node.name}' in its body has no GPU kernel: {why}")
+
+    # -------------------------------------------------------------------- While
+    def _plan_while(self, node: Node, assigned_vars: set[str]) -> None:
+        """A `Loop` when the loop can run on the device, else a host call (or
+        `Ineligible` when it keeps a stack on the device)."""
+        reason = self._loop_refusal(node)
+        trips = 0
+        if reason is None:
+            try:
+                trips = self.trip_counter.trips(node)
+            except NoTripCount as e:
+                reason = f"no trip count known at plan time: {e}"
+        if reason is None:
+            mark = self._mark()
+            try:
+                self._plan_loop(node, trips, assigned_vars)
+                return
+            except BodyOnHost as e:
+                if self.frames:
+                    raise
+                self._rollback(mark)
+                reason = str(e)
+        uses_stacks = any(is_stack_type(v.type) for v in node.inputs)
+        if uses_stacks or self.frames:
+            raise Ineligible(f"While '{node.name}' cannot run on the device ({reason})"
+                             + (" and keeps a stack there" if uses_stacks else ""))
+        if any(isinstance(v.type, ResourceType) for v in node.inputs + node.outputs):
+            raise Ineligible(f"While '{node.name}' uses a resource on the host ({reason})")
+        if not all(isinstance(v.type, TensorType) and v.type.is_fully_defined
+                   for v in node.outputs):
+            raise Ineligible(f"While '{node.name}' has a shape known only at run time")
+        self.fallbacks[node.name] = f"While: {reason}"
+        ins = [self._use(v) for v in node.inputs]
+        outs = [self._tmp(v) for v in node.outputs]
+        self._emit(HostCall(node, reason, ins, outs))
+
+    @staticmethod
+    def _loop_refusal(node: Node) -> str | None:
+        """Why While `node` cannot be a device loop whatever its trip count, or None."""
+        for v in node.inputs:
+            t = v.type
+            if isinstance(t, ResourceType) and not is_stack_type(t):
+                return "a loop variable is a variable handle"
+            if isinstance(t, TensorType) and not t.is_fully_defined:
+                return "a loop variable's shape is known only at run time"
+        body = node.regions[1]
+        if any(isinstance(a.type, TensorType) and not a.type.is_fully_defined
+               for a in body.args):
+            return "a loop variable's shape invariant is not fully defined"
+        for n in body.nodes:
+            if n.regions and n.op != "Fusion":
+                return f"its body holds {n.op} '{n.name}' (nested control flow)"
+        if any(v.producer is None and v not in body.args for v in body.results) or \
+                any(v.graph is not body for n in body.nodes for v in n.inputs):
+            return "its body reads values of the enclosing graph"
+        return None
+
+    def _mark(self) -> tuple:
+        return (self.actions, len(self.actions), len(self.temps), len(self.live),
+                len(self.consts), self.n_status, dict(self.fallbacks), set(self.assigned),
+                len(self.var_names), dict(self.cursor), dict(self.preset))
+
+    def _rollback(self, mark: tuple) -> None:
+        (actions, n_actions, n_temps, n_live, n_consts, self.n_status, fallbacks, assigned,
+         n_vars, cursor, preset) = mark
+        self.actions = actions
+        del actions[n_actions:]
+        del self.temps[n_temps:], self.live[n_live:], self.consts[n_consts:]
+        self.fallbacks, self.assigned, self.cursor, self.preset = (fallbacks, assigned,
+                                                                   cursor, preset)
+        del self.var_names[n_vars:], self.var_types[n_vars:], self.first[n_vars:]
+
+    def _plan_loop(self, node: Node, trips: int, assigned_vars: set[str]) -> None:
+        from ..cpu.step import _in_place
+        body: Graph = node.regions[1]
+        if trips == 0:  # the outputs are the inputs
+            for v_in, v_out in zip(node.inputs, node.outputs):
+                if is_stack_type(v_in.type):
+                    self.cursor[v_out] = self._cursor(node, v_in)
+                else:
+                    self.slots[v_out] = self._use(v_in)
+            return
+        modes = _in_place(node)
+        keep: list[Slot] = []
+        outputs: dict[int, Slot] = {}
+        nexts: dict[int, Slot] = {}
+        stacks: list[tuple[int, _Stack, int, int]] = []
+        for k, (v_in, arg, res) in enumerate(zip(node.inputs, body.args, body.results)):
+            if is_stack_type(v_in.type):
+                st, base, step = self._cursor(node, v_in)
+                delta = _stack_delta(body, k)
+                if delta is None:
+                    raise Ineligible(f"While '{node.name}': its stack (loop variable {k}) "
+                                     f"is used in a way the GPU step cannot plan")
+                self.cursor[arg] = (st, base, delta)
+                stacks.append((k, st, base, delta))
+                continue
+            src = self._use(v_in)
+            mode = modes.get(k)
+            if mode == "invariant":
+                self.slots[arg] = outputs[k] = src
+                keep.append(src)
+                continue
+            if mode == "update":
+                buf = self._row_buffer(arg.type, 1)
+                self._emit(Copy(node, src, buf))
+                self.slots[arg] = outputs[k] = buf
+                self.in_place[res.producer] = buf
+                keep.append(buf)
+                continue
+            buf = self._row_buffer(arg.type, 2)
+            self._emit(Copy(node, src, self._entry(buf, 0, 0)))
+            self.slots[arg] = self._entry(buf, 0, 1)
+            nexts[k] = self._entry(buf, 1, 1)
+            if res.producer is not None and res not in self.preset and \
+                    res.producer.op not in STACK_OPS:
+                self.preset[res] = nexts[k]
+            outputs[k] = self._entry(buf, trips % 2, 0)
+            keep.append(buf)
+        frame = _LoopFrame(trips, self.clock, keep)
+        saved, self.actions = self.actions, []
+        self.frames.append(frame)
+        try:
+            for n in body.topological_order():
+                self._plan_node(n, assigned_vars)
+            for k, nxt in nexts.items():  # results not written in place by their kernel
+                res = body.results[k]
+                slot = self._use(res)
+                if slot is not nxt:
+                    self._emit(Copy(node, slot, nxt))
+            for k, st, base, delta in stacks:
+                if self.cursor.get(body.results[k]) != (st, base + delta, delta):
+                    raise Ineligible(f"While '{node.name}': its stack's cursor does not "
+                                     f"advance by a fixed step per iteration")
+        finally:
+            self.frames.pop()
+            for k in nexts:
+                self.preset.pop(body.results[k], None)
+            body_actions, self.actions = self.actions, saved
+        if any(isinstance(a, HostCall) for a in body_actions):
+            raise BodyOnHost("its body has host calls")
+        self._emit(Loop(node, trips, body_actions))
+        for slot in frame.keep:
+            self._extend(slot, self.clock)
+            if self.frames:
+                self.frames[-1].keep.append(slot)
+        for k, v_out in enumerate(node.outputs):
+            if k in outputs:
+                self.slots[v_out] = outputs[k]
+        for k, st, base, delta in stacks:
+            self.cursor[node.outputs[k]] = (st, base + trips * delta, 0)
+
+    def _cursor(self, node: Node, handle: Value) -> tuple[_Stack, int, int]:
+        found = self.cursor.get(handle)
+        if found is None:
+            raise Ineligible(f"{node.op} '{node.name}' takes a stack that the GPU step "
+                             f"cannot follow")
+        return found
+
+    # ------------------------------------------------------------------- stacks
+    def _span(self, base: int, step: int) -> tuple[int, int]:
+        """The lowest and highest entry ``base + step * t`` over the current loop."""
+        last = base + step * ((self.frames[-1].trips if self.frames else 1) - 1)
+        return min(base, last), max(base, last)
+
+    def _plan_stack_op(self, node: Node) -> None:
+        if node.op == "Stack":
+            self.cursor[node.outputs[0]] = (_Stack(node, int(node.attrs.get("max_size", -1))),
+                                            0, 0)
+            return
+        st, base, step = self._cursor(node, node.inputs[0])
+        if step and not self.frames:
+            raise Ineligible(f"{node.op} '{node.name}' takes a stack that the GPU step "
+                             f"cannot follow")
+        if node.op == "StackPush":
+            self._plan_push(node, st, base, step)
+            self.cursor[node.outputs[0]] = (st, base + 1, step)
+        else:
+            self._plan_pop(node, st, base, step)
+            self.cursor[node.outputs[0]] = (st, base - 1, step)
+
+    def _stack_types(self, node: Node, types: list) -> list[TensorType]:
+        for t in types:
+            if not (isinstance(t, TensorType) and t.is_fully_defined):
+                raise Ineligible(f"{node.op} '{node.name}': a stack entry that is not a "
+                                 f"tensor of known shape")
+        return types
+
+    def _plan_push(self, node: Node, st: _Stack, base: int, step: int) -> None:
+        lo, hi = self._span(base, step)
+        if st.popped:
+            raise Ineligible(f"StackPush '{node.name}': the stack is pushed after a pop")
+        types = self._stack_types(node, [v.type for v in node.inputs[1:]])
+        if st.slots is None:
+            if lo < 0 or 0 <= st.max_size <= hi:
+                raise Ineligible(f"StackPush '{node.name}' overfills its stack "
+                                 f"(max_size {st.max_size})")
+            st.rows = st.max_size if st.max_size >= 0 else hi + 1
+            st.slots = [self._row_buffer(t, st.rows) for t in types]
+        elif [(s.dtype, s.shape) for s in st.slots] != \
+                [(t.dtype, tuple(int(d) for d in t.shape)) for t in types] or \
+                lo < 0 or hi >= st.rows:
+            raise Ineligible(f"StackPush '{node.name}': its entries do not fit the stack's "
+                             f"earlier pushes")
+        for v, buf in zip(node.inputs[1:], st.slots):
+            src = self._use(v)
+            self._emit(Copy(node, src, self._touch(self._entry(buf, base, step))))
+
+    def _plan_pop(self, node: Node, st: _Stack, base: int, step: int) -> None:
+        lo, hi = self._span(base - 1, step)
+        types = self._stack_types(node, list(node.attrs.get("elem_types", ())))
+        if st.slots is None or lo < 0 or hi >= st.rows:
+            raise Ineligible(f"StackPop '{node.name}' pops an entry that was never pushed")
+        if [(s.dtype, s.shape) for s in st.slots] != \
+                [(t.dtype, tuple(int(d) for d in t.shape)) for t in types]:
+            raise Ineligible(f"StackPop '{node.name}': its elem_types differ from the "
+                             f"pushed entries")
+        st.popped = True
+        for v, buf in zip(node.outputs[1:], st.slots):
+            self.slots[v] = self._touch(self._entry(buf, base - 1, step))
+
+    # --------------------------------------------------------- DynamicUpdateRow
+    def _plan_update_in_place(self, node: Node) -> None:
+        """Write the row into the loop variable's own buffer (see the module docstring)."""
+        buf = self.in_place[node]
+        index, row = self._use(node.inputs[1]), self._use(node.inputs[2])
+        try:
+            kernel = update_row_in_place_kernel(node, kernel_name(node, self.clock))
+        except Unsupported as e:
+            raise BodyOnHost(f"{node.op} '{node.name}': {e}") from None
+        status = self.n_status
+        self.n_status += kernel.status_width
+        self._touch(buf)
+        self._emit(Launch(node, kernel, [index, row, buf],
+                          lambda code, ix: (bad_row_message(node, ix), node), status))
+        self.slots[node.outputs[0]] = buf
+
+
+def _stack_delta(body: Graph, k: int) -> int | None:
+    """Pushes minus pops on the path of stack handle `k` through `body`, when that path
+    is a chain of StackPush/StackPop ending in result `k`; else None."""
+    consumers = body.consumers()
+    v, delta = body.args[k], 0
+    while True:
+        uses = consumers.get(v, [])
+        returned = [j for j, r in enumerate(body.results) if r is v]
+        if not uses:
+            return delta if returned == [k] else None
+        if len(uses) != 1 or returned:
+            return None
+        n, i = uses[0]
+        if i != 0 or n.op not in ("StackPush", "StackPop"):
+            return None
+        delta += 1 if n.op == "StackPush" else -1
+        v = n.outputs[0]
+
+
+__all__ = ["STACK_OPS", "BodyOnHost", "LoopPlanning"]
