@@ -175,6 +175,7 @@ def test_no_library_threads_inside_parallel_regions(monkeypatch):
     top = ir.Module()
     lowering.emit_node_function(top, node, "f", "blas")  # (not in a region: threads)
     assert "tw_gemm_f32.blas_threads" in str(top)
+    assert '@"tw_blas_set_threads"(i32 2)' in str(top)  # (TW_NUM_THREADS of the code)
 
 
 def _mlp(x, w1, b1, w2):

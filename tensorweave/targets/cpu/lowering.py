@@ -762,7 +762,7 @@ def _probe_kernel(dtype_name: str, ta: bool, tb: bool, m: int, n: int, k: int,
     from ...compiler.dtypes import as_dtype
     dt = np.float32 if dtype_name == "f32" else np.float64
     if not timing:
-        gemms = _probe_gemms(dtype_name)
+        gemms = _probe_gemms(dtype_name, parallel.num_threads())
 
         def run_gemm(a: np.ndarray, b: np.ndarray, how: str) -> np.ndarray:
             c = np.full((m, n), np.nan, dt)  # (a writer that cannot take the lock: none)
@@ -786,11 +786,12 @@ def _probe_kernel(dtype_name: str, ta: bool, tb: bool, m: int, n: int, k: int,
 
 
 @functools.cache
-def _probe_gemms(dtype_name: str) -> dict[str, Any]:
+def _probe_gemms(dtype_name: str, threads: int) -> dict[str, Any]:
     """The bit probe's two GEMMs as ctypes functions of `_gemm_type`'s arguments: "one",
-    one BLAS call on one thread (`_gemm_via_blas`), and "blas_wait", the library's
-    threads (`blas_threads_function`, waiting for the lock), compiled for this process
-    (tensorweave's own code: `jit.compile_module` with ``runtime``)."""
+    one BLAS call on one thread (`_gemm_via_blas`), and "blas_wait", `threads` of the
+    library's threads (`blas_threads_function`, waiting for the lock; `threads` is
+    `parallel.num_threads()`, which the code generator reads), compiled for this
+    process (tensorweave's own code: `jit.compile_module` with ``runtime``)."""
     from ...compiler.dtypes import as_dtype
     from . import jit
     dtype = as_dtype(np.float32 if dtype_name == "f32" else np.float64)
