@@ -9,6 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import tensorweave as tw
+from tensorweave.frontend.building import apply_op1
 from tests.helpers import TARGETS, check_gradients
 
 
@@ -51,3 +52,35 @@ def test_dynamic_stitch_gradient_of_an_overwritten_slice_is_zero(target):
     (gx,) = tw.compile(lambda x: tw.gradients(tw.reduce_sum(
         tw.dynamic_stitch([[0, 1, 0]], [x]) * [[1.0, 2.0], [3.0, 4.0]]), [x]), target=target)(x)
     np.testing.assert_array_equal(gx, [[0.0, 0.0], [3.0, 4.0], [1.0, 2.0]])
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@given(data=st.data())
+def test_tensor_scatter_update_gradient_with_repeated_indices(target, data):
+    """tensor_scatter_nd_update: where a coordinate repeats, the last update wins and the
+    earlier ones do not reach the result, so their gradient is zero; every update got the
+    slot's gradient. Also with batch_dims (the op's attribute: one scatter per batch)."""
+    rng = np.random.default_rng(data.draw(st.integers(0, 2 ** 31 - 1)))
+    b = data.draw(st.integers(0, 1))
+    shape = tuple(data.draw(st.lists(st.integers(1, 3), min_size=b + 1, max_size=b + 3)))
+    depth = data.draw(st.integers(1, len(shape) - b))
+    count = data.draw(st.integers(1, 5))
+    lead = shape[:b] + (count,)
+    idx = np.stack([rng.integers(0, d, lead) for d in shape[b:b + depth]], -1)
+    idx = idx.astype(data.draw(st.sampled_from([np.int32, np.int64])))
+    updates = rng.normal(size=lead + shape[b + depth:])
+    x = rng.normal(size=shape)
+
+    def fn(t, i, v):
+        return apply_op1("TensorScatterUpdate", [t * t, i, v * v], {"batch_dims": b})
+
+    check_gradients(fn, x, idx, updates, argnums=(0, 2), target=target)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_tensor_scatter_update_gradient_of_an_overwritten_update_is_zero(target):
+    grad = tw.compile(lambda t, v: tw.gradients(tw.reduce_sum(
+        tw.tensor_scatter_nd_update(t, [[1], [1]], v) * [1.0, 2.0, 3.0]), [t, v]), target=target)
+    gt, gv = grad(np.ones(3), np.ones(2))
+    np.testing.assert_array_equal(gt, [1.0, 0.0, 3.0])
+    np.testing.assert_array_equal(gv, [0.0, 2.0])  # v[0] was overwritten by v[1]

@@ -9,6 +9,7 @@ result; segment prod divides out each entry, with TensorFlow's care for zeros.
 
 from __future__ import annotations
 
+from ...compiler.dtypes import int64
 from ...compiler.registry import not_differentiable, register_gradient
 from ..building import apply_op1
 from ..ops import array as a
@@ -58,11 +59,18 @@ def _scatter_nd(op, g):
 def _tensor_scatter_update(op, g):
     _, indices, updates = op.inputs
     b = op.attrs["batch_dims"]
-    # overwritten entries of the tensor get no gradient; every update (TensorFlow's rule,
-    # also for repeated indices) gets the gradient of the slot it was written to
+    # overwritten entries of the tensor get no gradient; an update gets the gradient of
+    # the slot it was written to unless a later update overwrote it there (a repeated
+    # index: the last update wins, the others do not reach the result). Scattering each
+    # update element's id the same way says which one won each slot.
     cleared = apply_op1("TensorScatterUpdate", [g, indices, a.zeros_like(updates)],
                         {"batch_dims": b})
-    return [cleared, None, _gather_nd(g, indices, b)]
+    ids = apply_op1("FlatIndexLike", [updates], {"dtype": int64})
+    nobody = m.subtract(a.zeros_like(op.inputs[0], dtype=int64), 1)
+    winner = apply_op1("TensorScatterUpdate", [nobody, indices, ids], {"batch_dims": b})
+    won = m.equal(_gather_nd(winner, indices, b), ids)
+    rows = _gather_nd(g, indices, b)
+    return [cleared, None, m.where(won, rows, a.zeros_like(rows))]
 
 
 @register_gradient("TensorScatterAdd")
