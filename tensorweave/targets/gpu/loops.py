@@ -46,8 +46,9 @@ from ...compiler.ir import Graph, Node, Value
 from ...compiler.types import ResourceType, TensorType
 from ..cpu.stacks import is_stack_type
 from .actions import Copy, HostCall, Ineligible, Launch, Loop, Slot, Storage, row_stride
-from .lowering import kernel_name
-from .rows import bad_row_message, update_row_in_place_kernel
+from .lowering import VIEW_OPS, kernel_name
+from .rows import add_row_in_place_kernel, bad_row_message, update_row_in_place_kernel
+from .scatter import bad_segment_message
 from .source import Unsupported
 from .trips import NoTripCount, TripCounter
 
@@ -89,6 +90,8 @@ class LoopPlanning:
         self.clock = 0
         self.preset: dict[Value, Slot] = {}       # a loop result -> its next buffer entry
         self.in_place: dict[Node, Slot] = {}      # DynamicUpdateRow -> its loop buffer
+        # a row_add's fused sum -> (its loop buffer, the segment sum); the sum -> None
+        self.row_adds: dict[Node, tuple[Slot, Node] | None] = {}
         self.cursor: dict[Value, tuple[_Stack, int, int]] = {}  # handle -> (stack, base, step)
         self.frames: list[_LoopFrame] = []
         self.trip_counter = TripCounter()
@@ -210,7 +213,7 @@ class LoopPlanning:
         del self.var_names[n_vars:], self.var_types[n_vars:], self.first[n_vars:]
 
     def _plan_loop(self, node: Node, trips: int, assigned_vars: set[str]) -> None:
-        from ..cpu.step import _in_place
+        from ..cpu.step import _in_place, _row_add_parts
         body: Graph = node.regions[1]
         if trips == 0:  # the outputs are the inputs
             for v_in, v_out in zip(node.inputs, node.outputs):
@@ -220,6 +223,8 @@ class LoopPlanning:
                     self.slots[v_out] = self._use(v_in)
             return
         modes = _in_place(node)
+        order = body.topological_order()
+        pos = {n: i for i, n in enumerate(order)}
         keep: list[Slot] = []
         outputs: dict[int, Slot] = {}
         nexts: dict[int, Slot] = {}
@@ -240,11 +245,15 @@ class LoopPlanning:
                 self.slots[arg] = outputs[k] = src
                 keep.append(src)
                 continue
-            if mode == "update":
+            if mode in ("update", "row_add"):
                 buf = self._row_buffer(arg.type, 1)
                 self._emit(Copy(node, src, buf))
                 self.slots[arg] = outputs[k] = buf
-                self.in_place[res.producer] = buf
+                if mode == "update":
+                    self.in_place[res.producer] = buf
+                else:  # the fused sum adds the segment sum's one row in place
+                    f, u = _row_add_parts(res, arg, order, pos)
+                    self.row_adds[f], self.row_adds[u] = (buf, u), None
                 keep.append(buf)
                 continue
             buf = self._row_buffer(arg.type, 2)
@@ -259,7 +268,10 @@ class LoopPlanning:
         frame = _LoopFrame(trips, self.clock, keep)
         saved, self.actions = self.actions, []
         self.frames.append(frame)
+        pushed: list[Value] = []
         try:
+            for k, st, base, delta in stacks:
+                pushed.extend(self._preset_pushes(body, k, st, base, delta))
             for n in body.topological_order():
                 self._plan_node(n, assigned_vars)
             for k, nxt in nexts.items():  # results not written in place by their kernel
@@ -273,8 +285,8 @@ class LoopPlanning:
                                      f"advance by a fixed step per iteration")
         finally:
             self.frames.pop()
-            for k in nexts:
-                self.preset.pop(body.results[k], None)
+            for v in [*(body.results[k] for k in nexts), *pushed]:
+                self.preset.pop(v, None)
             body_actions, self.actions = self.actions, saved
         if any(isinstance(a, HostCall) for a in body_actions):
             raise BodyOnHost("its body has host calls")
@@ -325,7 +337,43 @@ class LoopPlanning:
                                  f"tensor of known shape")
         return types
 
-    def _plan_push(self, node: Node, st: _Stack, base: int, step: int) -> None:
+    def _preset_pushes(self, body: Graph, k: int, st: _Stack, base: int, delta: int
+                       ) -> list[Value]:
+        """Let the kernels computing the values that the body pushes on stack `k` write
+        them straight into their stack entries (no copy at the push): values made by a
+        kernel of the body, pushed once, not already a loop variable's next value.
+        Returns the values given an entry."""
+        consumers = body.consumers()
+        pushes: list[tuple[Node, int]] = []
+        v, cursor = body.args[k], base
+        while consumers.get(v):
+            n = consumers[v][0][0]
+            if n.op == "StackPush":
+                pushes.append((n, cursor))
+            cursor += 1 if n.op == "StackPush" else -1
+            v = n.outputs[0]
+        if not pushes or st.popped:
+            return []
+        counts: dict[Value, int] = {}
+        for n, _ in pushes:
+            for e in n.inputs[1:]:
+                counts[e] = counts.get(e, 0) + 1
+        out = []
+        for n, at in pushes:
+            self._stack_buffers(n, st, at, delta)
+            for e, buf in zip(n.inputs[1:], st.slots or []):
+                p = e.producer
+                if p is None or p.graph is not body or counts[e] != 1 or e in self.preset \
+                        or p.op in VIEW_OPS or p.op in STACK_OPS or p.op == "Const" or \
+                        p in self.in_place:
+                    continue
+                self.preset[e] = self._entry(buf, at, delta)
+                out.append(e)
+        return out
+
+    def _stack_buffers(self, node: Node, st: _Stack, base: int, step: int) -> None:
+        """Make `st`'s entry buffers at its first push (`node`, entries ``base + step *
+        t``), or check that `node` fits them."""
         lo, hi = self._span(base, step)
         if st.popped:
             raise Ineligible(f"StackPush '{node.name}': the stack is pushed after a pop")
@@ -341,9 +389,14 @@ class LoopPlanning:
                 lo < 0 or hi >= st.rows:
             raise Ineligible(f"StackPush '{node.name}': its entries do not fit the stack's "
                              f"earlier pushes")
-        for v, buf in zip(node.inputs[1:], st.slots):
-            src = self._use(v)
-            self._emit(Copy(node, src, self._touch(self._entry(buf, base, step))))
+
+    def _plan_push(self, node: Node, st: _Stack, base: int, step: int) -> None:
+        """Copy each pushed value into its entry, unless its kernel wrote it there."""
+        self._stack_buffers(node, st, base, step)
+        for v, buf in zip(node.inputs[1:], st.slots or []):
+            src, dst = self._use(v), self._touch(self._entry(buf, base, step))
+            if src != dst:
+                self._emit(Copy(node, src, dst))
 
     def _plan_pop(self, node: Node, st: _Stack, base: int, step: int) -> None:
         lo, hi = self._span(base - 1, step)
@@ -372,6 +425,27 @@ class LoopPlanning:
         self._touch(buf)
         self._emit(Launch(node, kernel, [index, row, buf],
                           lambda code, ix: (bad_row_message(node, ix), node), status))
+        self.slots[node.outputs[0]] = buf
+
+
+    def _plan_row_add(self, node: Node) -> None:
+        """``arg + UnsortedSegmentSum(row, id)`` (the cpu target's "row_add" form) as
+        one kernel adding the row to row `id` of the loop variable's buffer; the segment
+        sum itself is not computed."""
+        found = self.row_adds[node]
+        if found is None:
+            return  # the segment sum: its inputs are read by the fused sum's kernel
+        buf, u = found
+        ids, row = self._use(u.inputs[1]), self._use(u.inputs[0])
+        try:
+            kernel = add_row_in_place_kernel(u, kernel_name(node, self.clock))
+        except Unsupported as e:
+            raise BodyOnHost(f"{node.op} '{node.name}': {e}") from None
+        status = self.n_status
+        self.n_status += kernel.status_width
+        self._touch(buf)
+        self._emit(Launch(u, kernel, [ids, row, buf],
+                          lambda code: (bad_segment_message(u), u), status))
         self.slots[node.outputs[0]] = buf
 
 

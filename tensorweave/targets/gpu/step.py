@@ -224,6 +224,9 @@ class _Planner(LoopPlanning):
         if op in STACK_OPS:
             self._plan_stack_op(node)
             return
+        if node in self.row_adds:
+            self._plan_row_add(node)
+            return
         if op == "DynamicUpdateRow" and node in self.in_place:
             self._plan_update_in_place(node)
             return

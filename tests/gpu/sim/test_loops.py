@@ -63,6 +63,11 @@ def test_a_scan_and_its_gradient_run_as_device_loops_and_match_the_reference():
     # the forward loop's accumulator is updated in place, one row per iteration
     assert any(isinstance(a, Launch) and a.node.op == "DynamicUpdateRow" and len(a.args) == 3
                for a in loops[0].body)
+    # x's gradient adds one row per iteration in place (no zeroed segment sum, no copy)
+    assert any(isinstance(a, Launch) and a.node.op == "UnsortedSegmentSum" and
+               len(a.args) == 3 for a in grad_loop.body)
+    assert not [a for a in grad_loop.body if isinstance(a, Launch) and
+                a.kernel.name.endswith("_zero")]
     assert "runs its body 3 times on the device" in kernel_listing(plan)
 
 
@@ -103,7 +108,13 @@ def test_the_w5_training_step_runs_as_one_gpu_step_and_matches_the_reference():
     plan = _step_plan(gpu, d["tok"], d["tgt"])
     assert not plan.fallbacks
     assert not [a for a in walk_actions(plan.actions) if isinstance(a, HostCall)]
-    assert [lp.trips for lp in _loops(plan)] == [3, 3]  # the scan and its gradient
+    forward, backward = _loops(plan)
+    assert forward.trips == backward.trips == 3  # the scan and its gradient
+    # the kernels write pushed values into their stack entries and next loop values into
+    # their buffers: the forward loop copies only the three arguments it pushes, the
+    # gradient loop nothing
+    assert [a.node.op for a in forward.body if isinstance(a, Copy)] == ["StackPush"] * 3
+    assert not [a for a in backward.body if isinstance(a, Copy)]
     assert plan.assigned == set(plan.var_names) and len(plan.var_names) == 6
 
 
@@ -172,3 +183,24 @@ def test_update_row_copy_and_its_index_error():
     np.testing.assert_array_equal(t, np.arange(6).reshape(3, 2))  # a copy
     with pytest.raises(InvalidArgumentError, match=r"index -1 is not in \[0, 3\)"):
         gpu(t, np.int64(-1), r)
+
+
+def _cumsum_scan(x):
+    return tw.scan(lambda a, xt: tw.cumsum(a + xt, axis=0), x)  # Cumsum: no GPU kernel
+
+
+def test_a_loop_with_a_host_only_op_runs_on_the_host_or_declines_the_step():
+    x = np.arange(6, dtype=np.float32).reshape(3, 2)
+    gpu = tw.compile(_cumsum_scan, target="gpu")
+    np.testing.assert_array_equal(gpu(x), tw.compile(_cumsum_scan, target="reference")(x))
+    (reason,) = _step_plan(gpu, x).fallbacks.values()
+    assert reason.startswith("While: Cumsum '") and "in its body has no GPU kernel" in reason
+
+    def with_gradient(x):  # the loop now keeps a stack on the device: the step declines
+        return tw.gradients(tw.reduce_sum(_cumsum_scan(x)), [x])[0]
+
+    gpu = tw.compile(with_gradient, target="gpu")
+    np.testing.assert_array_equal(gpu(x), tw.compile(with_gradient, target="reference")(x))
+    reason = gpu.get_concrete_function(x).executable.native_reason
+    assert reason.startswith("While 'scan' cannot run on the device (Cumsum '"), reason
+    assert reason.endswith("and keeps a stack there"), reason
