@@ -243,3 +243,44 @@ def test_steps_on_the_library_threads_match_one_thread(monkeypatch, fresh_probes
     assert kernel._plans[(x.shape, w1.shape)][3][5] == blas.SPLIT_CODES["blas"]
     monkeypatch.setenv("TW_NUM_THREADS", "1")
     assert threaded.tobytes() == MatMulKernel(node)([x, w1])[0].tobytes()
+
+
+@needs_threads
+def test_one_thread_products_never_run_on_threads_another_step_set(monkeypatch, fresh_probes):
+    """While one Python thread runs a step whose product runs on the library's threads,
+    another runs a step whose product changes bits on them: the second one's calls hold
+    the BLAS lock as readers, so they never see the thread count the first one set."""
+    exact, changing = _find(exact=True), _find(exact=False)
+    monkeypatch.setattr(lowering, "blas_threads_faster", lambda *a: True)
+
+    def product(ta, tb, m, n, k, seed):
+        rng = np.random.default_rng(seed)
+        a = rng.standard_normal((k, m) if ta else (m, k)).astype(np.float32)
+        b = rng.standard_normal((n, k) if tb else (k, n)).astype(np.float32)
+        fn = tw.compile(lambda a, b: tw.matmul(a, b, transpose_a=ta, transpose_b=tb),
+                        target="cpu")
+        return fn, a, b
+
+    threaded, ta_, tb_ = product(*exact, seed=1)
+    assert lowering.gemm_plan(F32, *exact) == "blas"
+    monkeypatch.setenv("TW_NUM_THREADS", "1")  # (one call on one thread, no split)
+    serial, sa, sb = product(*changing, seed=2)
+    want = serial(sa, sb).tobytes()
+    monkeypatch.setenv("TW_NUM_THREADS", "2")
+    threaded(ta_, tb_)  # (compiled for 2 threads before the race starts)
+    done = threading.Event()
+    got: list[bytes] = []
+
+    def hammer() -> None:
+        while not done.is_set():
+            threaded(ta_, tb_)
+
+    other = threading.Thread(target=hammer)
+    other.start()
+    try:
+        for _ in range(30):
+            got.append(serial(sa, sb).tobytes())
+    finally:
+        done.set()
+        other.join()
+    assert all(g == want for g in got)
