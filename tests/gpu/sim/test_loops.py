@@ -204,3 +204,21 @@ def test_a_loop_with_a_host_only_op_runs_on_the_host_or_declines_the_step():
     reason = gpu.get_concrete_function(x).executable.native_reason
     assert reason.startswith("While 'scan' cannot run on the device (Cumsum '"), reason
     assert reason.endswith("and keeps a stack there"), reason
+
+
+def test_random_draws_in_a_loop_body_are_the_references_call_after_call():
+    def noisy(x):
+        def cell(a, xt):
+            r = apply_op1("RandomUniform", [], {"shape": (2,), "dtype": tw.float32,
+                                                "seed": 3, "seed2": 4})
+            return a + xt * r
+        return tw.scan(cell, x, initializer=tw.zeros([2], tw.float32))
+
+    x = np.ones((4, 2), np.float32)
+    gpu, ref = tw.compile(noisy, target="gpu"), tw.compile(noisy, target="reference")
+    first = gpu(x)
+    np.testing.assert_array_equal(first, ref(x))  # one call index per iteration
+    second = gpu(x)
+    np.testing.assert_array_equal(second, ref(x))  # the next call draws on
+    assert not np.array_equal(first, second)
+    assert len(_loops(_step_plan(gpu, x))) == 1
