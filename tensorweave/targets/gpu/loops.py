@@ -157,7 +157,7 @@ class LoopPlanning:
             try:
                 self._plan_loop(node, trips, assigned_vars)
                 return
-            except BodyOnHost as e:
+            except (BodyOnHost, Ineligible) as e:  # e.g. a shape known only at run time
                 if self.frames:
                     raise
                 self._rollback(mark)

@@ -135,6 +135,19 @@ def test_a_loop_whose_trip_count_is_known_only_at_run_time_runs_on_the_host():
     assert not _loops(plan)
 
 
+def test_a_loop_whose_body_has_a_shape_known_only_at_run_time_runs_on_the_host():
+    def masked(x):
+        def body(i, a):
+            return [i + 1, a + tw.reduce_sum(tw.boolean_mask(x, x > 0.0))]
+        return tw.while_loop(lambda i, a: i < 3, body, [tw.constant(0), tw.constant(0.0)])[1]
+
+    x = np.array([1.0, -2.0, 3.0], np.float32)
+    gpu = tw.compile(masked, target="gpu")
+    assert float(gpu(x)) == 12.0
+    assert _step_plan(gpu, x).fallbacks == {
+        "while": "While: BooleanMask 'boolean_mask' has a shape known only at run time"}
+
+
 def test_swapped_loop_variables_zero_trips_and_maximum_iterations():
     def fib(a, b):
         _, x, y = tw.while_loop(lambda i, x, y: i < 5, lambda i, x, y: [i + 1, y, x + y],
