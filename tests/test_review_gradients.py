@@ -84,3 +84,18 @@ def test_tensor_scatter_update_gradient_of_an_overwritten_update_is_zero(target)
     gt, gv = grad(np.ones(3), np.ones(2))
     np.testing.assert_array_equal(gt, [1.0, 0.0, 3.0])
     np.testing.assert_array_equal(gv, [0.0, 2.0])  # v[0] was overwritten by v[1]
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@given(data=st.data())
+def test_cumprod_gradient_where_elements_are_zero(target, data):
+    """cumprod's gradient divided by x (TensorFlow's formula): NaN wherever an element was
+    0, though the derivative is finite (the product of the other factors); zeros are
+    drawn often, several per row, with every flag and axis."""
+    rng = np.random.default_rng(data.draw(st.integers(0, 2 ** 31 - 1)))
+    shape = tuple(data.draw(st.lists(st.integers(1, 5), min_size=1, max_size=3)))
+    x = rng.integers(-4, 5, shape) / 2.0  # 0 one time in nine
+    axis = data.draw(st.integers(-len(shape), len(shape) - 1))
+    exclusive, reverse = data.draw(st.booleans()), data.draw(st.booleans())
+    check_gradients(lambda v: tw.cumprod(v, axis, exclusive=exclusive, reverse=reverse), x,
+                    target=target)

@@ -305,14 +305,23 @@ def _cumsum(op, g):
 
 @register_gradient("Cumprod")
 def _cumprod(op, g):
-    # TensorFlow's formula: d y_j / d x_i = y_j / x_i for the i that y_j includes, so it
-    # divides by x (inf or NaN where an element of x is 0, as in TF)
+    # d y_j / d x_k is the product of the other factors of y_j. TensorFlow's formula,
+    # (sum over j of y_j g_j) / x_k, divides by x (NaN where x_k is 0); it holds before the
+    # first zero along the scan. At the first zero z, the products of the other factors
+    # are those of x with x_z set to 1; after it, every y_j that has x_k also has x_z: 0.
     x = op.inputs[0]
     a = op.attrs
-    y = op.outputs[0]
-    summed = m.cumsum(y * g, axis=a["axis"], exclusive=a["exclusive"],
-                      reverse=not a["reverse"])
-    return [summed / x]
+    scan = {"axis": a["axis"], "exclusive": a["exclusive"], "reverse": a["reverse"]}
+    back = dict(scan, reverse=not a["reverse"])
+    is_zero = m.equal(x, 0)
+    count = m.cast(is_zero, x.dtype)
+    ones = _array().ones_like(x)
+    before_any = m.equal(m.cumsum(count, axis=a["axis"], reverse=a["reverse"]), 0)
+    first = is_zero & m.equal(m.cumsum(count, axis=a["axis"], exclusive=True,
+                                       reverse=a["reverse"]), 0)
+    plain = m.cumsum(op.outputs[0] * g, **back) / m.where(is_zero, ones, x)
+    at_first = m.cumsum(m.cumprod(m.where(first, ones, x), **scan) * g, **back)
+    return [m.where(before_any, plain, m.where(first, at_first, _zeros(x)))]
 
 
 # -- matrix products -----------------------------------------------------------------------

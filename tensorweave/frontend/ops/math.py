@@ -540,8 +540,8 @@ def cumsum(x: TensorLike, axis: int = 0, exclusive: bool = False, reverse: bool 
 def cumprod(x: TensorLike, axis: int = 0, exclusive: bool = False, reverse: bool = False,
             name: str | None = None) -> Result:
     """Cumulative product along `axis`: ``[a, a * b, a * b * c]``; `exclusive` gives
-    ``[1, a, a * b]``, `reverse` ``[a * b * c, b * c, c]``. The gradient is TF's, which
-    divides by `x` (NaN or inf where an element is 0)."""
+    ``[1, a, a * b]``, `reverse` ``[a * b * c, b * c, c]``. The gradient is finite where
+    elements are 0 (TensorFlow's divides by `x`: NaN there)."""
     return _scan("Cumprod", x, axis, exclusive, reverse, name)
 
 
