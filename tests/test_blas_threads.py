@@ -1,7 +1,8 @@
 """Products on the BLAS library's own threads (`lowering.gemm_plan` answering ``"blas"``):
 only where the probe found one thread's bits and a faster run, never inside our own
 parallel regions, under the process's BLAS lock (a threaded call is the only BLAS call in
-flight, else it runs on one thread), and off with ``TW_BLAS_OWN_THREADS=0``.
+flight, else it runs on one thread), and only with ``TW_BLAS_OWN_THREADS=1`` (off by
+default).
 
 Which products keep their bits on OpenBLAS's threads depends on the host's kernels, so
 the tests that need such a product (or one that changes bits) look for one among a few
@@ -27,7 +28,7 @@ CANDIDATES = [(True, False, 384, 384, 300), (True, True, 384, 128, 301),
               (True, True, 96, 384, 301), (False, False, 256, 1024, 784),
               (False, True, 200, 400, 333), (True, False, 400, 200, 333)]
 
-needs_threads = pytest.mark.skipif(not lowering.blas_own_threads(),
+needs_threads = pytest.mark.skipif(not lowering.blas_threads_settable(),
                                    reason="the BLAS library's thread count cannot be set")
 
 
@@ -37,6 +38,7 @@ def fresh_probes(monkeypatch, tmp_path):
     a test's made-up answers are never seen by another test or process."""
     monkeypatch.setenv("TW_NUM_THREADS", "2")
     monkeypatch.setenv("TW_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("TW_BLAS_OWN_THREADS", "1")
     lowering._probe_blas_threads.cache_clear()
     yield
     lowering._probe_blas_threads.cache_clear()
@@ -122,11 +124,16 @@ def test_gemm_plan_model(monkeypatch, fresh_probes):
 
 
 def test_switch_and_blas_key(monkeypatch):
-    """``TW_BLAS_OWN_THREADS=0`` turns the library's threads off and changes the key of
-    code that calls BLAS (a step compiled with them is not loaded without them)."""
+    """The library's threads are off by default and with ``TW_BLAS_OWN_THREADS=0``; the
+    switch changes the key of code that calls BLAS (a step compiled with them is not
+    loaded without them)."""
+    monkeypatch.delenv("TW_BLAS_OWN_THREADS", raising=False)
+    assert not lowering.blas_own_threads()
+    default = executable._blas_key_of(True)
     monkeypatch.setenv("TW_BLAS_OWN_THREADS", "0")
     assert not lowering.blas_own_threads()
     off = executable._blas_key_of(True)
+    assert off == default
     monkeypatch.setenv("TW_BLAS_OWN_THREADS", "1")
     assert off != executable._blas_key_of(True)
     monkeypatch.setenv("TW_BLAS_THREADS", "2")  # the library runs threads anyway

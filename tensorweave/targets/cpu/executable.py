@@ -84,7 +84,7 @@ def _blas_key_of(uses_blas: bool) -> str:
         return "no-blas"
     import os
     return _blas_settings(os.environ.get("TW_BLAS_THREADS", ""),
-                          os.environ.get("TW_BLAS_OWN_THREADS", "1").strip() != "0")
+                          os.environ.get("TW_BLAS_OWN_THREADS", "0").strip() == "1")
 
 
 def _code_prefix() -> str:
@@ -120,7 +120,7 @@ def step_record(plan: StepPlan, code_text: str | None = None) -> plan_cache.Step
 
 
 @lru_cache(maxsize=8)
-def _blas_settings(threads: str, own_threads: bool = True) -> str:
+def _blas_settings(threads: str, own_threads: bool = False) -> str:
     """`_blas_key` for a BLAS thread setting (``TW_BLAS_THREADS``) and whether products
     may run on the library's own threads (``TW_BLAS_OWN_THREADS``, `lowering.gemm_plan`:
     code that calls them differs). Probing the BLAS (`lowering.blas_row_align`:
@@ -135,7 +135,7 @@ def _blas_settings(threads: str, own_threads: bool = True) -> str:
                 f"blas_threads={threads}").encode()
 
     settings = disk_cache.note(_blas_probe_key(threads), probe).decode()
-    return settings + ("" if own_threads else " blas_own_threads=0")
+    return settings + (" blas_own_threads=1" if own_threads else "")
 
 
 def _blas_probe_key(threads: str) -> str | None:

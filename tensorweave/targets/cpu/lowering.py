@@ -666,11 +666,20 @@ _BLAS_THREADS_ROUNDS = 5  # timed rounds of each way (interleaved), after one wa
 
 def blas_own_threads() -> bool:
     """Whether products may run on the BLAS library's own threads (`gemm_plan`):
-    ``TW_BLAS_OWN_THREADS`` is not ``0``, the runtime's one-thread BLAS policy is in
-    force (``TW_BLAS_THREADS`` 1: otherwise the library runs threads anyway), and the
-    library's thread count can be set (`blas.thread_control`)."""
-    if os.environ.get("TW_BLAS_OWN_THREADS", "1").strip() == "0" or \
-            os.environ.get("TW_BLAS_THREADS", "1").strip() != "1":
+    ``TW_BLAS_OWN_THREADS=1`` asks for it (off by default: on the znver4 host of this
+    change no product of W2 or W5 kept its bits on OpenBLAS's threads, so the probes
+    only added to cold compiles; on an Intel AVX-512 host most did, ~5% on the W2 step),
+    the runtime's one-thread BLAS policy is in force (``TW_BLAS_THREADS`` 1: otherwise
+    the library runs threads anyway), and the library's thread count can be set."""
+    if os.environ.get("TW_BLAS_OWN_THREADS", "0").strip() != "1":
+        return False
+    return blas_threads_settable()
+
+
+def blas_threads_settable() -> bool:
+    """Whether the BLAS library's thread count can be set around one call
+    (`blas.thread_control`) under the one-thread policy (``TW_BLAS_THREADS`` 1)."""
+    if os.environ.get("TW_BLAS_THREADS", "1").strip() != "1":
         return False
     from .blas import register_blas, thread_control
     return register_blas() and thread_control() is not None
