@@ -274,6 +274,7 @@ def get_variable(name: str, shape: Any = None, dtype: Any = None, initializer: A
                              f"initializer of shape {list(value.shape)}; give only one")
         shape, dtype = tuple(value.shape), value.dtype
         initializer = _ConstantValue(value)
+    requested_dtype = dtype  # (given, or the initializer value's: a reuse must match it)
     dtype = dtype or scope.dtype
 
     existing = state.store.get(full)
@@ -284,6 +285,10 @@ def get_variable(name: str, shape: Any = None, dtype: Any = None, initializer: A
         if shape is not None and tuple(shape) != tuple(existing.shape):
             raise ValueError(f"Trying to share variable {full}, but specified shape "
                              f"{list(shape)} and found shape {list(existing.shape)}")
+        if requested_dtype is not None and requested_dtype is not existing.dtype:
+            # (a float64 model reusing a float32 variable would compute in float32)
+            raise ValueError(f"Trying to share variable {full}, but specified dtype "
+                             f"{requested_dtype.name} and found dtype {existing.dtype.name}")
         return existing
     if scope.reuse is True:
         raise ValueError(f"Variable {full} does not exist, or was not created with "
