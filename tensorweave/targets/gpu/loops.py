@@ -5,14 +5,18 @@ A While whose trip count T is known at plan time (`trips.TripCounter`: every `tw
 and the gradient loop that pops its history) and whose body has a kernel for every node
 becomes a `Loop` action: the body is planned once, and the runner runs its prepared
 launches T times, with no host call and no download or upload of loop state. Each loop
-variable lives in one of three ways (the cpu target's `_in_place` analysis decides the
-first two):
+variable lives in one of these ways (the cpu target's `_in_place` analysis decides all
+but the last):
 
 - *invariant* (the body returns its argument: captured weights, inputs): the body reads
   the input's own storage;
 - *update* (the body returns ``DynamicUpdateRow(argument, i, row)`` and reads the
   argument nowhere after it: a scan's accumulators): one buffer, the kernel writes the
   row in place;
+- *row_add* (``argument + UnsortedSegmentSum(row, i)`` with one scalar id: the gradient
+  of a sequence a scan reads row by row) and *outer_acc* (``argument + MatMul(P, G,
+  transpose_a)``: a weight's gradient): one buffer, one kernel adding the row, or the
+  product, into it in place;
 - otherwise a *double buffer*: a buffer of two entries; iteration t reads entry t % 2
   and its result is written straight into entry (t + 1) % 2 by the kernel that computes
   it (a copy only when the result is a view, a popped entry or another result). The
@@ -47,6 +51,7 @@ from ...compiler.types import ResourceType, TensorType
 from ..cpu.stacks import is_stack_type
 from .actions import Copy, HostCall, Ineligible, Launch, Loop, Slot, Storage, row_stride
 from .lowering import VIEW_OPS, kernel_name
+from .matmul import matmul_kernel
 from .rows import add_row_in_place_kernel, bad_row_message, update_row_in_place_kernel
 from .scatter import bad_segment_message
 from .source import Unsupported
@@ -90,8 +95,9 @@ class LoopPlanning:
         self.clock = 0
         self.preset: dict[Value, Slot] = {}       # a loop result -> its next buffer entry
         self.in_place: dict[Node, Slot] = {}      # DynamicUpdateRow -> its loop buffer
-        # a row_add's fused sum -> (its loop buffer, the segment sum); the sum -> None
-        self.row_adds: dict[Node, tuple[Slot, Node] | None] = {}
+        # the fused sum of a row_add/outer_acc loop variable -> (its loop buffer, the
+        # segment sum or product it adds); that segment sum or product -> None
+        self.in_place_sums: dict[Node, tuple[Slot, Node] | None] = {}
         self.cursor: dict[Value, tuple[_Stack, int, int]] = {}  # handle -> (stack, base, step)
         self.frames: list[_LoopFrame] = []
         self.trip_counter = TripCounter()
@@ -213,7 +219,7 @@ class LoopPlanning:
         del self.var_names[n_vars:], self.var_types[n_vars:], self.first[n_vars:]
 
     def _plan_loop(self, node: Node, trips: int, assigned_vars: set[str]) -> None:
-        from ..cpu.step import _in_place, _row_add_parts
+        from ..cpu.step import _in_place, _outer_acc_parts, _row_add_parts
         body: Graph = node.regions[1]
         if trips == 0:  # the outputs are the inputs
             for v_in, v_out in zip(node.inputs, node.outputs):
@@ -245,15 +251,16 @@ class LoopPlanning:
                 self.slots[arg] = outputs[k] = src
                 keep.append(src)
                 continue
-            if mode in ("update", "row_add"):
+            if mode in ("update", "row_add", "outer_acc"):
                 buf = self._row_buffer(arg.type, 1)
                 self._emit(Copy(node, src, buf))
                 self.slots[arg] = outputs[k] = buf
                 if mode == "update":
                     self.in_place[res.producer] = buf
-                else:  # the fused sum adds the segment sum's one row in place
-                    f, u = _row_add_parts(res, arg, order, pos)
-                    self.row_adds[f], self.row_adds[u] = (buf, u), None
+                else:  # the fused sum adds the segment sum's row / the product in place
+                    f, u = _row_add_parts(res, arg, order, pos) if mode == "row_add" \
+                        else _outer_acc_parts(node, res, arg, order)
+                    self.in_place_sums[f], self.in_place_sums[u] = (buf, u), None
                 keep.append(buf)
                 continue
             buf = self._row_buffer(arg.type, 2)
@@ -428,24 +435,32 @@ class LoopPlanning:
         self.slots[node.outputs[0]] = buf
 
 
-    def _plan_row_add(self, node: Node) -> None:
+    def _plan_in_place_sum(self, node: Node) -> None:
         """``arg + UnsortedSegmentSum(row, id)`` (the cpu target's "row_add" form) as
-        one kernel adding the row to row `id` of the loop variable's buffer; the segment
-        sum itself is not computed."""
-        found = self.row_adds[node]
+        one kernel adding the row to row `id` of the loop variable's buffer, and ``arg +
+        MatMul(P, G)`` ("outer_acc": a weight's gradient) as the product kernel adding
+        into the buffer; the segment sum or product is not stored on its own."""
+        found = self.in_place_sums[node]
         if found is None:
-            return  # the segment sum: its inputs are read by the fused sum's kernel
-        buf, u = found
-        ids, row = self._use(u.inputs[1]), self._use(u.inputs[0])
+            return  # the segment sum or product: the fused sum's kernel reads its inputs
+        buf, part = found
+        ins = [self._use(v) for v in part.inputs]
+        name = kernel_name(node, self.clock)
         try:
-            kernel = add_row_in_place_kernel(u, kernel_name(node, self.clock))
+            if part.op == "MatMul":
+                kernel, errors = matmul_kernel(part, name, accumulate=True), None
+            else:
+                kernel = add_row_in_place_kernel(part, name)
+                ins.reverse()  # (ids, row)
+                errors = (lambda code: (bad_segment_message(part), part))
         except Unsupported as e:
             raise BodyOnHost(f"{node.op} '{node.name}': {e}") from None
-        status = self.n_status
-        self.n_status += kernel.status_width
+        status = None
+        if kernel.can_fail:
+            status = self.n_status
+            self.n_status += kernel.status_width
         self._touch(buf)
-        self._emit(Launch(u, kernel, [ids, row, buf],
-                          lambda code: (bad_segment_message(u), u), status))
+        self._emit(Launch(part, kernel, [*ins, buf], errors, status))
         self.slots[node.outputs[0]] = buf
 
 

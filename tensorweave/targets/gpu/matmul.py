@@ -33,8 +33,11 @@ def _batch_steps(batch: list[int], batch_out: list[int], matrix: int) -> list[in
     return steps
 
 
-def matmul_kernel(node: Node, name: str) -> Kernel:
-    """The kernel of MatMul `node` (static shapes). Raises `Unsupported`."""
+def matmul_kernel(node: Node, name: str, accumulate: bool = False) -> Kernel:
+    """The kernel of MatMul `node` (static shapes). Raises `Unsupported`. With
+    `accumulate`, C is added to (``c = c + product``, the product rounded to the dtype
+    first, as a separate sum of the two would): a loop's weight gradient summed in
+    place (`loops.py`)."""
     a_t, b_t = node.inputs[0].type, node.inputs[1].type
     out = node.outputs[0].type
     dt = out.dtype
@@ -91,7 +94,8 @@ def matmul_kernel(node: Node, name: str) -> Kernel:
             w(f"    total = {acc}(total + {acc}(sa[ty, kk]) * {acc}(sb[kk, tx]))")
             w("cuda.syncthreads()")
         w(f"if i < {m} and j < {n}:")
-        w(f"    c[z * {m * n} + i * {n} + j] = {t}(total)")
+        at = f"c[z * {m * n} + i * {n} + j]"
+        w(f"    {at} = {t}({at} + {t}(total))" if accumulate else f"    {at} = {t}(total)")
     grid = (-(-n // TILE), -(-m // TILE), batch)
     return Kernel(name, module(w), [t, t, t], grid, (TILE, TILE), False,
                   2 * TILE * TILE * dt.np.itemsize)

@@ -224,8 +224,8 @@ class _Planner(LoopPlanning):
         if op in STACK_OPS:
             self._plan_stack_op(node)
             return
-        if node in self.row_adds:
-            self._plan_row_add(node)
+        if node in self.in_place_sums:
+            self._plan_in_place_sum(node)
             return
         if op == "DynamicUpdateRow" and node in self.in_place:
             self._plan_update_in_place(node)

@@ -70,6 +70,11 @@ def test_a_scan_and_its_gradient_run_as_device_loops_and_match_the_reference():
                len(a.args) == 3 for a in grad_loop.body)
     assert not [a for a in grad_loop.body if isinstance(a, Launch) and
                 a.kernel.name.endswith("_zero")]
+    # w's gradient: the product kernel adds into the loop variable's buffer (no Fusion)
+    (product,) = [a for a in grad_loop.body if isinstance(a, Launch) and
+                  a.node.op == "MatMul" and a.args[-1].rows == 1 and a.args[-1].row is None
+                  and a.args[-1].shape == (4, 4)]
+    assert "+ float32(total))" in product.kernel.source
     assert "runs its body 3 times on the device" in kernel_listing(plan)
 
 
