@@ -95,3 +95,29 @@ def test_a_feed_that_loses_the_fractional_part_is_an_error():
             sess.run(small, {small: np.int64(300)})  # (NumPy's cast wraps it to 44)
         assert sess.run(small, {small: 255}) == 255
         assert sess.run(small, {small: np.float64(7.0)}) == 7
+
+
+def test_placeholder_with_default_takes_values_of_its_declared_shape():
+    """``placeholder_with_default(default, [None])`` took the default's shape [2] as its
+    own, so feeding [3.0] failed and ops built on it were specialized to 2 elements;
+    the declared shape is the tensor's (TensorFlow's), and a default it does not allow
+    is an error."""
+    g = tf.Graph()
+    with g.as_default():
+        d = tf.placeholder_with_default(tf.constant([1.0, 2.0]), [None])
+        m = tf.placeholder_with_default(np.zeros((2, 3), np.float32), [None, 3])
+        y = d * 2.0
+        rows = tf.reduce_sum(m, axis=1)
+        with pytest.raises(ValueError, match=r"\[3\]"):
+            tf.placeholder_with_default(tf.constant([1.0, 2.0]), [3])
+        with pytest.raises(ValueError, match="rank|shape"):
+            tf.placeholder_with_default(tf.constant([1.0, 2.0]), [None, None])
+    assert tuple(d.shape) == (None,) and tuple(m.shape) == (None, 3)
+    with tf.Session(graph=g) as sess:
+        np.testing.assert_array_equal(sess.run(y), [2.0, 4.0])
+        np.testing.assert_array_equal(sess.run(y, {d: [3.0]}), [6.0])
+        np.testing.assert_array_equal(sess.run(y, {d: [1.0, 2.0, 3.0]}), [2.0, 4.0, 6.0])
+        np.testing.assert_array_equal(sess.run(rows), [0.0, 0.0])
+        np.testing.assert_array_equal(sess.run(rows, {m: np.ones((4, 3))}), [3.0] * 4)
+        with pytest.raises(InvalidArgumentError, match="shape"):
+            sess.run(rows, {m: np.ones((4, 2))})

@@ -12,7 +12,7 @@ from typing import Any
 
 from ...compiler import ir
 from ...compiler.dtypes import DType, as_dtype
-from ...compiler.types import TensorType
+from ...compiler.types import TensorType, as_shape, format_shape
 from ...errors import FailedPreconditionError, UnknownNameError
 from ...frontend.building import apply_op, apply_op1, convert_to_tensor
 from ...frontend.call_site import api_name, user_location
@@ -185,9 +185,20 @@ def placeholder(dtype: DType | str, shape: Any = None, name: str | None = None) 
 
 @in_default_graph
 def placeholder_with_default(input: Any, shape: Any, name: str | None = None) -> Tensor:
-    """A tensor that takes `input` unless a value is fed for it."""
+    """A tensor that takes `input` unless a value is fed for it; its shape is `shape`
+    (None dims: a fed value may have any size there), which must allow `input`'s.
+    `shape=None` keeps `input`'s shape (graphs need every rank)."""
     t = convert_to_tensor(input)
-    return apply_op1("Identity", [t], name=name or "PlaceholderWithDefault")
+    declared = tuple(t.shape) if shape is None else as_shape(shape)
+    if len(declared) != len(t.shape) or any(
+            d is not None and s is not None and d != s for d, s in zip(declared, t.shape)):
+        raise ValueError(f"placeholder_with_default: the default of shape "
+                         f"{format_shape(t.shape)} does not have the shape given, "
+                         f"{format_shape(declared)}")
+    out = apply_op1("Identity", [t], name=name or "PlaceholderWithDefault")
+    # the tensor is what a feed gives as well as the default: only `shape` is known of it
+    out.value.type = TensorType(t.dtype, declared)
+    return out
 
 
 class Variable(_Variable):
