@@ -34,3 +34,23 @@ def test_reusing_a_variable_with_another_dtype_is_an_error():
         with tf.variable_scope("a", reuse=tf.AUTO_REUSE):
             with pytest.raises(ValueError, match="a/w"):
                 tf.get_variable("w", [2, 3], dtype=tf.int32)
+
+
+def test_grad_loss_is_the_gradient_of_the_loss():
+    """v1 ``compute_gradients(loss, grad_loss=...)`` and ``minimize(..., grad_loss=...)``
+    swallowed `grad_loss` (``**_``) and differentiated with ones: [2, 4] instead of
+    [20, 0] for loss = w * w, grad_loss = [10, 0]."""
+    g = tf.Graph()
+    with g.as_default():
+        w = tf.Variable([1.0, 2.0])
+        loss = w * w
+        weights = tf.constant([10.0, 0.0])
+        grads = tf.train.GradientDescentOptimizer(1.0).compute_gradients(loss,
+                                                                          grad_loss=weights)
+        step = tf.train.GradientDescentOptimizer(0.5).minimize(loss, grad_loss=weights)
+        init = tf.global_variables_initializer()
+    with tf.Session(graph=g) as sess:
+        sess.run(init)
+        np.testing.assert_array_equal(sess.run(grads[0][0]), [20.0, 0.0])
+        sess.run(step)
+        np.testing.assert_array_equal(sess.run(w), [-9.0, 2.0])

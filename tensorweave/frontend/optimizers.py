@@ -156,20 +156,26 @@ class Optimizer:
 
     # -- public API ----------------------------------------------------------------------
     def compute_gradients(self, loss: Any, var_list: Sequence[Variable] | None = None, *,
-                          tape: Any = None) -> list[tuple[Any, Variable]]:
+                          tape: Any = None, grad_loss: Any = None) -> list[tuple[Any, Variable]]:
         """``[(gradient, variable), ...]`` for `loss` (a tensor, or a callable returning one).
         The gradient of a variable that only Gathers read (an embedding) is a
-        `tw.IndexedSlices` of the rows looked up.
+        `tw.IndexedSlices` of the rows looked up. `grad_loss` (in a graph) is the gradient
+        of the loss, instead of ones: the gradients are those of ``sum(loss * grad_loss)``.
 
         Outside any graph, `loss` is a callable run under a `tw.GradientTape` (or a tensor
         that `tape` recorded), `var_list` may be a callable, and None means the trainable
         variables the loss read."""
         if current_builder() is None and not eager_update.is_symbolic(loss):
+            if grad_loss is not None:
+                raise ValueError(f"{type(self).__name__}.compute_gradients: grad_loss works in "
+                                 f"a graph (tw.compile or a tw.compat.v1 Graph); eagerly, "
+                                 f"multiply the loss by it")
             return eager_update.eager_gradients(self, loss, var_list, tape)
         if callable(loss):
             loss = loss()
         variables = self._default_var_list(var_list)
-        grads = sparse_gradients([loss], variables)
+        grads = sparse_gradients([loss], variables,
+                                 grad_ys=None if grad_loss is None else [grad_loss])
         return list(zip(grads, variables))
 
     def apply_gradients(self, grads_and_vars: Any, name: str | None = None) -> Any:
@@ -251,13 +257,16 @@ class Optimizer:
 
     def minimize(self, loss: Any, var_list: Sequence[Variable] | None = None,
                  global_step: Variable | None = None, name: str | None = None, *,
-                 tape: Any = None) -> Any:
+                 tape: Any = None, grad_loss: Any = None) -> Any:
         """Compute gradients of `loss` and apply them; returns the training op.
+        `grad_loss` as in `compute_gradients`.
 
         Outside any graph (Keras style): ``opt.minimize(loss_fn, var_list)`` with a
         callable `loss` updates the variables at once and returns `iterations`; a loss
         tensor needs the `tape` that recorded it."""
-        grads_and_vars = self.compute_gradients(loss, var_list, tape=tape)
+        grads_and_vars = (self.compute_gradients(loss, var_list, tape=tape) if grad_loss is None
+                          else self.compute_gradients(loss, var_list, tape=tape,
+                                                      grad_loss=grad_loss))
         if all(g is None for g, _ in grads_and_vars):
             names = ", ".join(v.name for _, v in grads_and_vars)
             raise CompileError(f"no gradients: none of the variables [{names}] affects the loss")

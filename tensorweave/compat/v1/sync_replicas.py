@@ -174,8 +174,12 @@ class SyncReplicasOptimizer:
         return self._opt.compute_gradients(*args, **kwargs)
 
     def minimize(self, loss: Any, global_step: Any = None, var_list: Any = None,
-                 name: str | None = None, **_: Any) -> Any:
-        return self.apply_gradients(self.compute_gradients(loss, var_list=var_list),
+                 gate_gradients: int = 1, aggregation_method: Any = None,
+                 colocate_gradients_with_ops: bool = False, name: str | None = None,
+                 grad_loss: Any = None) -> Any:
+        """TensorFlow 1's signature: the wrapped optimizer's gradients, aggregated."""
+        return self.apply_gradients(self.compute_gradients(loss, var_list=var_list,
+                                                           grad_loss=grad_loss),
                                     global_step=global_step, name=name)
 
     def apply_gradients(self, grads_and_vars: Any, global_step: Any = None,

@@ -26,8 +26,13 @@ class _GraphModeOptimizer:
     _always_count_steps = False
 
     @in_default_graph
-    def compute_gradients(self, loss: Any, var_list: Any = None, **_: Any) -> Any:
-        return super().compute_gradients(loss, var_list)
+    def compute_gradients(self, loss: Any, var_list: Any = None, gate_gradients: int = 1,
+                          aggregation_method: Any = None,
+                          colocate_gradients_with_ops: bool = False, grad_loss: Any = None,
+                          **_: Any) -> Any:
+        """TensorFlow 1's signature; `grad_loss` is the loss's gradient (default ones).
+        Gating, aggregation and colocation choices do not change the values: ignored."""
+        return super().compute_gradients(loss, var_list, grad_loss=grad_loss)
 
     @in_default_graph
     def apply_gradients(self, grads_and_vars: Any, global_step: Any = None,
@@ -40,8 +45,12 @@ class _GraphModeOptimizer:
 
     @in_default_graph
     def minimize(self, loss: Any, global_step: Any = None, var_list: Any = None,
-                 name: str | None = None, **_: Any) -> Any:
-        return super().minimize(loss, var_list=var_list, global_step=global_step, name=name)
+                 gate_gradients: int = 1, aggregation_method: Any = None,
+                 colocate_gradients_with_ops: bool = False, name: str | None = None,
+                 grad_loss: Any = None) -> Any:
+        """TensorFlow 1's signature (and argument order); see `compute_gradients`."""
+        return super().minimize(loss, var_list=var_list, global_step=global_step, name=name,
+                                grad_loss=grad_loss)
 
 
 class GradientDescentOptimizer(_GraphModeOptimizer, _opt.SGD):
