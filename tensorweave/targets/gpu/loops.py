@@ -49,7 +49,7 @@ from typing import Any
 from ...compiler.ir import Graph, Node, Value
 from ...compiler.types import ResourceType, TensorType
 from ..cpu.stacks import is_stack_type
-from .actions import Copy, HostCall, Ineligible, Launch, Loop, Slot, Storage, row_stride
+from .actions import Copy, HostCall, Ineligible, Launch, Loop, Slot, Storage
 from .lowering import VIEW_OPS, kernel_name
 from .matmul import matmul_kernel
 from .rows import add_row_in_place_kernel, bad_row_message, update_row_in_place_kernel
@@ -120,12 +120,12 @@ class LoopPlanning:
     def _row_buffer(self, t: TensorType, rows: int) -> Slot:
         """A temporary of `rows` entries of type `t`; inside a loop it lives from the
         outermost loop's start (it is written in every iteration)."""
-        shape = tuple(int(s) for s in t.shape)
-        probe = Slot(Storage("tmp", -1), t.dtype, shape)
-        self.temps.append(rows * row_stride(probe.size * t.dtype.np.itemsize))
+        slot = Slot(Storage("tmp", len(self.temps)), t.dtype,
+                    tuple(int(s) for s in t.shape), None, rows)
+        self.temps.append(rows * slot.row_stride)
         start = self.frames[0].start if self.frames else self.clock
         self.live.append([start, self.clock])
-        return Slot(Storage("tmp", len(self.temps) - 1), t.dtype, shape, None, rows)
+        return slot
 
     def _extend(self, slot: Slot, end: int) -> None:
         if slot.storage.kind == "tmp":
