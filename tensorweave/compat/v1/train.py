@@ -14,7 +14,7 @@ from ...frontend.building import apply_op, apply_op1
 from ...frontend.context import colocate_with, control_dependencies
 from ...frontend.grouping import group
 from ...frontend.queue_runner import Coordinator, QueueRunner, add_queue_runner, start_queue_runners
-from ...runtime import checkpoint_io
+from ...runtime import checkpoint_index, checkpoint_io
 from .graph import get_default_graph, global_variables, in_default_graph, placeholder
 from .var_scope import slice_spec
 
@@ -176,7 +176,11 @@ class Saver:
     """
 
     def __init__(self, var_list: Any = None, max_to_keep: int = 5, name: str = "save",
-                 sharded: bool = False, **_: Any) -> None:
+                 sharded: bool = False, keep_checkpoint_every_n_hours: float = 10000.0,
+                 **_: Any) -> None:
+        """`max_to_keep` newest checkpoints are kept (None or 0: all); of those dropped,
+        one every `keep_checkpoint_every_n_hours` (counted from the Saver's creation) is
+        left on disk, as in TensorFlow."""
         if var_list is None:
             var_list = global_variables()
         named = dict(var_list) if isinstance(var_list, dict) else {v.shared_name: v
@@ -184,6 +188,8 @@ class Saver:
         if not named:
             raise ValueError("Saver: no variables to save")
         self.max_to_keep = max_to_keep
+        self.keep_checkpoint_every_n_hours = keep_checkpoint_every_n_hours
+        self._last_preserved = checkpoint_index.now()
         self._graph = get_default_graph()
         # sharded: one Save op per task, next to that task's variables, all run in one
         # step (in parallel); a manifest written after them makes the checkpoint.
@@ -237,7 +243,9 @@ class Saver:
         else:
             sess.run(self.save_op, self._feed(save_path))
         if write_state:
-            checkpoint_io.record_checkpoint(save_path, self.max_to_keep)
+            _, self._last_preserved = checkpoint_index.record(
+                save_path, self.max_to_keep, self.keep_checkpoint_every_n_hours,
+                self._last_preserved)
         return save_path
 
     def restore(self, sess: Any, save_path: str) -> None:
