@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import tensorweave.compat.v1 as tf
+from tensorweave.errors import UnimplementedError
 
 
 def test_reusing_a_variable_with_another_dtype_is_an_error():
@@ -54,3 +55,36 @@ def test_grad_loss_is_the_gradient_of_the_loss():
         np.testing.assert_array_equal(sess.run(grads[0][0]), [20.0, 0.0])
         sess.run(step)
         np.testing.assert_array_equal(sess.run(w), [-9.0, 2.0])
+
+
+def test_constraints_custom_getters_and_activity_regularizers_are_refused():
+    """get_variable(constraint=...), variable_scope(constraint=...), the layers'
+    kernel/bias constraints and activity regularizers, and get_variable(custom_getter=...)
+    were swallowed: a max-norm constrained model trained unconstrained, an activity
+    penalty was missing from the loss, a custom getter never ran. Each is an error now
+    (variable_scope already refused custom_getter)."""
+    g = tf.Graph()
+    with g.as_default():
+        x = tf.placeholder(tf.float32, [None, 3])
+        images = tf.placeholder(tf.float32, [None, 4, 4, 2])
+
+        def clip(v):
+            return tf.clip_by_value(v, -1.0, 1.0)
+
+        with pytest.raises(NotImplementedError, match="constraint"):
+            tf.get_variable("w", [3], constraint=clip)
+        with pytest.raises(NotImplementedError, match="custom_getter"):
+            tf.get_variable("w2", [3], custom_getter=lambda getter, *a, **k: getter(*a, **k))
+        with pytest.raises(NotImplementedError, match="constraint"):
+            with tf.variable_scope("s", constraint=clip):
+                pass
+        with pytest.raises(NotImplementedError, match="constraint"):
+            tf.layers.dense(x, 2, kernel_constraint=clip)
+        with pytest.raises(NotImplementedError, match="constraint"):
+            tf.layers.conv2d(images, 2, 3, bias_constraint=clip)
+        for layer in (lambda: tf.layers.dense(x, 2, activity_regularizer=tf.nn.l2_loss),
+                      lambda: tf.layers.conv2d(images, 2, 3,
+                                               activity_regularizer=tf.nn.l2_loss)):
+            with pytest.raises(UnimplementedError, match="activity_regularizer"):
+                layer()
+        assert tuple(tf.layers.dense(x, 2).shape) == (None, 2)  # without them, as before

@@ -52,6 +52,13 @@ def _channels_last(data_format: str) -> None:
                                  f"is supported", location=str(user_location()))
 
 
+def _no_activity_regularizer(layer: str, activity_regularizer: Any) -> None:
+    # (its loss would be missing from the REGULARIZATION_LOSSES the model minimizes)
+    if activity_regularizer is not None:
+        raise UnimplementedError(f"tf.layers.{layer}(activity_regularizer=...) is not "
+                                 f"supported", location=str(user_location()))
+
+
 def _finish(y: Any, bias: Any, activation: Callable | None) -> Any:
     if bias is not None:
         y = _nn.bias_add(y, bias)
@@ -67,6 +74,7 @@ def dense(inputs: TensorLike, units: int, activation: Callable | None = None,
           name: str | None = None, reuse: Any = None) -> Any:
     """``activation(inputs @ kernel + bias)`` over the last axis of `inputs`, with
     variables ``<name>/kernel`` (``[in, units]``) and ``<name>/bias`` (``[units]``)."""
+    _no_activity_regularizer("dense", activity_regularizer)
     x = convert_to_tensor(inputs)
     in_dim = x.shape[-1]
     if in_dim is None:
@@ -75,10 +83,11 @@ def dense(inputs: TensorLike, units: int, activation: Callable | None = None,
     with variable_scope(name, default_name="dense", reuse=reuse):
         kernel = get_variable("kernel", [in_dim, units], dtype=x.dtype,
                               initializer=kernel_initializer, regularizer=kernel_regularizer,
-                              trainable=trainable)
+                              constraint=kernel_constraint, trainable=trainable)
         bias = get_variable("bias", [units], dtype=x.dtype,
                             initializer=bias_initializer or zeros_initializer(),
-                            regularizer=bias_regularizer, trainable=trainable) \
+                            regularizer=bias_regularizer, constraint=bias_constraint,
+                            trainable=trainable) \
             if use_bias else None
         if len(x.shape) == 2:
             y = _math.matmul(x, kernel)
@@ -107,6 +116,7 @@ def conv2d(inputs: TensorLike, filters: int, kernel_size: IntOrPair,
     (``[kh, kw, in_channels, filters]``) and ``<name>/bias`` (``[filters]``);
     `padding` is ``'valid'`` or ``'same'``."""
     _channels_last(data_format)
+    _no_activity_regularizer("conv2d", activity_regularizer)
     x = convert_to_tensor(inputs)
     if len(x.shape) != 4 or x.shape[-1] is None:
         raise ShapeError(f"tf.layers.conv2d: inputs must be NHWC with known channels, got "
@@ -115,10 +125,11 @@ def conv2d(inputs: TensorLike, filters: int, kernel_size: IntOrPair,
     with variable_scope(name, default_name="conv2d", reuse=reuse):
         kernel = get_variable("kernel", [kh, kw, x.shape[-1], filters], dtype=x.dtype,
                               initializer=kernel_initializer, regularizer=kernel_regularizer,
-                              trainable=trainable)
+                              constraint=kernel_constraint, trainable=trainable)
         bias = get_variable("bias", [filters], dtype=x.dtype,
                             initializer=bias_initializer or zeros_initializer(),
-                            regularizer=bias_regularizer, trainable=trainable) \
+                            regularizer=bias_regularizer, constraint=bias_constraint,
+                            trainable=trainable) \
             if use_bias else None
         y = _nn.conv2d(x, kernel, strides=_pair(strides, "strides"), padding=_padding(padding),
                        dilations=_pair(dilation_rate, "dilation_rate"))

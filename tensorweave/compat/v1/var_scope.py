@@ -184,6 +184,15 @@ def _state() -> _GraphState:
         return state
 
 
+def _refuse_constraint(api: str, constraint: Any) -> None:
+    """A constraint would have to be applied after every optimizer update (TensorFlow 1's
+    optimizers do): not supported, so an error rather than a variable trained without
+    it."""
+    if constraint is not None:
+        raise NotImplementedError(f"{api}(constraint=...) is not supported: optimizers would "
+                                  f"not apply it after their updates")
+
+
 def get_variable_scope() -> VariableScope:
     """The current variable scope of the default graph."""
     return _state().scope
@@ -206,6 +215,7 @@ def variable_scope(name_or_scope: Any, default_name: str | None = None, values: 
     their name scope."""
     if custom_getter is not None:
         raise NotImplementedError("variable_scope(custom_getter=...) is not supported")
+    _refuse_constraint("variable_scope", constraint)
     state = _state()
     parent = state.scope
     if isinstance(name_or_scope, VariableScope):
@@ -260,6 +270,9 @@ def get_variable(name: str, shape: Any = None, dtype: Any = None, initializer: A
     ``name/part_k`` along one axis, with TensorFlow's shard shapes, and a
     `PartitionedVariable` is returned. `initializer` may also be a tensor or array, which
     then gives the shape."""
+    if custom_getter is not None:  # (it would decide how the variable is made)
+        raise NotImplementedError("get_variable(custom_getter=...) is not supported")
+    _refuse_constraint("get_variable", constraint)
     state = _state()
     scope = state.scope
     full = f"{scope.name}/{name}" if scope.name else name
