@@ -16,9 +16,15 @@ update marks the variable *assigned*, so the runner writes it back at the step's
 DeduplicateSlices (sparse optimizer rules) is planned padded to its number of indices,
 with a device count of its real rows (`_Planner._bound_deduplicated`).
 
+A While whose trip count is known at plan time is a `Loop` action, its body planned once
+and run that many times on the device; loop-gradient stacks are device buffers
+(`loops.py`, whose `LoopPlanning` methods this planner has). Actions are numbered by
+`clock`, bodies included, for the temporaries' live ranges.
+
 Graphs the plan declines raise `Ineligible` (several devices, resources other than
-variables, variables used by host-side ops, shapes unknown after specialization); the
-executable then runs the graph on the reference dataflow executor and says why.
+variables and device stacks, variables used by host-side ops, shapes unknown after
+specialization); the executable then runs the graph on the reference dataflow executor
+and says why.
 """
 
 from __future__ import annotations
