@@ -6,8 +6,10 @@ from __future__ import annotations
 import os
 
 import numpy as np
+import pytest
 
 import tensorweave.compat.v1 as tf
+from tensorweave.compat.v1 import session as v1_session
 from tensorweave.runtime import checkpoint_index
 
 
@@ -41,3 +43,27 @@ def test_saver_keeps_one_checkpoint_every_n_hours(tmp_path, monkeypatch):
                              "model-5.safetensors"]
     assert files("plain") == ["model-5.safetensors"]
     assert tf.train.latest_checkpoint(str(tmp_path / "kept")).endswith("model-5")
+
+
+@pytest.mark.parametrize("target", ["reference", "cpu"])
+def test_checkpoint_saver_hook_saves_every_n_steps(tmp_path, monkeypatch, target):
+    """``save_checkpoint_steps=2`` saved after every step: the hook estimated the step
+    from the global step read in the train step plus one, and saved at the real step
+    without checking it again (the read sees the increment, so every estimate was one
+    ahead). With max_to_keep=5 the kept checkpoints then covered 5 steps instead of 10.
+    TensorFlow checks the real step before saving. (Whether the read sees the increment
+    depends on the target's order of the two: the cpu target's did.)"""
+    monkeypatch.setattr(v1_session, "DEFAULT_TARGET", target)
+    g = tf.Graph()
+    with g.as_default():
+        step = tf.train.get_or_create_global_step()
+        w = tf.Variable(0.0)
+        train = tf.group(w.assign_add(1.0), step.assign_add(1))
+        with tf.train.MonitoredTrainingSession(
+                checkpoint_dir=str(tmp_path), save_checkpoint_steps=2,
+                hooks=[tf.train.StopAtStepHook(last_step=7)]) as sess:
+            while not sess.should_stop():
+                sess.run(train)
+    saved = sorted(int(f[len("model.ckpt-"):-len(".safetensors")]) for f in os.listdir(tmp_path)
+                   if f.startswith("model.ckpt-") and f.endswith(".safetensors"))
+    assert saved == [0, 2, 4, 6, 7]  # the initial state, every 2 steps, and the end

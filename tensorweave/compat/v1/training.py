@@ -213,9 +213,13 @@ class CheckpointSaverHook(SessionRunHook):
         return SessionRunArgs(self._read)
 
     def after_run(self, run_context: SessionRunContext, run_values: SessionRunValues) -> None:
-        step = int(run_values.results) + 1
-        if self._timer.due(step):
-            self._save(run_context.session, int(run_context.session.run(self._read)))
+        # The step read in the train step may or may not include its own increment (the
+        # two are not ordered): an estimate, to skip reading the step when no save can be
+        # due; the step read now decides (TensorFlow's double check).
+        if self._timer.due(int(run_values.results) + 1):
+            step = int(run_context.session.run(self._read))
+            if self._timer.due(step):
+                self._save(run_context.session, step)
 
     def end(self, session: Any) -> None:
         step = int(session.run(self._read))
