@@ -600,7 +600,7 @@ def _probe_split(dtype_name: str, ta: bool, tb: bool, m: int, n: int, k: int, th
 def _split_probe_key(dtype_name: str, ta: bool, tb: bool, m: int, n: int, k: int,
                      threads: int, align: int, how: str) -> str | None:
     """The disk-cache key of one split probe's answer (None: not cached)."""
-    return _probe_key("split probe v1", dtype_name, ta, tb, m, n, k, threads, align, how)
+    return _probe_key("split probe v2", dtype_name, ta, tb, m, n, k, threads, align, how)
 
 
 def _probe_key(what: str, *args: Any) -> str | None:
@@ -617,6 +617,13 @@ def _probe_key(what: str, *args: Any) -> str | None:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
+# The last probed shape's whole product (the operands are always the same pool): when a
+# column cut changes the bits, `gemm_split` probes a row cut of the same product next
+# (every product of W2 and W3 on the znver4 host), which then runs only the cut calls.
+_SPLIT_PROBE_WHOLE: dict[tuple, np.ndarray] = {}
+_SPLIT_PROBE_KEEP_BYTES = 64 << 20
+
+
 def _run_split_probe(dtype_name: str, ta: bool, tb: bool, m: int, n: int, k: int,
                      threads: int, align: int, how: str) -> bool:
     """`_probe_split`'s answer, computed: the product whole and cut, compared."""
@@ -624,8 +631,9 @@ def _run_split_probe(dtype_name: str, ta: bool, tb: bool, m: int, n: int, k: int
     dt = np.float32 if dtype_name == "f32" else np.float64
     ptr = ctypes.c_void_p
     blas = ctypes.CFUNCTYPE(None, *[ptr] * 13)(blas_addresses()[_GEMM[dtype_name]])
-    a = np.sin(np.arange(m * k) * 1.618).reshape((k, m) if ta else (m, k)).astype(dt)
-    b = np.cos(np.arange(k * n) * 0.577).reshape((n, k) if tb else (k, n)).astype(dt)
+    # (pooled operands: a copy, where sin/cos of every element took a quarter of the probe)
+    a = _probe_operands((k, m) if ta else (m, k), dt, 0)
+    b = _probe_operands((n, k) if tb else (k, n), dt, 1)
     scal = np.array([1.0, 0.0], dt)
     flag = {False: ctypes.c_char(b"N"), True: ctypes.c_char(b"T")}
 
@@ -642,13 +650,19 @@ def _run_split_probe(dtype_name: str, ta: bool, tb: bool, m: int, n: int, k: int
              ctypes.byref(i32[5]))
 
     from .blas import serial_calls
-    whole = np.zeros((m, n), dt)
+    shape = (dtype_name, ta, tb, m, n, k)
+    whole = _SPLIT_PROBE_WHOLE.get(shape)
     cut = np.zeros((m, n), dt)
     total = m if how == "rows" else n
     per = -(-total // threads)
     per = -(-per // align) * align
     with serial_calls():  # (one BLAS thread, whatever other threads do meanwhile)
-        part(0, m, 0, n, whole)
+        if whole is None:
+            whole = np.zeros((m, n), dt)
+            part(0, m, 0, n, whole)
+            _SPLIT_PROBE_WHOLE.clear()
+            if whole.nbytes <= _SPLIT_PROBE_KEEP_BYTES:
+                _SPLIT_PROBE_WHOLE[shape] = whole
         for lo in range(0, total, per):
             hi = min(total, lo + per)
             part(lo, hi, 0, n, cut) if how == "rows" else part(0, m, lo, hi, cut)
