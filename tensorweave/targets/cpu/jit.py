@@ -2,10 +2,12 @@
 
 `compile_module(ir_text, names)` optimizes one module of LLVM IR for the host CPU (its
 name and features, as LLVM detects them) with the new pass manager at O2 (`opt_level`:
-``TW_LLVM_OPT=3`` for O3; loop and SLP vectorization on), JIT-compiles it with MCJIT
-and returns the addresses of the named functions. Results are cached in memory, keyed by
-the IR text (and `loop_vectorize`): two kernels that generate the same IR (same ops,
-dtypes and loop structure, whatever their sizes) share one compilation.
+``TW_LLVM_OPT=3`` for O3; identical functions merged first, SLP vectorization on, the
+loop vectorizer with `loop_vectorize`, LLVM's loop unrolling off), JIT-compiles it with
+MCJIT and returns the addresses of the named functions. Results are cached in memory,
+keyed by the IR text (and `loop_vectorize`, the pipeline): two kernels that generate the
+same IR (same ops, dtypes and loop structure, whatever their sizes) share one
+compilation.
 
 Code reaches the engine as an object file: the optimized module is assembled with
 `TargetMachine.emit_object` and loaded with `ExecutionEngine.add_object_file`. The same
@@ -156,13 +158,25 @@ def opt_level() -> int:
     return min(3, max(1, level))
 
 
+# The pipeline's choices (`parse_and_optimize`); cache keys name them (`_pipeline`), so
+# a test that compares their results with the other setting's gets entries of its own.
+LOOP_UNROLLING = False
+LOOP_INTERLEAVING = False
+MERGE_FUNCTIONS = True
+
+
 def parse_and_optimize(ir_text: str, loop_vectorize: bool = False) -> llvm.ModuleRef:
     """Parse LLVM IR text, verify it, and run the host's pipeline at `opt_level` on it.
 
     Fused kernels are vectorized explicitly by the code generator, so LLVM's loop
-    vectorizer and unroller are off unless `loop_vectorize` (for plain scalar loops):
-    they would only duplicate code and double the compile time. SLP vectorization
-    stays on."""
+    vectorizer is off unless `loop_vectorize` (for plain scalar loops: a step's updates,
+    reductions, epilogues): it would only duplicate code. LLVM's loop unroller and the
+    vectorizer's interleaving stay off either way: with them a cold W2 / W3 step took
+    ~30% longer to optimize and compile (objects 36 / 62 KB -> 24 / 44 KB without) and
+    ran no faster (W2-W5 steps the same to 1-2% on the znver4 host: their hot loops are
+    vectorized and tiled by the code generator). SLP vectorization stays on. `MergeFunctions` first folds
+    functions that came out identical (two layers' epilogues, reductions of the same
+    shape) so that each is optimized and compiled once."""
     _initialize()
     tm = target_machine()
     with LLVM_LOCK:
@@ -175,10 +189,14 @@ def parse_and_optimize(ir_text: str, loop_vectorize: bool = False) -> llvm.Modul
         module.data_layout = str(tm.target_data)
         options = llvm.create_pipeline_tuning_options(speed_level=opt_level())
         options.loop_vectorization = loop_vectorize
-        options.loop_interleaving = loop_vectorize
-        options.loop_unrolling = loop_vectorize
+        options.loop_interleaving = loop_vectorize and LOOP_INTERLEAVING
+        options.loop_unrolling = loop_vectorize and LOOP_UNROLLING
         options.slp_vectorization = True
         builder = llvm.create_pass_builder(tm, options)
+        if MERGE_FUNCTIONS:
+            merge = llvm.create_new_module_pass_manager()
+            merge.add_merge_functions_pass()
+            merge.run(module, builder)
         builder.getModulePassManager().run(module, builder)
         return module
 
@@ -202,12 +220,16 @@ class ObjectLoadError(Exception):
     """An object file that cannot be (or was not) loaded into an execution engine."""
 
 
-# (loop_vectorize, pipeline level, IR text) or (loop_vectorize, key) -> compiled module
+# (loop_vectorize, pipeline, IR text) or (loop_vectorize, pipeline, key) -> compiled module
 _CACHE: dict[tuple, CompiledModule] = {}
 
-# What the code of an entry depends on besides its key's other parts: the pipeline and
-# target-machine options of `parse_and_optimize` and `new_target_machine`.
-_PIPELINE = "O{} slp loopvec=flag; tm opt=3 codemodel=jitdefault jit=1 reloc=default"
+
+def _pipeline() -> str:
+    """What the code of an entry depends on besides its key's other parts: the pipeline
+    and target-machine options of `parse_and_optimize` and `new_target_machine`."""
+    return (f"mergefunc={int(MERGE_FUNCTIONS)}; O{opt_level()} slp loopvec=flag "
+            f"interleave={int(LOOP_INTERLEAVING)} unroll={int(LOOP_UNROLLING)}; "
+            "tm opt=3 codemodel=jitdefault jit=1 reloc=default")
 
 
 def cache_key(ir_text: str, loop_vectorize: bool = False) -> str:
@@ -216,7 +238,7 @@ def cache_key(ir_text: str, loop_vectorize: bool = False) -> str:
     info = host_info()
     h = hashlib.sha256()
     for part in (f"tensorweave cpu-jit v{disk_cache.FORMAT_VERSION}",
-                 _PIPELINE.format(opt_level()),
+                 _pipeline(),
                  f"loop_vectorize={int(loop_vectorize)}", info.triple, info.cpu,
                  info.features, f"llvmlite {llvmlite.__version__}",
                  "llvm " + ".".join(map(str, llvm.llvm_version_info))):
@@ -349,7 +371,7 @@ def compile_module(ir_text: str, names: Sequence[str], loop_vectorize: bool = Fa
     kernels of users' graphs."""
     stats = CacheStats() if runtime else STATS
     with LLVM_LOCK:
-        memory_key = (loop_vectorize, opt_level(), ir_text)
+        memory_key = (loop_vectorize, _pipeline(), ir_text)
         hit = _CACHE.get(memory_key)
         if hit is not None:
             stats.hits += 1
@@ -392,7 +414,7 @@ def compile_digest(key: str, build_ir: Callable[[], str], names: Sequence[str],
 def _compile_digest(key: str, build_ir: Callable[[], str], names: Sequence[str],
                     loop_vectorize: bool) -> CompiledModule:
     with LLVM_LOCK:
-        hit = _CACHE.get((loop_vectorize, key))
+        hit = _CACHE.get((loop_vectorize, _pipeline(), key))
         if hit is not None:
             STATS.hits += 1
             return hit
@@ -400,7 +422,7 @@ def _compile_digest(key: str, build_ir: Callable[[], str], names: Sequence[str],
         compiled = _from_disk(key, names)
         if compiled is None:
             compiled = _compile(build_ir(), names, loop_vectorize, key)
-        _CACHE[(loop_vectorize, key)] = compiled
+        _CACHE[(loop_vectorize, _pipeline(), key)] = compiled
         STATS.misses += 1
         STATS.compile_seconds += time.perf_counter() - start
         return compiled
