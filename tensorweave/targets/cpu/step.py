@@ -879,6 +879,10 @@ def _emit_plan(module: ir.Module, plan: StepPlan, name: str, gemm_mode: str,
         ident = plan.base + k
         if a.kind == "native":
             node_fns[k] = emit_node_function(module, a.node, f"n{ident}.{a.node.op}", gemm_mode)
+            # A node function is external (kept whole) and called once: inlined into the
+            # step, LLVM would optimize and compile its code twice, for nothing at run
+            # time (one call per step). W3: the step function 2111 -> ~1000 lines.
+            node_fns[k].attributes.add("noinline")
         elif a.kind == "region":
             region_fns[k] = [_emit_plan(module, r, f"r{ident}.{j}.{a.node.op}", gemm_mode,
                                         allow_callbacks) for j, r in enumerate(a.regions)]
@@ -1268,26 +1272,50 @@ def _emit_objects_entry(module: ir.Module, step: ir.Function, plan: StepPlan,
 
 def _emit_update(b: ir.IRBuilder, a: Action, dst: ir.Value, src: ir.Value,
                  scale: ir.Value | None = None) -> None:
-    """var += value / var -= value, elementwise (wrapping for integers, like NumPy);
-    with `scale` (a float scalar c), value is c * src, rounded as the product on its own
-    (no fused multiply-add), as the fused kernel computed it."""
-    from .elementwise import memory_type
-    t = memory_type(a.dtype)  # (bool variables are refused when planning)
+    """var += value / var -= value, elementwise: a call of the module's update loop for
+    the op, dtype and scaling (`_update_function`)."""
     n = a.nbytes // np.dtype(a.dtype.np).itemsize
+    fn = _update_function(b.module, a.op, a.dtype, scale is not None)
+    b.call(fn, [dst, src, scale if scale is not None else ir.Constant(I8P, None), I64(n)])
+
+
+def _update_function(module: ir.Module, op: str, dtype: Any, scaled: bool) -> ir.Function:
+    """``void @tw_update.<op>.<dtype>[.scaled](i8* var, i8* value, i8* scale, i64 n)``:
+    var += value / var -= value over n elements (wrapping for integers, like NumPy); with
+    `scaled` (a float scalar c at `scale`), value is c * src, rounded as the product on
+    its own (no fused multiply-add), as the fused kernel computed it.
+
+    One loop per module and kind, called by every update of that kind: emitted inline,
+    each of a step's updates was its own loop for LLVM to vectorize, with alias checks and
+    remainder (W3's 8 updates: a third of its step function's lines)."""
+    from .elementwise import memory_type
+    name = f"tw_update.{op}.{dtype.name}{'.scaled' if scaled else ''}"
+    fn = module.globals.get(name)
+    if fn is not None:
+        return fn
+    fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [I8P, I8P, I8P, I64]), name)
+    fn.linkage = "internal"
+    fn.attributes.add("noinline")  # (otherwise inlined back into every caller)
+    fn.attributes.add("nounwind")
+    dst, src, scale, n = fn.args
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    t = memory_type(dtype)  # (bool variables are refused when planning)
     d = b.bitcast(dst, ir.PointerType(t))
     s = b.bitcast(src, ir.PointerType(t))
-    is_float = a.dtype.kind == "float"
-    c = b.load(b.bitcast(scale, ir.PointerType(t))) if scale is not None else None
+    is_float = dtype.kind == "float"
+    c = b.load(b.bitcast(scale, ir.PointerType(t))) if scaled else None
     with counted_loop(b, 0, n, name="upd") as i:
         pd, ps = b.gep(d, [i]), b.gep(s, [i])
         x, y = b.load(pd), b.load(ps)
         if c is not None:
             y = b.fmul(c, y)
-        if a.op == "AssignAddVariable":
+        if op == "AssignAddVariable":
             r = b.fadd(x, y) if is_float else b.add(x, y)
         else:
             r = b.fsub(x, y) if is_float else b.sub(x, y)
         b.store(r, pd)
+    b.ret_void()
+    return fn
 
 
 def array_at(address: int, t: TensorType) -> np.ndarray:
