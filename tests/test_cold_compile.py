@@ -166,7 +166,8 @@ def test_node_functions_stay_out_of_the_step_function():
 @pytest.mark.parametrize("ta,tb", [(False, False), (True, False), (False, True)])
 def test_split_probe_answers_do_not_depend_on_the_kept_whole_product(ta, tb):
     """A row probe that reuses the column probe's whole product answers as one that
-    computes it again, and a probe of another shape, dtype or transpose never reuses it."""
+    computes it again, a probe of another shape, dtype or transpose never reuses it, and
+    a cut that is the whole call passes."""
     from tensorweave.targets.cpu.blas import register_blas
     if not register_blas():
         pytest.skip("no BLAS")
@@ -181,4 +182,10 @@ def test_split_probe_answers_do_not_depend_on_the_kept_whole_product(ta, tb):
     assert kept == fresh
     lowering._run_split_probe("f64", ta, tb, m, n, k, 2, row, "rows")
     assert list(lowering._SPLIT_PROBE_WHOLE) == [("f64", ta, tb, m, n, k)]
+    # one "thread": the cut is the whole call itself, which the probe (stopping at the
+    # first block that differs) must find equal, with the whole kept or not
+    for how, align in (("rows", row), ("cols", col)):
+        assert lowering._run_split_probe("f64", ta, tb, m, n, k, 1, align, how)
+        lowering._SPLIT_PROBE_WHOLE.clear()
+        assert lowering._run_split_probe("f64", ta, tb, m, n, k, 1, align, how)
     lowering._SPLIT_PROBE_WHOLE.clear()
