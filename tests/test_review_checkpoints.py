@@ -52,3 +52,26 @@ def test_a_repartitioned_restore_of_the_same_dtype_still_works(tmp_path):
     with tf.Session(graph=g2) as sess:
         saver2.restore(sess, path)
         np.testing.assert_array_equal(sess.run(whole), TABLE.astype(np.float32))
+
+
+def test_a_saver_of_a_partitioned_variable_saves_its_shards(tmp_path):
+    """``Saver([partitioned, other])``, as TensorFlow takes it, failed with an
+    AttributeError ('PartitionedVariable' has no 'shared_name'): the shards are saved,
+    and restore into a model partitioned differently. A partitioned variable as a value
+    of a var_list dict is a clear TypeError."""
+    g = tf.Graph()
+    with g.as_default():
+        table = tf.get_variable("table", initializer=TABLE.astype(np.float32),
+                                partitioner=tf.fixed_size_partitioner(2))
+        other = tf.Variable(np.float32(7.0), name="other")
+        saver = tf.train.Saver([table, other])
+        with pytest.raises(TypeError, match="partitioned"):
+            tf.train.Saver({"table": table})
+        init = tf.global_variables_initializer()
+    with tf.Session(graph=g) as sess:
+        sess.run(init)
+        path = saver.save(sess, str(tmp_path / "model"))
+    g2, whole2, saver2, _ = _model(3, np.float32)
+    with tf.Session(graph=g2) as sess:
+        saver2.restore(sess, path)
+        np.testing.assert_array_equal(sess.run(whole2), TABLE.astype(np.float32))

@@ -16,7 +16,7 @@ from ...frontend.grouping import group
 from ...frontend.queue_runner import Coordinator, QueueRunner, add_queue_runner, start_queue_runners
 from ...runtime import checkpoint_index, checkpoint_io
 from .graph import get_default_graph, global_variables, in_default_graph, placeholder
-from .var_scope import slice_spec
+from .var_scope import PartitionedVariable, slice_spec
 
 
 class _GraphModeOptimizer:
@@ -183,8 +183,7 @@ class Saver:
         left on disk, as in TensorFlow."""
         if var_list is None:
             var_list = global_variables()
-        named = dict(var_list) if isinstance(var_list, dict) else {v.shared_name: v
-                                                                   for v in var_list}
+        named = _saved_names(var_list)
         if not named:
             raise ValueError("Saver: no variables to save")
         self.max_to_keep = max_to_keep
@@ -253,6 +252,23 @@ class Saver:
         if save_path is None:
             raise NotFoundError("no checkpoint to restore (save_path is None)")
         sess.run(self.restore_op, self._feed(save_path))
+
+
+def _saved_names(var_list: Any) -> dict[str, Any]:
+    """Checkpoint name -> variable for a Saver's `var_list`: a dict as given, a list by
+    the variables' names, a partitioned variable in a list as its shards (each saved
+    with where it sits in the whole variable, as `global_variables()` lists them)."""
+    if isinstance(var_list, dict):
+        for key, v in var_list.items():
+            if isinstance(v, PartitionedVariable):
+                raise TypeError(f"Saver: var_list['{key}'] is a partitioned variable; pass a "
+                                f"list holding it (its shards are saved under their own names)")
+        return dict(var_list)
+    named = {}
+    for v in var_list:
+        for shard in (list(v) if isinstance(v, PartitionedVariable) else [v]):
+            named[shard.shared_name] = shard
+    return named
 
 
 def _by_task(named: dict[str, Any]) -> dict[str | None, list[str]]:
