@@ -168,8 +168,8 @@ class Session:
     def _resolve_feeds(self, feed_dict: dict
                        ) -> tuple[list[ir.Value], list[np.ndarray], set[str]]:
         """The fed values, their arrays, and the shared names of the variables fed.
-        Feeding a variable feeds every plain read of it (as TensorFlow
-        1, where ops read a variable through the one tensor a feed replaces)."""
+        Feeding a variable feeds every plain read of it (as in TensorFlow 1, where ops
+        read a variable through the one tensor a feed replaces)."""
         values, arrays, variables = [], [], set()
         for key, val in feed_dict.items():
             if isinstance(key, str):
