@@ -13,6 +13,7 @@ may also be optional (``when=predicate``, e.g. ``lowered``): compiling runs it o
 
 from __future__ import annotations
 
+import contextvars
 import os
 from collections.abc import Callable
 from typing import Any
@@ -29,6 +30,16 @@ _STAGES: dict[str, list[Pass]] = {"traced": []}
 _STAGE_TARGETS: dict[str, frozenset[str]] = {}
 # stage name -> predicate(target) deciding whether compiling runs it (absent: always)
 _STAGE_WHEN: dict[str, Callable[[str], bool]] = {}
+# the target `run_pipeline` is running the stages for (None: no target, every stage)
+_TARGET: contextvars.ContextVar[str | None] = contextvars.ContextVar("tw_pipeline_target",
+                                                                    default=None)
+
+
+def pipeline_target() -> str | None:
+    """The target the running pipeline compiles for (``run_pipeline(..., target=...)``),
+    or None: a pass whose result depends on the target (the gpu target's placement) asks
+    this."""
+    return _TARGET.get()
 
 
 def register_stage(name: str, passes: list[Pass], *, after: str | None = None,
@@ -78,7 +89,11 @@ def run_pipeline(graph: Graph, until: str | None = None, target: str | None = No
             run.append(name)
         if name == until:
             break
-    return run_stages(graph, run)
+    token = _TARGET.set(target)
+    try:
+        return run_stages(graph, run)
+    finally:
+        _TARGET.reset(token)
 
 
 def compile_stages(target: str) -> list[str]:

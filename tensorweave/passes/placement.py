@@ -61,26 +61,27 @@ KERNEL_TARGETS: dict[str, tuple[str, ...]] = {"CPU": ("reference", "cpu"), "GPU"
 of them runs there); GPUs also run what the gpu target generates kernels for."""
 
 
-def kernel_reason(node: Node, device_type: str) -> str | None:
+def kernel_reason(node: Node, device_type: str, in_gpu_step: bool = False) -> str | None:
     """None when `node` (and every node of its regions) can run on `device_type`, else
     a one-line reason. Every op runs on a CPU (the reference kernels are the fallback of
     every target); on a GPU, what the gpu target has kernels for
-    (`targets.gpu.support.gpu_kernel_reason`)."""
+    (`targets.gpu.support.gpu_kernel_reason`; `in_gpu_step`: in the gpu target's own
+    step, where device loops exist)."""
     if device_type == "CPU":
         return None
     targets = KERNEL_TARGETS.get(device_type, ())
     if any(t in node.opdef.kernels for t in targets):
         return next((why for r in node.regions for n in r.nodes
-                     if (why := kernel_reason(n, device_type)) is not None), None)
+                     if (why := kernel_reason(n, device_type, in_gpu_step)) is not None), None)
     if device_type == "GPU":
         from ..targets.gpu.support import gpu_kernel_reason
-        return gpu_kernel_reason(node)
+        return gpu_kernel_reason(node, in_gpu_step)
     return f"op {node.op} has no kernel for {device_type}"
 
 
-def has_kernel(node: Node, device_type: str) -> bool:
+def has_kernel(node: Node, device_type: str, in_gpu_step: bool = False) -> bool:
     """True when `node` (and every node of its regions) can run on `device_type`."""
-    return kernel_reason(node, device_type) is None
+    return kernel_reason(node, device_type, in_gpu_step) is None
 
 
 AUTO_DEVICE_TYPES = ("CPU",)
@@ -233,7 +234,7 @@ register_flops("AvgPoolGrad")(_pool_flops(0))
 def place(graph: Graph, devices: Sequence[Device | str] | None = None,
           soft_placement: bool = True, cost_model: CostModel | None = None,
           default_task: DeviceSpec | None = None,
-          auto_device_types: Sequence[str] | None = None) -> None:
+          auto_device_types: Sequence[str] | None = None, gpu_target: bool = False) -> None:
     """Set `assigned_device` (a canonical device name) and the ``_placement_reason``
     attribute on every node of `graph`, nested regions included. `devices` defaults to
     this process's devices (`tw.config.list_logical_devices()`).
@@ -243,9 +244,14 @@ def place(graph: Graph, devices: Sequence[Device | str] | None = None,
     that names no job (``/gpu:0``) means that task's device, as in TensorFlow; requests
     naming a job (``/job:ps``) may go to any matching task. Nodes without a request go
     to devices of `auto_device_types` (default: `auto_device_types()`, the CPUs unless
-    ``tw.config.set_auto_gpu_placement(True)``). Rewrites in place and returns None."""
+    ``tw.config.set_auto_gpu_placement(True)``).
+
+    With `gpu_target` (compiling for ``target="gpu"``, as TensorFlow places when a GPU
+    exists) nodes without a request go to the first GPU when it has a kernel for them
+    (and for every node colocated with them), else to the default CPU with the reason;
+    requests are honoured as always. Rewrites in place and returns None."""
     _Placer(graph, as_devices(devices), soft_placement, cost_model or CostModel(),
-            default_task, auto_device_types).run()
+            default_task, auto_device_types, gpu_target).run()
 
 
 @dataclass(frozen=True)
@@ -278,13 +284,27 @@ def place_with_config(graph: Graph) -> None:
     """The ``placed`` pipeline stage: `place` on this process's devices (or, inside a
     `placement_scope`, on the cluster's), with soft placement as
     `tw.config.set_soft_device_placement` says."""
+    from ..compiler.pipeline import pipeline_target
     from ..config import get_soft_device_placement
     scope = _scope.get()
-    if scope is None:
+    if scope is None and pipeline_target() == "gpu":
+        place(graph, gpu_target_devices(), get_soft_device_placement(), gpu_target=True)
+    elif scope is None:
         place(graph, soft_placement=get_soft_device_placement())
     else:
         place(graph, list(scope.devices), get_soft_device_placement(),
               default_task=scope.default_task)
+
+
+def gpu_target_devices() -> list[Device]:
+    """The devices the gpu target places on: this process's, with a GPU:0 added when
+    there is none, so that ``tensorweave dump --target gpu`` and the planner (which need
+    no GPU) show what runs on a machine with one; calling still needs a GPU."""
+    devices = as_devices(None)
+    if not any(d.device_type == "GPU" for d in devices):
+        cpu = devices[0].spec
+        devices = devices + [Device(replace(cpu, device_type="GPU", device_index=0))]
+    return devices
 
 
 def placement_reasons(graph: Graph) -> list[tuple[Node, str]]:
@@ -307,8 +327,9 @@ class _Group:
 class _Placer:
     def __init__(self, graph: Graph, devices: list[Device], soft: bool, cost: CostModel,
                  default_task: DeviceSpec | None = None,
-                 auto_types: Sequence[str] | None = None) -> None:
+                 auto_types: Sequence[str] | None = None, gpu_target: bool = False) -> None:
         self.graph = graph
+        self.gpu_target = gpu_target
         self.auto_types = frozenset(t.upper() for t in (auto_types or auto_device_types()))
         self.devices = devices
         self.soft = soft
@@ -319,6 +340,9 @@ class _Placer:
             raise InvalidArgumentError(f"the client's task {default_task} has no device among "
                                        f"{device_names(devices)}")
         self.default = next((d for d in home if d.device_type == "CPU"), home[0])
+        # the gpu target's home for nodes without a request (None: other targets)
+        self.preferred = next((d for d in home if d.device_type == "GPU"), None) \
+            if gpu_target else None
         self.order = graph.topological_order()
         self.position = {n: i for i, n in enumerate(self.order)}
         self.group_of: dict[Node, _Group] = {}
@@ -390,12 +414,14 @@ class _Placer:
         matching = [d for d in self.devices if spec.matches(d.spec)]
         if spec.device_type is None:  # "/job:ps": that task's CPUs, GPUs only when allowed
             matching = [d for d in matching if d.device_type in self.auto_types] or matching
-        usable = [d for d in matching if has_kernel(node, d.device_type)]
+        usable = [d for d in matching if self._has_kernel(node, d.device_type)]
+        if spec.device_type is None and self.preferred in usable:
+            return [self.preferred], "requested (gpu target: its GPU)"
         if usable:
             return usable, "requested"
         if matching:
             kinds = sorted({d.device_type for d in matching})
-            why = "; ".join(dict.fromkeys(str(kernel_reason(node, k)) for k in kinds))
+            why = "; ".join(dict.fromkeys(str(self._kernel_reason(node, k)) for k in kinds))
         else:
             why = "no such device"
         return self._fallback(node, f"requested device '{node.device}': {why}")
@@ -408,13 +434,32 @@ class _Placer:
                 f"put it on {self.default.name})", **node.error_context())
         return [self.default], f"soft placement ({why}), default device"
 
+    def _kernel_reason(self, node: Node, device_type: str) -> str | None:
+        return kernel_reason(node, device_type, self.gpu_target)
+
+    def _has_kernel(self, node: Node, device_type: str) -> bool:
+        return self._kernel_reason(node, device_type) is None
+
+    def _unrequested(self, members: list[Node], allowed: list[Device],
+                     what: str) -> tuple[list[Device], str]:
+        """The gpu target's device for a group with no request: its GPU when that has a
+        kernel for every member, else the default CPU, with the reason."""
+        if self.preferred in allowed:
+            return [self.preferred], f"gpu target: {what}on its GPU"
+        why = next((r for m in members
+                    if (r := self._kernel_reason(m, self.preferred.device_type))), "")
+        return [self.default], f"soft placement (gpu target: {why}), default device"
+
     def _resolve_group(self, members: list[Node]) -> _Group:
-        allowed = [d for d in self.devices if all(has_kernel(m, d.device_type) for m in members)]
+        allowed = [d for d in self.devices
+                   if all(self._has_kernel(m, d.device_type) for m in members)]
         allowed = allowed or [self.default]
         owner = next((m for m in members if _makes_resource(m)), None)
         if owner is not None:
             cands, note = self._requested(owner)
-            if cands is None:
+            if cands is None and self.preferred is not None and self.default_task is None:
+                cands, note = self._unrequested(members, allowed, "resource ")
+            elif cands is None:
                 cands, note = [self.default], "resource on the default device"
             group = _Group(members, [cands[0]], owner, {owner: note})
         else:
@@ -445,7 +490,10 @@ class _Placer:
             # Nothing requested: the client's task, as TensorFlow places such ops.
             home = [d for d in group.candidates if self.default_task.matches(d.spec)]
             group.candidates = home or [self.default]
-        if group.leader is None:  # nothing requested: the CPUs (and GPUs when allowed)
+        if group.leader is None and self.preferred is not None:
+            group.candidates, note = self._unrequested(members, allowed, "")
+            group.notes[members[0]] = note
+        elif group.leader is None:  # nothing requested: the CPUs (and GPUs when allowed)
             group.candidates = [d for d in group.candidates
                                 if d.device_type in self.auto_types] or [self.default]
         return group

@@ -39,8 +39,23 @@ def python_function(kernel: Kernel) -> Any:
 
 
 def configured(kernel: Kernel) -> Any:
-    """`kernel`'s dispatcher configured with its launch grid and block."""
-    return load(kernel)[kernel.grid, kernel.block]
+    """`kernel`'s dispatcher configured with its launch grid and block. In numba's
+    simulator, launches hold a process-wide lock: a simulated launch swaps the kernel
+    function's ``cuda`` global for the launch's fake module, so two threads launching
+    kernels of one source at once (GPU nodes of the dataflow executor's partitions run
+    in parallel) would read each other's thread indices."""
+    launch = load(kernel)[kernel.grid, kernel.block]
+    from .device import simulator_requested
+    if not simulator_requested():
+        return launch
+
+    def serialized(*args: Any) -> Any:
+        with _sim_launch_lock:
+            return launch(*args)
+    return serialized
+
+
+_sim_launch_lock = threading.RLock()
 
 
 __all__ = ["configured", "load", "python_function"]

@@ -21,7 +21,17 @@ and run that many times on the device; loop-gradient stacks are device buffers
 (`loops.py`, whose `LoopPlanning` methods this planner has). Actions are numbered by
 `clock`, bodies included, for the temporaries' live ranges.
 
-Graphs the plan declines raise `Ineligible` (several devices, resources other than
+Placement is honoured: nodes placed on a CPU of the GPU's own task (``tw.device("/CPU:0")``,
+or ops without a GPU kernel, which the gpu target's placement puts there with the
+reason) run as host calls inside the one step, and the partition pass's Send/Recv pairs
+between them and the GPU's nodes are no actions: a host call downloads its inputs and
+uploads its outputs itself. That keeps the step one launch sequence on one stream, where
+running the partitions on the dataflow executor would run every GPU node as a step of
+its own. Nodes without a device (one-node steps of the dataflow executor's GPU
+partitions) run on the GPU.
+
+Graphs the plan declines raise `Ineligible` (several GPUs or tasks, every node on a CPU,
+a node on a CPU that uses a variable or a stack, resources other than
 variables and device stacks, variables used by host-side ops, shapes unknown after
 specialization); the executable then runs the graph on the reference dataflow executor
 and says why.
@@ -36,6 +46,8 @@ import numpy as np
 from ...compiler.dtypes import DType, int32, int64
 from ...compiler.ir import Graph, Node, Value
 from ...compiler.types import ResourceType, TensorType
+from ...passes.placement import REASON_ATTR, kernel_reason
+from ...runtime.devices import DeviceSpec
 from .actions import (
     ROW_ALIGN,
     Action,
@@ -111,6 +123,8 @@ class _Planner(LoopPlanning):
         # whose count of real rows they carry, and that count's device slot
         self.pad_of: dict[Value, Node] = {}
         self.count_of: dict[Node, Slot] = {}
+        self.on_host: set[Node] = set()      # nodes placed on a CPU: host calls
+        self.sends: dict[str, Node] = {}     # Send nodes by rendezvous key
 
     # --------------------------------------------------------------- storage
     def _emit(self, action: Action) -> None:
@@ -152,14 +166,13 @@ class _Planner(LoopPlanning):
             if not isinstance(t, TensorType) or not t.is_fully_defined:
                 raise Ineligible("an argument is not a tensor of known shape")
             self.slots[v] = Slot(Storage("arg", i), t.dtype, tuple(int(s) for s in t.shape))
-        devices = {n.assigned_device for n in g.nodes} - {None}
-        if len(devices) > 1:
-            raise Ineligible("the graph spans several devices")
+        self.on_host = placed_on_host(g)
+        self.sends = {str(n.attrs["key"]): n for n in g.nodes if n.op == "Send"}
         self.used = {v for n in g.walk() for v in n.inputs} | set(g.results)
         self._bound_deduplicated(g)
         assigned_vars = {self._var_name(n.inputs[0]) for n in g.nodes
                          if n.op in ASSIGN_OPS or n.op in SCATTER_OPS}
-        for node in g.topological_order():
+        for node in _order_with_transfers(g, self.sends):
             self._plan_node(node, assigned_vars)
         results = []
         for v in g.results:
@@ -199,6 +212,12 @@ class _Planner(LoopPlanning):
                 tuple(int(s) for s in t.shape)))
             self.slots[node.outputs[0]] = Slot(Storage("const", len(self.consts) - 1), t.dtype,
                                                tuple(int(s) for s in t.shape))
+            return
+        if op in ("Send", "Recv"):
+            self._plan_transfer(node)
+            return
+        if node in self.on_host:
+            self._plan_on_host(node)
             return
         if op == "ReadVariable":
             name = self._var_name(node.inputs[0])
@@ -249,6 +268,33 @@ class _Planner(LoopPlanning):
             return
         self._plan_compute(node)
 
+    def _plan_transfer(self, node: Node) -> None:
+        """A Send is no action, and a Recv's value is its Send's input: a host call
+        downloads its inputs and uploads its outputs itself."""
+        if node.op == "Send":
+            return
+        send = self.sends.get(str(node.attrs["key"]))
+        src = send.inputs[0] if send is not None else None
+        if src is None or src not in self.slots:
+            raise Ineligible(f"Recv '{node.name}' comes before its Send")
+        self.slots[node.outputs[0]] = self._use(src)
+
+    def _plan_on_host(self, node: Node) -> None:
+        """A node placed on the CPU: its reference kernel as a host call."""
+        where = f"placed on {node.assigned_device}"
+        if any(isinstance(v.type, ResourceType) for v in node.inputs + node.outputs) or \
+                any(isinstance(v.type, ResourceType) for v in _captured(node)):
+            raise Ineligible(f"{node.op} '{node.name}' is {where} and uses a resource (the "
+                             f"gpu step keeps variables and stacks on its GPU)")
+        if not all(isinstance(v.type, TensorType) for v in node.outputs):
+            raise Ineligible(f"{node.op} '{node.name}' produces a value that is not a tensor")
+        why = _host_reason(node)
+        self.fallbacks[node.name] = why if why.startswith(f"{node.op}: ") else \
+            f"{node.op}: {why}"
+        ins = [self._use(v) for v in node.inputs]
+        outs = [self._tmp(v) for v in node.outputs]
+        self._emit(HostCall(node, why, ins, outs))
+
     def _plan_assign(self, node: Node) -> None:
         name = self._var_name(node.inputs[0])
         value = self._use(node.inputs[1])
@@ -298,7 +344,7 @@ class _Planner(LoopPlanning):
         for node in g.topological_order():
             srcs = {pad[v] for v in node.inputs if v in pad}
             op = node.op
-            if op == "DeduplicateSlices" and not srcs:
+            if op == "DeduplicateSlices" and not srcs and node not in self.on_host:
                 vt, it = node.inputs[0].type, node.inputs[1].type
                 if isinstance(vt, TensorType) and vt.is_fully_defined and \
                         isinstance(it, TensorType) and it.is_fully_defined:
@@ -449,6 +495,82 @@ class _Planner(LoopPlanning):
             self.n_status += lowered.kernel.status_width
         self._emit(Launch(node, lowered.kernel, ins + outs, lowered.errors, status,
                                    lowered.call_index))
+
+
+def placed_on_host(graph: Graph) -> set[Node]:
+    """The nodes of `graph` placed on a CPU of the task of its GPU, which the step runs as
+    host calls. Raises `Ineligible` when the graph spans several GPUs or tasks, or has
+    nodes on a CPU and none on a GPU (the dataflow executor runs those)."""
+    specs = {d: DeviceSpec.from_string(d) for d in {n.assigned_device for n in graph.nodes}
+             if d}
+    gpus = sorted(d for d, s in specs.items() if s.device_type != "CPU")
+    if len(gpus) > 1:
+        raise Ineligible(f"the graph spans several devices ({', '.join(gpus)})")
+    if len({(s.job, s.replica, s.task) for s in specs.values()}) > 1:
+        raise Ineligible("the graph spans several tasks")
+    host = {n for n in graph.nodes if n.assigned_device and n.op not in _NOTHING_TO_RUN
+            and n.op not in ("Const", "Send", "Recv")
+            and specs[n.assigned_device].device_type == "CPU"}
+    if host and not gpus:
+        raise Ineligible(f"every node is placed on {', '.join(sorted(specs))}")
+    return host
+
+
+def _order_with_transfers(graph: Graph, sends: dict[str, Node]) -> list[Node]:
+    """`graph`'s nodes in topological order, each Recv after its Send (a Recv has no
+    input, so the graph's own order may put it first), stable otherwise."""
+    import heapq
+    order = graph.topological_order()
+    if not sends:
+        return order
+    position = {n: i for i, n in enumerate(order)}
+    deps: dict[Node, set[Node]] = {}
+    for n in order:
+        d = {v.producer for v in n.inputs if v.producer in position}
+        d |= {c for c in n.control_inputs if c in position}
+        if n.op == "Recv" and sends.get(str(n.attrs["key"])) in position:
+            d.add(sends[str(n.attrs["key"])])
+        deps[n] = d
+    users: dict[Node, list[Node]] = {}
+    for n, d in deps.items():
+        for p in d:
+            users.setdefault(p, []).append(n)
+    pending = {n: len(d) for n, d in deps.items()}
+    ready = [(position[n], n.name, n) for n in order if not pending[n]]
+    heapq.heapify(ready)
+    out: list[Node] = []
+    while ready:
+        n = heapq.heappop(ready)[2]
+        out.append(n)
+        for u in users.get(n, ()):
+            pending[u] -= 1
+            if not pending[u]:
+                heapq.heappush(ready, (position[u], u.name, u))
+    if len(out) != len(order):
+        raise Ineligible("the Send/Recv pairs form a cycle")
+    return out
+
+
+def _host_reason(node: Node) -> str:
+    """Why a node placed on the CPU is there: an op without a GPU kernel says so (as where
+    nothing is placed); others were put there by a request or colocation: the placement's
+    reason. A Fusion (of nodes placed on the CPU) answers for its members."""
+    members = [m for r in node.regions for m in r.nodes if m.op != "Const"] \
+        if node.op == "Fusion" else [node]
+    for m in members:
+        why = kernel_reason(m, "GPU", in_gpu_step=True)
+        if why is not None:
+            return why
+    first = members[0] if members else node
+    return f"placed on {node.assigned_device} ({first.attrs.get(REASON_ATTR) or 'requested'})"
+
+
+def _captured(node: Node) -> list[Value]:
+    """The outer values `node`'s regions read."""
+    if not node.regions:
+        return []
+    from ...passes._rewrite import outer_uses
+    return list(outer_uses(node))
 
 
 def _index_dtype(table: np.ndarray) -> DType:

@@ -8,6 +8,14 @@ included) the step planner handles itself; all in dtypes with GPU code (not
 float16/bfloat16). Segment sums of 8/16-bit integers (no atomic add) are refused here
 too. Shape-dependent refusals (empty tensors) cannot be known at placement time: such a
 node still runs on the GPU device, through a host call inside its step.
+
+Inside the gpu target's own step (``in_step=True``: placement for ``target="gpu"``) a
+While also has a kernel when every node of its cond and body has one and none is nested
+control flow (the planner runs it as a device loop; a trip count known only at run time
+is a shape-dependent refusal, a host call on the GPU device with its reason), and so do
+the stack ops that such loops keep on the device, and DeduplicateSlices (padded to its
+number of indices when its rows end in the scatters; the step is declined otherwise).
+The dataflow executor's GPU partitions run nodes one by one and have none of these.
 """
 
 from __future__ import annotations
@@ -24,19 +32,28 @@ _PLANNED = frozenset({"NoOp", "VarHandle", "Const", "ReadVariable", "AssignVaria
 _NO_ATOMIC_ADD = frozenset({"int8", "int16", "uint8", "uint16", "bool"})
 
 
-def gpu_kernel_reason(node: Node) -> str | None:
+def gpu_kernel_reason(node: Node, in_step: bool = False) -> str | None:
     """None when the gpu target has a kernel for `node`, else a short reason
-    (``"no GPU kernel for RandomUniform"``)."""
+    (``"no GPU kernel for RandomUniform"``); `in_step`: inside the gpu target's own step,
+    where While loops and their stacks can run on the device (module docstring)."""
     from ...passes.fusion import is_elementwise, is_fusible
     from . import exprs
+    from .loops import STACK_OPS
     from .lowering import GENERATORS, VIEW_OPS
     op = node.op
+    if in_step and op == "While":
+        return _loop_reason(node)
+    if op == "Fusion":  # a cluster (after placement): its members answer
+        return next((why for r in node.regions for m in r.nodes
+                     if (why := gpu_kernel_reason(m, in_step)) is not None), None)
     if node.regions:
         return f"{op} runs its regions on the host"
     for v in (*node.inputs, *node.outputs):
         t = v.type
         if isinstance(t, TensorType) and not has_gpu_type(t.dtype):
             return f"no GPU code for {t.dtype.np.name} ({op})"
+    if in_step and (op in STACK_OPS or op == "DeduplicateSlices"):
+        return None
     if op in _PLANNED or op in VIEW_OPS:
         if op in ("AssignAddVariable", "AssignSubVariable", "ResourceScatterAdd",
                   "ResourceScatterSub"):
@@ -54,6 +71,18 @@ def gpu_kernel_reason(node: Node) -> str | None:
         t = node.inputs[0].type
         if isinstance(t, TensorType) and t.dtype.np.name in _NO_ATOMIC_ADD:
             return f"no atomic add for UnsortedSegmentSum of {t.dtype.np.name}"
+    return None
+
+
+def _loop_reason(node: Node) -> str | None:
+    """Why While `node` cannot be a device loop of the gpu target's step, or None."""
+    for region in node.regions:
+        for inner in region.nodes:
+            if inner.regions and inner.op != "Fusion":
+                return f"While: its body holds {inner.op} '{inner.name}' (nested control flow)"
+            why = gpu_kernel_reason(inner, in_step=True)
+            if why is not None:
+                return f"While: {why} in its body"
     return None
 
 

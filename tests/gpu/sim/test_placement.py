@@ -43,7 +43,7 @@ def _args(seed):
             rng.normal(size=3).astype(np.float32))
 
 
-@pytest.mark.parametrize("target", ["reference", "cpu", "gpu"])
+@pytest.mark.parametrize("target", ["reference", "cpu"])
 def test_a_split_graph_matches_one_device_with_one_copy_per_tensor_and_direction(target):
     f = tw.compile(_split, target=target)
     ref = tw.compile(_one_device, target="reference")
@@ -65,6 +65,62 @@ def test_a_split_graph_matches_one_device_with_one_copy_per_tensor_and_direction
         assert after["uploads"] - before["uploads"] == 3
         assert after["downloads"] - before["downloads"] == 2
     assert rt.fallbacks == known_fallbacks  # every GPU node ran a GPU kernel
+
+
+def test_on_the_gpu_target_unrequested_nodes_join_the_gpu_in_one_step():
+    f = tw.compile(_split, target="gpu")
+    ref = tw.compile(_one_device, target="reference")
+    rt = gpu_runtime()
+    for seed in (0, 1):
+        before = rt.stats()
+        args = _args(seed)
+        for got, want in zip(f(*args), ref(*args)):
+            np.testing.assert_allclose(got, want, rtol=2e-5, atol=1e-6)
+        assert rt.stats() == before  # no partition ran on the dataflow executor
+    exe = f.get_concrete_function(*_args(0)).executable
+    assert exe.native_reason is None and not exe.fallbacks
+
+
+def _cpu_and_gpu(x, w):
+    h = tw.matmul(x, w)
+    with tw.device("/CPU:0"):
+        a = tw.tanh(h) * 2.0                 # requested: a host call
+    c = tw.cumsum(a, axis=1, name="scan")    # no GPU kernel: a host call
+    return tw.nn.relu(c + h), a
+
+
+def test_on_the_gpu_target_cpu_nodes_are_host_calls_of_one_step_with_the_references_results():
+    f = tw.compile(_cpu_and_gpu, target="gpu")
+    ref = tw.compile(_cpu_and_gpu, target="reference")
+    for seed in (2, 3):
+        x, w, _ = _args(seed)
+        for got, want in zip(f(x, w), ref(x, w)):
+            np.testing.assert_allclose(got, want, rtol=2e-5, atol=1e-6)
+    exe = f.get_concrete_function(x, w).executable
+    assert exe.native_reason is None
+    assert exe.fallbacks["scan"] == "Cumsum: no GPU kernel for Cumsum"
+    assert any(r.startswith("Fusion: placed on ") for r in exe.fallbacks.values())
+
+
+def test_on_the_gpu_target_a_variable_requested_on_the_cpu_runs_on_the_dataflow_executor():
+    def run(target):
+        v = tw.Variable(np.eye(3, dtype=np.float32), name=f"gpu2_cpu_var_{target}")
+
+        @tw.compile(target=target)
+        def step(x):
+            with tw.device("/CPU:0"):
+                v.assign_add(x * 0.5)
+                r = v.read_value()
+            return tw.matmul(x, r)
+        x = np.arange(9, dtype=np.float32).reshape(3, 3) / 10
+        return [step(x) for _ in range(2)], v.numpy(), step.get_concrete_function(x)
+
+    got, value, cf = run("gpu")
+    want, want_value, _ = run("reference")
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+    np.testing.assert_allclose(value, want_value, rtol=1e-6)
+    assert "is placed on /job:localhost/replica:0/task:0/device:CPU:0 and uses a resource" \
+        in cf.executable.native_reason
 
 
 def run_placed(f, args):

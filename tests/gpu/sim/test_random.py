@@ -120,7 +120,7 @@ def test_a_host_call_and_a_kernel_share_the_call_counters():
     for _ in range(2):
         for a, b in zip(gpu(x), ref(x)):
             np.testing.assert_array_equal(a, b)
-    assert list(exe.fallbacks.values()) == ["RandomNormal: no GPU code for f16"]
+    assert list(exe.fallbacks.values()) == ["RandomNormal: no GPU code for float16 (RandomNormal)"]
 
 
 def test_generator_draws_match_the_reference():
