@@ -337,6 +337,18 @@ def _variable_cases() -> dict[str, tuple[Callable, list[np.ndarray]]]:
             return v.read_value()
         out[f"deduplicate_{dt.name}_{idt.name}"] = (
             f, [np.array([4, 0, 4, 2], idt), _values(dt, (4, 3), 44)])
+    # more indices than one chunk of the sort (targets/gpu/sort.py): its merge kernel,
+    # counted after DeduplicateSlices, and the first-occurrence prefix sums (one case:
+    # 14 kernels, each checked for two architectures)
+    v, w = tw.Variable(_values(F32, (5, 3), 45)), tw.Variable(_values(F32, (5, 3), 46))
+
+    def many(i, u, v=v, w=w):
+        scatter_add(v, i, u)
+        summed, rows = deduplicate(u, i)
+        scatter_sub(w, rows, summed)
+        return w.read_value()
+    out["sort_many_int64"] = (many, [np.arange(300, dtype=np.int64) * 7 % 5,
+                                     _values(F32, (300, 3), 47)])
     return out
 
 

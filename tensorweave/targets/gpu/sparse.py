@@ -4,11 +4,11 @@ embedding lookup) and ResourceScatterAdd/Sub/Update (the sparse optimizer update
 ResourceGather is one thread per output element, copying ``var[indices[i], e]`` into a
 new buffer (a snapshot: later updates in the step do not change it).
 
-The scatters run in two kernels, with no atomics, so that their result does not depend
+The scatters run in two steps, with no atomics, so that their result does not depend
 on the order threads run in:
-1. *order*: one thread per index position ``i`` counts the positions that sort before it
-   by (row, position) and writes ``order[rank] = i``: a stable sort of the positions by
-   row, O(n^2) comparisons for n indices (n threads, each reading every index once);
+1. *order*: a stable sort of the index positions by (row, position) into ``order``
+   (`sort.py`: chunks ranked by comparison, then merges; O(n log n) work for n indices),
+   whose first launch also checks the indices;
 2. *apply*: one thread per (sorted position, column); the thread at the first position
    of a row's run sums that run's updates in position order starting from zero, then
    writes ``var[row] = var[row] +/- sum`` (Update: the run's last update).
@@ -29,6 +29,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from ...compiler.types import TensorType, format_shape
+from .sort import SortPass, first_kernels, sort_passes
 from .source import Kernel, Unsupported, Writer, has_gpu_type, launch_1d, module, numba_type
 
 STATUS_BAD_ROW = 1
@@ -109,44 +110,21 @@ def gather_kernel(var: TensorType, indices: TensorType, name: str,
     return Kernel(name, module(w), params, grid, block, True, status_width=STATUS_WIDTH)
 
 
-def order_kernel(var: TensorType | None, indices: TensorType, name: str,
-                 counted: bool = False) -> Kernel:
-    """The scatters' first kernel: params (indices, [count,] order (int32), status); with
-    `var` None (DeduplicateSlices) no row is out of range and there is no status. With
-    `counted`, only the first ``count[0]`` positions are sorted."""
+def order_passes(var: TensorType | None, indices: TensorType, name: str,
+                 counted: bool = False, chunk: int | None = None) -> list[SortPass]:
+    """The scatters' stable sort of index positions by row (`sort.sort_passes`): its first
+    launch's params are (indices, [count,] order-or-scratch, status) and it reports the
+    first index out of the variable's rows; with `var` None (DeduplicateSlices) no row is
+    out of range and there is no status. With `counted`, only the first ``count[0]``
+    positions are sorted."""
     n = _size(indices.shape)
     if var is None:
-        rows = None
         if n == 0 or n >= 2**31 - 1:
             raise Unsupported("DeduplicateSlices with no indices or too many")
-    else:  # any dtype: it only reads indices
-        rows, _ = _check("ResourceScatterUpdate", var, n)
-    last = "cnt" if counted else str(n)
-    w = Writer()
-    w("@cuda.jit")
-    w(f"def {name}(indices, {'count, ' if counted else ''}order"
-      f"{'' if rows is None else ', status'}):")
-    with w.indent():
-        if counted:
-            w("cnt = count[0]")
-        w(f"for i in range(cuda.grid(1), {last}, cuda.gridsize(1)):")
-        with w.indent():
-            w("ix = indices[i]")
-            w("r = 0")
-            w(f"for j in range({last}):")
-            with w.indent():
-                w("jx = indices[j]")
-                w("if jx < ix or (jx == ix and j < i):")
-                w("    r += 1")
-            w("order[r] = int32(i)")
-            if rows is not None:
-                _report_first_bad(w, rows)
-    grid, block = launch_1d(n)
-    params = [numba_type(indices.dtype)] + (["int32"] if counted else []) + ["int32"]
-    if rows is None:
-        return Kernel(name, module(w), params, grid, block)
-    return Kernel(name, module(w), params + ["int32"], grid, block, True,
-                  status_width=STATUS_WIDTH)
+        return sort_passes(indices, n, name, counted, chunk=chunk)
+    rows, _ = _check("ResourceScatterUpdate", var, n)  # any dtype: it only reads indices
+    return sort_passes(indices, n, name, counted, rows, _report_first_bad, STATUS_WIDTH,
+                       chunk)
 
 
 def apply_kernel(op: str, var: TensorType, indices: TensorType, name: str,
@@ -191,18 +169,17 @@ def apply_kernel(op: str, var: TensorType, indices: TensorType, name: str,
     return Kernel(name, module(w), params, grid, block)
 
 
-def dedupe_kernels(values: TensorType, indices: TensorType,
-                   name: str) -> tuple[Kernel, Kernel, Kernel]:
-    """DeduplicateSlices after `order_kernel` (var None), on outputs padded to the number
-    of indices n: (zero, rank, sum).
+def dedupe_kernels(values: TensorType, indices: TensorType, name: str,
+                   chunk: int | None = None) -> tuple[Kernel, list[Kernel], int, Kernel]:
+    """DeduplicateSlices after `order_passes` (var None), on outputs padded to the number
+    of indices n: (zero, ranks, chunks, sum).
     - zero: params (summed, unique): zeroes both (the padding rows stay zero);
-    - rank: params (indices, order, dest (int32), count (int32[1])): one thread per sorted
-      position; the first of a row's run counts the runs whose first position comes
-      before its own (first-occurrence order, the reference's), O(n^2); thread 0 counts
-      the runs;
-    - sum: params (values, indices, order, dest, summed, unique): one thread per sorted
+    - ranks: `sort.first_kernels` (mark, sums, scan, prefix; `chunks` chunk sums): each
+      run's row in first-occurrence order (the reference's), ``first[order[k]]`` for the
+      run starting at sorted position k, and the number of runs in ``count[0]``;
+    - sum: params (values, indices, order, first, summed, unique): one thread per sorted
       position and column; the first of a run sums the run's values in position order
-      from zero (the reference's ``np.add.at``) into row ``dest``."""
+      from zero (the reference's ``np.add.at``) into row ``first[order[k]]``."""
     n = _size(indices.shape)
     inner = _size(values.shape[1:])
     if not has_gpu_type(values.dtype) or values.dtype.kind == "bool":
@@ -222,32 +199,11 @@ def dedupe_kernels(values: TensorType, indices: TensorType,
         z(f"        unique[o] = {it}(0)")
     zero = Kernel(f"{name}_zero", module(z), [t, it], *launch_1d(n * inner))
 
-    r = Writer()
-    r("@cuda.jit")
-    r(f"def {name}_rank(indices, order, dest, count):")
-    with r.indent():
-        r(f"for k in range(cuda.grid(1), {n}, cuda.gridsize(1)):")
-        with r.indent():
-            r(f"if {head}:")
-            with r.indent():
-                r("p = order[k]")
-                r("c = 0")
-                r(f"for h in range({n}):")
-                r(f"    if {head.replace('k', 'h')} and order[h] < p:")
-                r("        c += 1")
-                r("dest[k] = int32(c)")
-            r("if k == 0:")
-            with r.indent():
-                r("c = 0")
-                r(f"for h in range({n}):")
-                r(f"    if {head.replace('k', 'h')}:")
-                r("        c += 1")
-                r("count[0] = int32(c)")
-    rank = Kernel(f"{name}_rank", module(r), [it, "int32", "int32", "int32"], *launch_1d(n))
+    ranks, chunks = first_kernels(indices, n, name, chunk)
 
     m = Writer()
     m("@cuda.jit")
-    m(f"def {name}(values, indices, order, dest, summed, unique):")
+    m(f"def {name}(values, indices, order, first, summed, unique):")
     with m.indent():
         m(f"for o in range(cuda.grid(1), {n * inner}, cuda.gridsize(1)):")
         with m.indent():
@@ -261,11 +217,12 @@ def dedupe_kernels(values: TensorType, indices: TensorType,
                 m(f"while q < {n} and indices[order[q]] == row:")
                 m(f"    acc = {t}(acc + values[order[q] * {inner} + e])")
                 m("    q += 1")
-                m(f"summed[dest[k] * {inner} + e] = acc")
+                m("d = first[order[k]]")
+                m(f"summed[d * {inner} + e] = acc")
                 m("if e == 0:")
-                m("    unique[dest[k]] = row")
+                m("    unique[d] = row")
     total = Kernel(name, module(m), [t, it, "int32", "int32", t, it], *launch_1d(n * inner))
-    return zero, rank, total
+    return zero, ranks, chunks, total
 
 
 def bad_row_message(var_name: str, var: TensorType, details: Sequence[int]) -> str:
@@ -278,4 +235,4 @@ def bad_row_message(var_name: str, var: TensorType, details: Sequence[int]) -> s
 
 
 __all__ = ["SCATTER_OPS", "STATUS_BAD_ROW", "STATUS_WIDTH", "apply_kernel", "bad_row_message",
-           "dedupe_kernels", "gather_kernel", "order_kernel"]
+           "dedupe_kernels", "gather_kernel", "order_passes"]

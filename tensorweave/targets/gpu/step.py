@@ -65,6 +65,7 @@ from .assign import update_kernel
 from .fused import Unsupported
 from .loops import STACK_OPS, LoopPlanning
 from .lowering import VIEW_OPS, ErrorFn, kernel_name, lower
+from .sort import SortPass
 from .source import Kernel
 from .sparse import (
     SCATTER_OPS,
@@ -72,7 +73,7 @@ from .sparse import (
     bad_row_message,
     dedupe_kernels,
     gather_kernel,
-    order_kernel,
+    order_passes,
 )
 
 ASSIGN_OPS = frozenset({"AssignVariable", "AssignAddVariable", "AssignSubVariable"})
@@ -389,28 +390,46 @@ class _Planner(LoopPlanning):
         return slot
 
     def _plan_deduplicate(self, node: Node) -> None:
-        """Sort positions by row (`order_kernel`), rank the runs by first occurrence,
+        """Sort positions by row (`order_passes`), number the runs by first occurrence,
         then sum each run into its row of the padded outputs (`dedupe_kernels`)."""
         vt, it = node.inputs[0].type, node.inputs[1].type
         base = kernel_name(node, self.clock)
         try:
-            order_k = order_kernel(None, it, base + "_order")
-            zero, rank, total = dedupe_kernels(vt, it, base)
+            passes = order_passes(None, it, base + "_order")
+            zero, ranks, chunks, total = dedupe_kernels(vt, it, base)
         except Unsupported as e:
             raise Ineligible(f"{node.op} '{node.name}': {e}") from None
         values, indices = self._use(node.inputs[0]), self._use(node.inputs[1])
         n = int(it.shape[0])
-        order, dest = self._scratch(int32, n), self._scratch(int32, n)
-        count = self._scratch(int32, 1)
+        order, first = self._scratch(int32, n), self._scratch(int32, n)
+        sums, count = self._scratch(int32, chunks), self._scratch(int32, 1)
         self.count_of[node] = count
         summed, unique = self._tmp(node.outputs[0]), self._tmp(node.outputs[1])
         self._emit(Launch(node, zero, [summed, unique]))
-        self._emit(Launch(node, order_k, [indices, order]))
-        self._keep(count)  # written by the rank kernel, read by the counted consumers
-        self._emit(Launch(node, rank, [indices, order, dest, count]))
-        for slot in (order, dest, values, indices):
-            self._keep(slot)
-        self._emit(Launch(node, total, [values, indices, order, dest, summed, unique]))
+        self._plan_sort(node, passes, indices, order, [])
+        mark, chunk_sums, scan, prefix = ranks
+        self._keep(count)  # written by the scan, read by the counted consumers
+        for kernel, slots in ((mark, [indices, order, first]), (chunk_sums, [first, sums]),
+                              (scan, [sums, count]), (prefix, [first, sums])):
+            for slot in (*slots, order, first, values, indices):
+                self._keep(slot)
+            self._emit(Launch(node, kernel, slots))
+        self._emit(Launch(node, total, [values, indices, order, first, summed, unique]))
+
+    def _plan_sort(self, node: Node, passes: list[SortPass], indices: Slot, order: Slot,
+                   count: list[Slot], errors: ErrorFn | None = None) -> None:
+        """The launches of a stable sort of `indices`' positions into `order` (its first
+        launch may fail: `errors` and a status entry then)."""
+        buffers = [order, self._scratch(int32, order.size)] if len(passes) > 1 else [order]
+        for p in passes:
+            for slot in (indices, *buffers, *count):
+                self._keep(slot)
+            src = [] if p.src is None else [buffers[p.src]]
+            args = [indices, *count, *src, buffers[p.dst]]
+            if p.kernel.can_fail:
+                self._emit(Launch(node, p.kernel, args, errors, self._status(p.kernel)))
+            else:
+                self._emit(Launch(node, p.kernel, args))
 
     def _keep(self, slot: Slot) -> None:
         """Extend a temporary's live range to the next action."""
@@ -441,7 +460,7 @@ class _Planner(LoopPlanning):
         src = self.pad_of.get(node.inputs[1])
         base = kernel_name(node, self.clock)
         try:
-            first = order_kernel(t, it, base + "_order", counted=src is not None)
+            passes = order_passes(t, it, base + "_order", counted=src is not None)
             second = apply_kernel(node.op, t, it, base, counted=src is not None)
         except Unsupported as e:
             raise Ineligible(f"{node.op} '{node.name}': {e}") from None
@@ -449,8 +468,8 @@ class _Planner(LoopPlanning):
         n = int(np.prod([int(s) for s in it.shape], dtype=np.int64))
         order = self._scratch(int32, n)
         count = [self._count(src)] if src is not None else []
-        self._emit(Launch(node, first, [indices, *count, order],
-                                   self._sparse_errors(node, name, t), self._status(first)))
+        self._plan_sort(node, passes, indices, order, count,
+                        self._sparse_errors(node, name, t))
         self._keep(order)
         updates = self._use(node.inputs[2])
         self._use(node.inputs[1])
