@@ -22,6 +22,29 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 import pytest  # noqa: E402
 
+# pytest-xdist workers for the whole suite (`python -m pytest`, the README's command)
+SUITE_WORKERS = 2
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_cmdline_main(config: pytest.Config) -> None:
+    """The whole suite (no paths on the command line: `testpaths`) runs on
+    `SUITE_WORKERS` pytest-xdist processes when pytest-xdist is installed (the [test]
+    extra) and no ``-n`` was given: on 2 cores, half the time of one process. A run of
+    chosen files or tests stays in one process (``-n 2`` asks for workers there, ``-n 0``
+    for none in a whole-suite run). Not pyproject's addopts: a ``-n`` there would be an
+    unknown option where pytest-xdist is missing (tools/gpu_device_check.py's device
+    image), and it would split the simulator's inner pytest runs too.
+
+    Runs before pytest-xdist's own hook (conftests register after plugins), which turns
+    the count into workers."""
+    if not config.pluginmanager.hasplugin("xdist") or hasattr(config, "workerinput"):
+        return
+    if (config.option.numprocesses is None
+            and config.args_source == pytest.Config.ArgsSource.TESTPATHS
+            and not config.option.usepdb and not config.option.collectonly):
+        config.option.numprocesses = SUITE_WORKERS
+
 
 @pytest.fixture(scope="session", autouse=True)
 def _private_compile_cache(tmp_path_factory: pytest.TempPathFactory):
