@@ -192,6 +192,7 @@ class WorkerClient:
             self.channel = grpc.secure_channel(address, tls.channel_credentials(),
                                                options=CHANNEL_OPTIONS)
         self._metadata = ((TOKEN_KEY, token),) if token else ()
+        self._connected = False
         self._unary = {m: self.channel.unary_unary(method_path(m)) for m in METHODS}
         self._stream = {m: self.channel.stream_stream(method_path(m + STREAM_SUFFIX))
                         for m in METHODS}
@@ -204,6 +205,21 @@ class WorkerClient:
         except grpc.FutureTimeoutError:
             raise UnavailableError(f"the task at {self.address} did not answer within "
                                    f"{timeout:g} s (is it started, at that address?)") from None
+
+    def connect(self, timeout: float) -> bool:
+        """Whether the channel is connected, waiting at most `timeout` for it. Once it
+        was, True at once: calls are fail-fast, and a task's first call to a peer could
+        otherwise meet the connection still being set up (``UNAVAILABLE: tcp
+        handshaker shutdown`` under load) and fail a step for nothing; after that, a
+        peer that goes away is seen by the next call at once, as before."""
+        if self._connected:
+            return True
+        try:
+            grpc.channel_ready_future(self.channel).result(timeout=timeout)
+        except grpc.FutureTimeoutError:
+            return False
+        self._connected = True
+        return True
 
     def start(self, method: str, header: dict[str, Any], tensors: Sequence[Any] = (),
               timeout: float | None = None, *, blocking: bool = False) -> PendingCall:

@@ -65,6 +65,9 @@ PULL_WAIT_S = 1.0
 puller then checks that its own step is still alive before asking again, so an aborted
 step never leaves a pull (and the sender's handler) blocked forever."""
 
+PEER_CONNECT_S = 10.0
+"""How long a pull waits for its first connection to the sending task."""
+
 STEP_IDLE_S = 300.0
 """A step entry nobody runs or pulls from for this long is dropped (with any value no
 one came for): its master is gone."""
@@ -153,6 +156,7 @@ class TaskRendezvous(Rendezvous):
         address = self.service.cluster.task_address(job, task)
         client = self.service.client(address)
         deadline = None if timeout is None else time.monotonic() + timeout
+        self._connect(client, key, address, deadline)
         # Blocking calls (a gRPC future would start a thread per call), each waiting at
         # most PULL_WAIT_S on the sender: between them this step's abort is noticed.
         # Asking again is safe: "pending" means the sender did not take the value.
@@ -168,6 +172,26 @@ class TaskRendezvous(Rendezvous):
                     raise self._cancelled(key)
             if deadline is not None and time.monotonic() >= deadline:
                 raise DeadlineExceededError(f"timed out waiting for rendezvous key '{key}'")
+
+    def _connect(self, client: Any, key: str, address: str, deadline: float | None) -> None:
+        """Wait (in `PULL_WAIT_S` slices, noticing this step's abort) until the channel
+        to the sending task is connected, at most `PEER_CONNECT_S`: pulls are
+        fail-fast calls, and a first one racing the connection's setup failed a step
+        with UNAVAILABLE under load. In-process clients are always connected."""
+        connect = getattr(client, "connect", None)
+        if connect is None:
+            return
+        give_up = time.monotonic() + PEER_CONNECT_S
+        if deadline is not None:
+            give_up = min(give_up, deadline)
+        while not connect(min(PULL_WAIT_S, max(0.0, give_up - time.monotonic()))):
+            with self._lock:
+                if self._error is not None:
+                    raise self._cancelled(key)
+            if time.monotonic() >= give_up:
+                raise UnavailableError(
+                    f"rendezvous key '{key}': the sending task at {address} did not "
+                    f"accept a connection within {PEER_CONNECT_S:g} s")
 
     def _cancelled(self, key: str) -> CancelledError:
         cause = self._error
