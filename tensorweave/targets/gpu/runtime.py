@@ -119,12 +119,6 @@ class GpuRuntime:
         self._pinned.give(buf)
         return out
 
-    def device_array(self, value: Any) -> Any:
-        """The numba device array of a tensor input (uploading a host one)."""
-        if isinstance(value, DeviceTensor):
-            return value.array
-        return self.to_device(value).array
-
     # ---------------------------------------------------------------- kernels
     def prepare(self, node: Node) -> GpuNodeKernel:
         """The kernel of `node` on this GPU (``kernel(inputs, resources, counters,
@@ -171,9 +165,12 @@ class GpuNodeKernel:
             gpu_step = self._step(inputs, resources, counters)
             if gpu_step is not None:
                 from .runner import Mismatch
+                # host inputs are uploaded, and their DeviceTensors held, until the step
+                # has copied them: a dead one's block is back in the allocator's pool,
+                # where the next upload (or another thread) takes it and overwrites it
+                on_device = [self.runtime.to_device(x) for x in inputs]
                 try:
-                    return gpu_step([self.runtime.device_array(x) for x in inputs],
-                                    keep_on_device=True)
+                    return gpu_step([t.array for t in on_device], keep_on_device=True)
                 except Mismatch:
                     pass
         host_inputs = [self.runtime.to_host(x) for x in inputs]
