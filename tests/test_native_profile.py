@@ -191,6 +191,36 @@ def test_concurrent_traced_calls_record_their_own_threads():
         assert len([r for r in rec.records if r["thread"] == i]) == 5 * n_actions
 
 
+def test_first_traced_calls_on_two_threads_share_one_profile(monkeypatch):
+    """Two threads' first traced calls of one module get the same `StepProfile` (one
+    buffer and lock behind the module's one global), however their look-ups interleave."""
+
+    class Compiled:  # (a compiled module's two attributes profile_of reads)
+        addresses = {profiling.SLOT_NAME: 1}
+
+    made = []
+    both_inside = threading.Barrier(2, timeout=2.0)
+
+    class SlowProfile:
+        def __init__(self, address):
+            made.append(self)
+            try:
+                both_inside.wait()  # a second thread making its own would meet us here
+            except threading.BrokenBarrierError:
+                pass
+
+    monkeypatch.setattr(profiling, "StepProfile", SlowProfile)
+    compiled = Compiled()
+    got = []
+    threads = [threading.Thread(target=lambda: got.append(profiling.profile_of(compiled)))
+               for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(made) == 1 and got[0] is got[1] is made[0]
+
+
 def test_ahead_of_time_code_has_no_probes():
     x = np.ones((2, 3), np.float32)
     w = np.ones((3, 2), np.float32)
