@@ -35,9 +35,10 @@ def reference_outputs(node: Node, arrays: Sequence[np.ndarray]) -> list[np.ndarr
 
 
 def check_lowering(op: str, arrays: Sequence[np.ndarray], gemm_modes: Sequence[str] = ("blas",),
-                   **attrs: Any) -> list[np.ndarray]:
+                   tol: dict | None = None, **attrs: Any) -> list[np.ndarray]:
     """`op`'s native lowering on `arrays` matches its reference kernel (exact dtype and
-    shape; tolerances of `tests.helpers.tolerance`). Returns the native outputs."""
+    shape; tolerances of `tests.helpers.tolerance`, or those `tol` widens them to).
+    Returns the native outputs."""
     node = single_node(op, arrays, **attrs)
     assert find_lowering(node) is not None, f"{op} has no lowering for {node}"
     expected = reference_outputs(node, arrays)
@@ -46,5 +47,5 @@ def check_lowering(op: str, arrays: Sequence[np.ndarray], gemm_modes: Sequence[s
         out = compile_node(node, mode)(list(arrays))
         assert len(out) == len(expected)
         for a, e in zip(out, expected):
-            assert_same(a, np.asarray(e))
+            assert_same(a, np.asarray(e), **(tol or {}))
     return out
