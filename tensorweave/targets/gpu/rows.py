@@ -30,6 +30,17 @@ def _sizes(node: Node) -> tuple[int, int]:
     return rows, inner
 
 
+def _read_row_index(w: Writer, rows: int) -> None:
+    """Kernel lines reading the row index into ``ix``; one outside ``[0, rows)`` is
+    reported through the status (code and index) and the kernel writes nothing."""
+    w("ix = index[0]")
+    w(f"if ix < 0 or ix >= {rows}:")
+    w("    if cuda.grid(1) == 0:")
+    w(f"        status[0] = {STATUS_BAD_ROW}")
+    w("        status[1] = ix")
+    w("    return")
+
+
 def update_row_kernel(node: Node, name: str) -> Kernel:
     """``out[o] = row[o % inner] if o // inner == index else tensor[o]``."""
     rows, inner = _sizes(node)
@@ -39,12 +50,7 @@ def update_row_kernel(node: Node, name: str) -> Kernel:
     w("@cuda.jit")
     w(f"def {name}(tensor, index, row, out, status):")
     with w.indent():
-        w("ix = index[0]")
-        w(f"if ix < 0 or ix >= {rows}:")
-        w("    if cuda.grid(1) == 0:")
-        w(f"        status[0] = {STATUS_BAD_ROW}")
-        w("        status[1] = ix")
-        w("    return")
+        _read_row_index(w, rows)
         w(f"for o in range(cuda.grid(1), {total}, cuda.gridsize(1)):")
         w(f"    out[o] = row[o % {inner}] if o // {inner} == ix else tensor[o]")
     grid, block = launch_1d(total)
@@ -60,12 +66,7 @@ def update_row_in_place_kernel(node: Node, name: str) -> Kernel:
     w("@cuda.jit")
     w(f"def {name}(index, row, buf, status):")
     with w.indent():
-        w("ix = index[0]")
-        w(f"if ix < 0 or ix >= {rows}:")
-        w("    if cuda.grid(1) == 0:")
-        w(f"        status[0] = {STATUS_BAD_ROW}")
-        w("        status[1] = ix")
-        w("    return")
+        _read_row_index(w, rows)
         w(f"for e in range(cuda.grid(1), {inner}, cuda.gridsize(1)):")
         w(f"    buf[ix * {inner} + e] = row[e]")
     grid, block = launch_1d(inner)
