@@ -38,7 +38,7 @@ from .retracing import (
     describe_arguments,
     relaxed_specs,
 )
-from .tensor import EagerTensor, Tensor, TensorOps
+from .tensor import EagerTensor, Reference, Tensor, TensorOps
 from .variables import Variable
 
 # The target of `tw.compile` and `Session` when none is named; the environment variable
@@ -187,15 +187,24 @@ def _location() -> str | None:
 
 
 def _static_key(x: Any) -> Any:
+    """What a static (non-array) argument contributes to a trace's cache key."""
     if isinstance(x, TensorOps):
         # A variable (or symbolic tensor) is captured by identity: its `==` is elementwise,
         # and the reference keeps it alive so that its id is never reused by another.
         return ("ref", x.ref())
+    if type(x) is float:
+        # by bits, not `==`: 0.0 == -0.0 would share a trace (x / -0.0 gave +inf), and
+        # nan != nan would trace every call again
+        return ("float", x.hex())
+    if type(x) is complex:
+        return ("complex", x.real.hex(), x.imag.hex())
     try:
         hash(x)
         return ("v", type(x), x)
     except TypeError:
-        return ("id", id(x))
+        # unhashable (a plain dataclass, a set): by identity, and the reference keeps it
+        # alive, else a later object at the same address would run this one's trace
+        return ("id", Reference(x))
 
 
 class ConcreteFunction:
