@@ -256,8 +256,10 @@ class Variable(_Variable):
         scopes and device functions say (as TensorFlow colocates slots)."""
         from ...frontend.context import colocate_with
         from ...frontend.context import device as device_scope
-        with self._graph.as_default(), device_scope(None), \
-                device_scope(self.op.device), colocate_with(self.op):
+        # the device request inside the colocation (which shadows outer device scopes):
+        # a graph of the slot alone no longer holds this variable to colocate with
+        with self._graph.as_default(), device_scope(None), colocate_with(self.op), \
+                device_scope(self.op.device):
             slot = Variable(initial, trainable=False, name=f"{self._shared_name}/{slot_name}",
                             _absolute_name=True)
         info = getattr(self, "_save_slice_info", None)
@@ -272,8 +274,8 @@ class Variable(_Variable):
         placed beside this variable."""
         from ...frontend.context import colocate_with
         from ...frontend.context import device as device_scope
-        with self._graph.as_default(), device_scope(None), \
-                device_scope(self.op.device), colocate_with(self.op):
+        with self._graph.as_default(), device_scope(None), colocate_with(self.op), \
+                device_scope(self.op.device):
             return Variable(initial, trainable=False, name=name, _absolute_name=True)
 
     def handle(self) -> ir.Value:
