@@ -297,12 +297,13 @@ def _quietly(client: rpc.WorkerClient, method: str, header: dict[str, Any]) -> N
 
 def _root_cause(errors: list[BaseException]) -> BaseException:
     """The error that explains a failed step: an op's own error before the cancellations
-    and deadline it caused in other tasks."""
+    and deadline it caused in other tasks; a step's own deadline before the cancellations
+    it caused (a Recv woken by the timed-out task's abort may answer first)."""
     for kinds in ((UnavailableError,), (Exception,)):
         for e in errors:
             if isinstance(e, kinds) and not isinstance(e, CancelledError | DeadlineExceededError):
                 return e
-    return errors[0]
+    return next((e for e in errors if isinstance(e, DeadlineExceededError)), errors[0])
 
 
 __all__ = ["Cluster", "DistributedExecutable", "compile_for_cluster", "parse_target"]
