@@ -230,6 +230,7 @@ def apply_eagerly(opt: Any, pairs: list[tuple[Any, Variable]], name: str | None)
                 opt._lr_override = previous
 
         fn = tw_compile(update, name=f"{opt.name}_apply_gradients", reduce_retracing=True)
+        fn.watch_static_owners = False  # `key` holds the hyperparameters already
         updates.put(key, fn, tuple(keepalive))
     if lr_array is not None:
         arrays.append(lr_array)

@@ -25,7 +25,7 @@ from ..compiler.types import TensorType, as_shape, format_shape
 from ..errors import DTypeError, InvalidArgumentError, TracingError
 from ..runtime import profiler as _profiler
 from . import building as _building
-from . import compile_log, nest, tape_calls
+from . import compile_log, nest, tape_calls, trace_dependencies
 from . import context as _context
 from .building import convert_to_tensor, python_array
 from .call_site import user_location
@@ -397,6 +397,11 @@ class Function:
         self._native: Any = None
         self._native_tried: set[tuple] = set()
         self._native_seen: dict[int, int] = {}  # entry -> its hits when last synced
+        # whether a trace registers with the objects whose attributes it baked in (an
+        # optimizer's hyperparameters), to be dropped when one is set (the eager
+        # optimizer updates key their traces by those values themselves)
+        self.watch_static_owners = True
+        self._forgotten: dict[Any, str] = {}  # dropped trace keys -> why (the next trace)
         functools.update_wrapper(self, fn)
 
     def __get__(self, obj: Any, objtype: Any = None) -> Any:
@@ -499,7 +504,7 @@ class Function:
                specs: list[TensorSpec]) -> ConcreteFunction:
         graph = Graph(self.name)
         builder = GraphBuilder(graph)
-        with building(builder):
+        with building(builder), trace_dependencies.collecting() as read_from:
             traced_leaves = list(leaves)
             for i, spec in zip(tensor_idx, specs):
                 traced_leaves[i] = Tensor(graph.add_arg(spec.type, spec.name or names[i]), builder)
@@ -524,6 +529,9 @@ class Function:
         cf = ConcreteFunction(graph, out_tree, mapping, specs, self.target, self.timeout,
                               self.lower_control_flow, self.keep_on_device)
         cf.variables = list(builder.variables.values())  # what the trace reads or assigns
+        # objects (optimizers) whose attributes the trace baked in: set one, and the trace
+        # is dropped (`_forget_trace`)
+        cf.static_owners = list(read_from.values())
         return cf
 
     def _concrete(self, args: tuple, kwargs: dict) -> tuple[ConcreteFunction, list[np.ndarray],
@@ -548,13 +556,17 @@ class Function:
                     cf = self._trace(leaves, tree, names, tensor_idx, trace_specs)
                     seconds = time.perf_counter() - start
                     described = describe_arguments(names, leaves, tensor_idx, specs)
+                    forgotten = self._forgotten.pop(key, None)
                     self._record_trace(cf, seconds, described,
                                        compile_log.format_signature(names, leaves, tensor_idx,
                                                                     trace_specs),
-                                       relaxed=trace_specs != specs)
-                    self._retraces.record(described)
+                                       relaxed=trace_specs != specs, reason=forgotten)
+                    self._retraces.record(described, reason=forgotten)
                     if len(self._cache) >= self._cache.max_size:
                         self._sync_native_hits()
+                    if self.watch_static_owners:
+                        for owner in cf.static_owners:
+                            trace_dependencies.watch(owner, self, key)
                     evicted = self._cache.put(key, cf)
                     if evicted:
                         self._fast = {k: v for k, v in self._fast.items()
@@ -565,11 +577,29 @@ class Function:
                             self._dispatcher.remove(lambda entry: entry.key in live)
         return cf, [a for a in arrays if not isinstance(a, TensorSpec)], key
 
+    def _forget_trace(self, key: Any) -> None:
+        """Drop the trace cached under `key` (an attribute it baked in changed: see
+        `trace_dependencies`); the next call with its signature traces again."""
+        with self._lock:
+            cf = self._cache.pop(key)
+            if cf is None:
+                return
+            self._fast = {k: v for k, v in self._fast.items() if v[0] is not cf}
+            self._native_tried = set(self._fast)
+            if self._dispatcher is not None:
+                self._dispatcher.remove(lambda entry: entry.key != key)
+            if len(self._forgotten) >= self._cache.max_size:
+                self._forgotten.clear()
+            self._forgotten[key] = ("an attribute of an object the trace read changed (an "
+                                    "optimizer's hyperparameter)")
+
     def _record_trace(self, cf: ConcreteFunction, seconds: float,
                       described: dict[str, tuple[str, str]], signature: str,
-                      relaxed: bool) -> None:
-        """Note a trace in the compile log, and what its compile records will say."""
-        reason = compile_log.trace_reason(self._last_described, described)
+                      relaxed: bool, reason: str | None = None) -> None:
+        """Note a trace in the compile log, and what its compile records will say
+        (`reason`: why, when the arguments do not say)."""
+        if reason is None:
+            reason = compile_log.trace_reason(self._last_described, described)
         if relaxed:  # reduce_retracing traced with unknown dims
             reason += "; traced with unknown dims for what varied (reduce_retracing)"
         self._last_described = described

@@ -17,7 +17,7 @@ import numpy as np
 
 from ..compiler.types import format_shape
 from ..errors import CompileError, DTypeError, ShapeError, TracingError
-from . import eager_update
+from . import eager_update, trace_dependencies
 from . import ops as _ops  # noqa: F401  (registers the op functions used below)
 from .autodiff import sparse_gradients
 from .building import constant, convert_to_tensor, user_location
@@ -87,6 +87,16 @@ class Optimizer:
         self._deferred_slots: dict[tuple[str, str], np.ndarray] = {}
         self._deferred_non_slot: dict[str, np.ndarray] = {}
         self._call: dict[str, Any] = {}  # per apply_gradients call: lr, step, ...
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        # A hyperparameter (a public attribute, or a private one named in
+        # `_eager_key_attrs`) that a tw.compile trace read is a constant of that trace:
+        # setting another value drops the trace, so the next call traces with it (as a
+        # Keras optimizer's hyperparameter variables would change the next step).
+        if "_trace_watchers" in self.__dict__ and _is_hyperparameter(self, name) and \
+                not _same_value(self.__dict__.get(name, _UNSET), value):
+            trace_dependencies.changed(self)
+        object.__setattr__(self, name, value)
 
     # -- slots ---------------------------------------------------------------------------
     def _slot_initial(self, slot: str, var: Variable) -> np.ndarray:
@@ -198,6 +208,7 @@ class Optimizer:
                                    f"of a graph: call it inside @tw.compile or the "
                                    f"tw.compat.v1 Graph (as_default) they belong to")
             return eager_update.apply_eagerly(self, pairs, name)
+        trace_dependencies.note(self)  # the trace bakes in the hyperparameters
         updates = []
         with name_scope(name or self.name):
             pairs = [(g if isinstance(g, IndexedSlices) else convert_to_tensor(g), v)
@@ -344,6 +355,25 @@ class Optimizer:
 
     def _finish(self, pairs: list) -> list:
         return []
+
+
+_UNSET = object()
+
+
+def _is_hyperparameter(opt: Optimizer, name: str) -> bool:
+    """Whether attribute `name` can change the update a trace builds (the same rule as
+    the eager updates' cache key, `eager_update._hyper_key`)."""
+    return not name.startswith("_") or name in opt._eager_key_attrs
+
+
+def _same_value(old: Any, new: Any) -> bool:
+    """Whether setting `new` over `old` leaves a traced update as it is: the same
+    object, or an equal Python number of the same type (bitwise for floats: -0.0)."""
+    if old is new:
+        return True
+    if type(old) is not type(new) or not isinstance(new, (bool, int, float, str)):
+        return False
+    return old.hex() == new.hex() if isinstance(new, float) else old == new
 
 
 def _is_schedule(lr: Any) -> bool:
@@ -611,6 +641,7 @@ class AdamW(Adam):
         of the strings in `var_names` (Keras' rule)."""
         self._excluded_vars.update(id(v) for v in var_list or [])
         self._excluded_names.extend(var_names or [])
+        trace_dependencies.changed(self)  # traces that decayed these variables
 
     def _decays(self, var: Variable) -> bool:
         if id(var) in self._excluded_vars:

@@ -76,6 +76,10 @@ class TraceCache:
     def items(self) -> Iterator[tuple[Any, Any]]:
         return iter(list(self._entries.items()))
 
+    def pop(self, key: Any) -> Any:
+        """Remove and return the trace for `key`, or None."""
+        return self._entries.pop(key, None)
+
     def __len__(self) -> int:
         return len(self._entries)
 
@@ -148,9 +152,11 @@ class RetraceTracker:
         self.reasons: list[str] = []
 
     def record(self, described: dict[str, tuple[str, str]],
-               warn: Callable[[str], None] | None = None) -> str:
-        """Note one trace with arguments `described`; returns the reason."""
-        reason = explain(self._last, described)
+               warn: Callable[[str], None] | None = None, reason: str | None = None) -> str:
+        """Note one trace with arguments `described`; returns the reason (`reason` when
+        given: why it traced when the arguments did not change)."""
+        if reason is None:
+            reason = explain(self._last, described)
         self._last = described
         self.traces += 1
         self.reasons.append(reason)
