@@ -351,8 +351,14 @@ class GradientTape:
             return [None] * len(sources)
         graph = self._graph
         first_new = len(graph.nodes)
+        # A persistent tape asked inside its block records its own gradient computation
+        # (the eager replay below), as TensorFlow's does: a later gradient of a value
+        # computed from this one differentiates through it. A non-persistent tape, used
+        # up by this call, does not.
+        keep_recording = self._recording and self._persistent
         was_recording = self._recording
-        self._stop()  # the tape does not record its own gradient computation
+        if not keep_recording:
+            self._stop()
         try:
             with building_ctx(self._tape_builder), name_scope("gradient_tape"):
                 gy_values = None
@@ -363,7 +369,7 @@ class GradientTape:
             wanted = [g.value if g is not None else None for g in flat_grads]
             computed = self._replay(graph.nodes[first_new:], [w for w in wanted if w])
         finally:
-            if was_recording:
+            if was_recording and not keep_recording:
                 self._start()
         out, i = [], 0
         from .ops import math
