@@ -78,3 +78,20 @@ def test_non_persistent_tape_inside_its_block_gives_one_gradient():
     np.testing.assert_allclose(np.asarray(g1), 2 * X)
     with pytest.raises(RuntimeError):
         t.gradient(y, x)
+
+
+def test_a_refused_compiled_call_under_a_tape_does_not_run():
+    # the call was run (assigning v) before the refusal was raised
+    v = tw.Variable(np.array([0.5, 3.0]), name="review_tape_refused")
+
+    @tw.compile
+    def doubling(a):
+        v.assign(v * 2.0)
+        return tw.reduce_sum(v * a)
+
+    x = tw.constant(X)
+    with tw.GradientTape() as t:
+        t.watch(x)
+        with pytest.raises(tw.errors.UnimplementedError, match="AssignVariable"):
+            doubling(x)
+    np.testing.assert_array_equal(v.numpy(), [0.5, 3.0])

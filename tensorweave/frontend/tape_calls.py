@@ -42,21 +42,24 @@ def call_recorded(function: Any, args: tuple, kwargs: dict, tapes: list[Any]) ->
     """`function(*args, **kwargs)` while `tapes` record: differentiable through the call
     (module docstring)."""
     from .custom_gradient import with_gradient
-    for tape in tapes:  # the compiled call itself runs unobserved
-        tape._stop()
-    try:
-        out = function(*args, **kwargs)
-        cf = function.get_concrete_function(*args, **kwargs)
-    finally:
-        for tape in tapes:
-            tape._start()
     leaves, tree = nest.flatten((args, kwargs))
     xs_at = [i for i, x in enumerate(leaves) if isinstance(x, EagerTensor)]
     xs = [leaves[i] for i in xs_at]
-    used = [v for v in cf.variables if v.trainable and v.dtype.is_floating]
-    if not any(id(x) in tape._values for tape in tapes for x in xs) and not used:
+    for tape in tapes:  # the compiled call itself runs unobserved
+        tape._stop()
+    try:
+        cf = function.get_concrete_function(*args, **kwargs)
+        used = [v for v in cf.variables if v.trainable and v.dtype.is_floating]
+        followed = used or any(id(x) in tape._values for tape in tapes for x in xs)
+        if followed:
+            # refused before it runs: a refused call leaves the variables as they were
+            _refuse_stateful(cf.graph, function)
+        out = function(*args, **kwargs)
+    finally:
+        for tape in tapes:
+            tape._start()
+    if not followed:
         return out  # nothing the tapes follow flows in
-    _refuse_stateful(cf.graph, function)
     out_leaves, out_tree = nest.flatten(out)
     results = [i for i, y in enumerate(out_leaves) if isinstance(y, np.ndarray)]
     if not results:
