@@ -240,6 +240,8 @@ def _cases() -> dict[str, tuple[Callable, list[np.ndarray]]]:
     # a scan and its gradient: device loops, stacks, DynamicUpdateRow (copy and in place)
     out["scan_grad_f64"] = (scan_grad, [_values(F64, (3, 2, 4), 34, -1, 1),
                                         _values(F64, (4, 4), 35, -1, 1)])
+    # a loop whose trip count is known only at run time: its cond's kernels too
+    out["newton_sqrt_f64"] = (newton_sqrt, [_values(F64, (3,), 36, 0.5, 4.0)])
     out.update(_random_cases())
     return out
 
@@ -250,6 +252,13 @@ def scan_grad(x, w):
     ys = tw.scan(lambda a, xt: tw.tanh(tw.matmul(a, w) + xt), x)
     gx, gw = tw.gradients(tw.reduce_sum(ys * ys), [x, w])
     return ys, gx, gw
+
+
+def newton_sqrt(a):
+    """sqrt(a) by Newton's method until every |x*x - a| <= 1e-12, and the iterations."""
+    return tw.while_loop(lambda i, x: tw.reduce_max(tw.abs(x * x - a)) > 1e-12,
+                         lambda i, x: [i + 1, 0.5 * (x + a / x)],
+                         [tw.constant(0), tw.ones_like(a)])
 
 
 def stateful_draws(fdt, idt, lo: int, hi: int, seed2: int = 9) -> Callable[[], tuple]:

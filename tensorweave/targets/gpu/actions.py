@@ -1,11 +1,11 @@
 """The parts of a GPU step plan (`step.StepPlan`): where a value lives (`Storage`,
 `Slot`) and the actions a step runs in order: kernel launches, device-to-device copies,
-host calls for nodes with no GPU kernel, and loops whose body actions run a fixed number
-of times on the device."""
+host calls for nodes with no GPU kernel, and loops whose body actions run on the device a
+number of times fixed at plan time or decided by a device predicate each iteration."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -93,22 +93,33 @@ class HostCall:
 @dataclass
 class Loop:
     """While `node` on the device: `body`, planned once, runs `trips` times (its slots
-    with a `row` step through their buffers with the iteration). See `loops.py`."""
+    with a `row` step through their buffers with the iteration). See `loops.py`.
+
+    With `trips` None the trip count is known only at run time: each iteration runs the
+    `cond` actions, downloads the one-element `predicate` and runs the body while it is
+    true, at most `limit` times (-1: no limit). A double-buffered loop variable's result
+    is then entry 0 of its buffer: after an odd number of iterations the runner copies
+    each `finals` pair (entry 1, entry 0)."""
 
     node: Node
-    trips: int
+    trips: int | None
     body: list[Action]
+    cond: list[Action] = field(default_factory=list)
+    predicate: Slot | None = None
+    limit: int = -1
+    finals: list[tuple[Slot, Slot]] = field(default_factory=list)
 
 
 Action = Launch | Copy | HostCall | Loop
 
 
 def walk_actions(actions: list[Action]) -> list[Action]:
-    """`actions` and the actions of their loop bodies, in order."""
+    """`actions` and the actions of their loops' conds and bodies, in order."""
     out: list[Action] = []
     for a in actions:
         out.append(a)
         if isinstance(a, Loop):
+            out.extend(walk_actions(a.cond))
             out.extend(walk_actions(a.body))
     return out
 

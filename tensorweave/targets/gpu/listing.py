@@ -38,7 +38,16 @@ def _listing(actions: list[Action]) -> list[str]:
     parts = []
     for action in actions:
         node = action.node
-        if isinstance(action, Loop):
+        if isinstance(action, Loop) and action.trips is None:
+            limit = f", at most {action.limit} times" if action.limit >= 0 else ""
+            parts.append(f"# loop: While '{node.name}'{_where(node)} runs its body on the "
+                         f"device while its cond is true (one flag downloaded per "
+                         f"iteration{limit})\n# cond:\n")
+            parts.extend(_listing(action.cond))
+            parts.append("# body:\n")
+            parts.extend(_listing(action.body))
+            parts.append(f"# end of loop '{node.name}'\n")
+        elif isinstance(action, Loop):
             parts.append(f"# loop: While '{node.name}'{_where(node)} runs its body "
                          f"{action.trips} times on the device\n")
             parts.extend(_listing(action.body))

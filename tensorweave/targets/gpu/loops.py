@@ -34,11 +34,24 @@ pop would overwrite an entry a popped view may still read) and stay within its b
 otherwise the graph runs on the reference executor (which also reports a full or empty
 stack with its own message).
 
+A While whose trip count is known only at run time (its cond reads computed values: a
+Newton iteration until a residual is small, a bound fed as an argument) is a `Loop` with
+`trips` None: the cond region is planned once too, into launches that write its
+one-element predicate, and the runner runs cond, downloads the flag, runs the body while
+it is true (at most ``maximum_iterations`` times). The loop variables live as above; the
+cond reads them where the body does. A double buffer's result is entry 0, and the runner
+copies entry 1 over it after an odd number of iterations. Such a loop may not keep a stack
+(a gradient's history): its cursor would be known only at run time and the stack's size
+not at all, while every entry here is a view fixed at bind time. Growing stacks
+(reallocate and copy, as TensorFlow's GPU stacks do) would need the runner to make the
+views of stack entries at run time; the graph goes to the dataflow executor instead,
+with the reason.
+
 Loops the planner cannot put on the device run on the host as before (a `HostCall` of
-the While, with the reason in the plan's `fallbacks`): a trip count known only at run
-time, nested control flow in the body, a body node with no GPU kernel, a variable handle
-as loop variable. A loop that keeps a stack on the device cannot: that makes the whole
-graph ineligible, with the reason.
+the While, with the reason in the plan's `fallbacks`): nested control flow in the body
+or cond, a body node with no GPU kernel, a variable handle as loop variable. A loop that
+keeps a stack on the device cannot: that makes the whole graph ineligible, with the
+reason.
 """
 
 from __future__ import annotations
@@ -82,7 +95,7 @@ class _LoopFrame:
     action (buffers that live across iterations start there), and the slots that must
     stay live up to its end."""
 
-    trips: int
+    trips: int | None  # None: known only at run time
     start: int
     keep: list[Slot]
 
@@ -152,12 +165,15 @@ class LoopPlanning:
         """A `Loop` when the loop can run on the device, else a host call (or
         `Ineligible` when it keeps a stack on the device)."""
         reason = self._loop_refusal(node)
-        trips = 0
+        trips: int | None = 0
         if reason is None:
             try:
                 trips = self.trip_counter.trips(node)
-            except NoTripCount as e:
-                reason = f"no trip count known at plan time: {e}"
+            except NoTripCount as e:  # a device loop checking its cond every iteration
+                trips = None
+                why = _dynamic_refusal(node)
+                if why is not None:
+                    reason = f"no trip count known at plan time ({e}) and {why}"
         if reason is None:
             mark = self._mark()
             try:
@@ -218,8 +234,11 @@ class LoopPlanning:
                                                                    cursor, preset)
         del self.var_names[n_vars:], self.var_types[n_vars:], self.first[n_vars:]
 
-    def _plan_loop(self, node: Node, trips: int, assigned_vars: set[str]) -> None:
+    def _plan_loop(self, node: Node, trips: int | None, assigned_vars: set[str]) -> None:
+        """Plan While `node` as a `Loop` running its body `trips` times, or with `trips`
+        None as many times as its cond, run on the device each iteration, says."""
         from ..cpu.step import _in_place, _outer_acc_parts, _row_add_parts
+        cond: Graph = node.regions[0]
         body: Graph = node.regions[1]
         if trips == 0:  # the outputs are the inputs
             for v_in, v_out in zip(node.inputs, node.outputs):
@@ -234,6 +253,7 @@ class LoopPlanning:
         keep: list[Slot] = []
         outputs: dict[int, Slot] = {}
         nexts: dict[int, Slot] = {}
+        finals: list[tuple[Slot, Slot]] = []  # run-time trip count: entry 1 -> entry 0
         stacks: list[tuple[int, _Stack, int, int]] = []
         for k, (v_in, arg, res) in enumerate(zip(node.inputs, body.args, body.results)):
             if is_stack_type(v_in.type):
@@ -270,13 +290,26 @@ class LoopPlanning:
             if res.producer is not None and res not in self.preset and \
                     res.producer.op not in STACK_OPS:
                 self.preset[res] = nexts[k]
-            outputs[k] = self._entry(buf, trips % 2, 0)
+            if trips is None:  # the parity of the count is known after the loop only
+                outputs[k] = self._entry(buf, 0, 0)
+                finals.append((self._entry(buf, 1, 0), outputs[k]))
+            else:
+                outputs[k] = self._entry(buf, trips % 2, 0)
             keep.append(buf)
         frame = _LoopFrame(trips, self.clock, keep)
         saved, self.actions = self.actions, []
         self.frames.append(frame)
         pushed: list[Value] = []
+        cond_actions: list[Any] = []
+        predicate: Slot | None = None
         try:
+            if trips is None:  # the cond reads the loop variables where the body does
+                for c_arg, b_arg in zip(cond.args, body.args):
+                    self.slots[c_arg] = self.slots[b_arg]
+                for n in cond.topological_order():
+                    self._plan_node(n, assigned_vars)
+                predicate = self._touch(self._use(cond.results[0]))
+                cond_actions, self.actions = self.actions, []
             for k, st, base, delta in stacks:
                 pushed.extend(self._preset_pushes(body, k, st, base, delta))
             for n in body.topological_order():
@@ -295,9 +328,10 @@ class LoopPlanning:
             for v in [*(body.results[k] for k in nexts), *pushed]:
                 self.preset.pop(v, None)
             body_actions, self.actions = self.actions, saved
-        if any(isinstance(a, HostCall) for a in body_actions):
+        if any(isinstance(a, HostCall) for a in body_actions + cond_actions):
             raise BodyOnHost("its body has host calls")
-        self._emit(Loop(node, trips, body_actions))
+        self._emit(Loop(node, trips, body_actions, cond_actions, predicate,
+                        int(node.attrs.get("maximum_iterations", -1)), finals))
         for slot in frame.keep:
             self._extend(slot, self.clock)
             if self.frames:
@@ -305,8 +339,8 @@ class LoopPlanning:
         for k, v_out in enumerate(node.outputs):
             if k in outputs:
                 self.slots[v_out] = outputs[k]
-        for k, st, base, delta in stacks:
-            self.cursor[node.outputs[k]] = (st, base + trips * delta, 0)
+        for k, st, base, delta in stacks:  # (no stacks when `trips` is None)
+            self.cursor[node.outputs[k]] = (st, base + (trips or 0) * delta, 0)
 
     def _cursor(self, node: Node, handle: Value) -> tuple[_Stack, int, int]:
         found = self.cursor.get(handle)
@@ -318,7 +352,13 @@ class LoopPlanning:
     # ------------------------------------------------------------------- stacks
     def _span(self, base: int, step: int) -> tuple[int, int]:
         """The lowest and highest entry ``base + step * t`` over the current loop."""
-        last = base + step * ((self.frames[-1].trips if self.frames else 1) - 1)
+        trips = self.frames[-1].trips if self.frames else 1
+        if trips is None:
+            if step:
+                raise Ineligible("a stack entry that moves with the iterations of a loop "
+                                 "whose trip count is known only at run time")
+            trips = 1
+        last = base + step * (trips - 1)
         return min(base, last), max(base, last)
 
     def _plan_stack_op(self, node: Node) -> None:
@@ -462,6 +502,28 @@ class LoopPlanning:
         self._touch(buf)
         self._emit(Launch(part, kernel, [*ins, buf], errors, status))
         self.slots[node.outputs[0]] = buf
+
+
+def _dynamic_refusal(node: Node) -> str | None:
+    """Why While `node`, whose trip count is known only at run time, cannot be a device
+    loop checking its cond each iteration, or None. Its stacks could be planned only
+    with cursors known at run time (see the module docstring)."""
+    if any(is_stack_type(v.type) for v in node.inputs):
+        return ("it keeps a stack (a gradient's history), whose entries would be known "
+                "only at run time")
+    cond = node.regions[0]
+    for n in cond.nodes:
+        if n.regions and n.op != "Fusion":
+            return f"its cond holds {n.op} '{n.name}' (nested control flow)"
+        if n.op in STACK_OPS:
+            return f"its cond uses a stack ({n.op} '{n.name}')"
+    if any(v.producer is None and v not in cond.args for v in cond.results) or \
+            any(v.graph is not cond for n in cond.nodes for v in n.inputs):
+        return "its cond reads values of the enclosing graph"
+    t = cond.results[0].type
+    if not (isinstance(t, TensorType) and t.is_fully_defined):
+        return "its cond's result is not a tensor of known shape"
+    return None
 
 
 def _stack_delta(body: Graph, k: int) -> int | None:

@@ -36,6 +36,17 @@ from .step import Copy, HostCall, Launch, Loop, Slot, StepPlan, walk_actions
 from .variables import Mirror, mirror
 
 
+def _period(slot: Slot) -> int:
+    """After how many iterations the entry `slot` names repeats."""
+    if slot.row is None or not slot.row[1] % slot.rows:
+        return 1
+    return slot.rows // math.gcd(slot.row[1] % slot.rows, slot.rows)
+
+
+def _lcm(a: int, b: int) -> int:
+    return a * b // math.gcd(a, b)
+
+
 class Mismatch(Exception):
     """The call does not fit the bound step (dtype or shape of an argument)."""
 
@@ -64,6 +75,8 @@ class GpuStep:
         self._mirrors: list[Mirror] = [mirror(st, allocator) for st in self._states]
         self._by_name = dict(zip(plan.var_names, self._mirrors))
         self._locks = [st.lock for st in sorted(self._states, key=lambda st: st.name)]
+        # the trip count of each device loop's last run (the ones known only at run time)
+        self.trips: dict[str, int] = {}
         self._status = cuda.device_array(max(1, plan.n_status), np.int32)
         self._zeros = np.zeros(max(1, plan.n_status), np.int32)
         everything = walk_actions(plan.actions)
@@ -156,27 +169,69 @@ class GpuStep:
             return self._host_call(action)
         raise AssertionError(action)
 
-    def _loop(self, loop: Loop) -> Callable[[], None]:
-        """Run the body's prepared actions `loop.trips` times. An action whose slots step
-        through row buffers gets one closure per distinct iteration pattern (its period:
-        2 for a double buffer, the trip count for a stack's entries), all made here."""
-        trips = loop.trips
-        body: list[list[Callable[[], None]]] = []
-        for action in loop.body:
-            period = 1
-            slots = action.args if isinstance(action, Launch) else \
-                [action.src, action.dst] if isinstance(action, Copy) else []
-            for s in slots:
-                if s.row is not None and s.row[1] % s.rows:
-                    p = s.rows // math.gcd(s.row[1] % s.rows, s.rows)
-                    period = period * p // math.gcd(period, p)
+    def _variants(self, action: Any, trips: int | None) -> list[Callable[[], None]]:
+        """`action`'s closures, one per distinct iteration pattern of its entries (its
+        period: 2 for a double buffer, the trip count for a stack's), all made here."""
+        period = 1
+        slots = action.args if isinstance(action, Launch) else \
+            [action.src, action.dst] if isinstance(action, Copy) else []
+        for s in slots:
+            period = _lcm(period, _period(s))
+        if trips is not None:
             period = min(period, trips)
-            body.append([self._prepare(action, t) for t in range(period)])
+        return [self._prepare(action, t) for t in range(period)]
+
+    def _loop(self, loop: Loop) -> Callable[[], None]:
+        """Run the body's prepared actions `loop.trips` times, or while the cond says so
+        when the trip count is known only at run time (`_dynamic_loop`)."""
+        if loop.trips is None:
+            return self._dynamic_loop(loop)
+        trips = loop.trips
+        body = [self._variants(action, trips) for action in loop.body]
 
         def run() -> None:
             for t in range(trips):
                 for variants in body:
                     variants[t % len(variants)]()
+        return run
+
+    def _dynamic_loop(self, loop: Loop) -> Callable[[], None]:
+        """A loop whose trip count is known only at run time: each iteration runs the
+        cond's launches and downloads its one-element predicate (into a pinned host
+        buffer), then runs the body while it is true, at most `loop.limit` times, as the
+        reference While does. The status array is read after iterations 1, 2, 4, 8 ...
+        when the step has kernels that can fail: a failed kernel's garbage could keep the
+        cond true, and the loop then stops within twice the iterations it failed in."""
+        cond = [self._variants(action, None) for action in loop.cond]
+        body = [self._variants(action, None) for action in loop.body]
+        assert loop.predicate is not None
+        predicate = [_flat(self._array(loop.predicate, t))
+                     for t in range(_period(loop.predicate))]
+        flag = self.cuda.pinned_array(1, loop.predicate.dtype.np)
+        finals = [(self._array(src), self._array(dst)) for src, dst in loop.finals
+                  if src.size]
+        limit, name, check = loop.limit, loop.node.name, bool(self._failing)
+
+        def run() -> None:
+            t, next_check = 0, 1
+            try:
+                while limit < 0 or t < limit:
+                    for variants in cond:
+                        variants[t % len(variants)]()
+                    predicate[t % len(predicate)].copy_to_host(flag)
+                    if not flag[0]:
+                        break
+                    for variants in body:
+                        variants[t % len(variants)]()
+                    t += 1
+                    if check and t == next_check:
+                        self._check_status()
+                        next_check *= 2
+            finally:
+                self.trips[name] = t  # (also the iterations a failed run got through)
+            if t % 2:  # the double buffers' last values are in entry 1
+                for src, dst in finals:
+                    dst.copy_to_device(src)
         return run
 
     def _with_call_index(self, action: Launch, fn: Any, args: list[Any]) -> Callable[[], None]:

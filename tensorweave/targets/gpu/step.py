@@ -17,8 +17,9 @@ DeduplicateSlices (sparse optimizer rules) is planned padded to its number of in
 with a device count of its real rows (`_Planner._bound_deduplicated`).
 
 A While whose trip count is known at plan time is a `Loop` action, its body planned once
-and run that many times on the device; loop-gradient stacks are device buffers
-(`loops.py`, whose `LoopPlanning` methods this planner has). Actions are numbered by
+and run that many times on the device; one whose trip count is known only at run time
+runs its cond's launches and downloads one flag per iteration; loop-gradient stacks are
+device buffers (`loops.py`, whose `LoopPlanning` methods this planner has). Actions are numbered by
 `clock`, bodies included, for the temporaries' live ranges.
 
 Placement is honoured: nodes placed on a CPU of the GPU's own task (``tw.device("/CPU:0")``,
