@@ -401,6 +401,14 @@ class _Placer:
         pre = next((d for d in self.devices if d.name == node.assigned_device), None)
         if pre is not None:
             return [pre], str(node.attrs.get(REASON_ATTR) or "pre-assigned")
+        held = self._task_of_region_variables(node)
+        if held is not None:  # a region runs whole on one task: the one its variables are on
+            matching = [d for d in self.devices if held.matches(d.spec)
+                        and d.device_type in self.auto_types]
+            if not matching:
+                return self._fallback(node, f"its regions update variables on {held}, "
+                                            f"no device of this cluster")
+            return matching, "where the variables its regions update live"
         if not node.device:
             return None, ""
         try:
@@ -425,6 +433,40 @@ class _Placer:
         else:
             why = "no such device"
         return self._fallback(node, f"requested device '{node.device}': {why}")
+
+    def _task_of_region_variables(self, node: Node) -> DeviceSpec | None:
+        """In a cluster, the task holding the variables that `node`'s regions make
+        handles of (a tf.cond/tf.while_loop body updating one): a handle placed on another
+        task would name a second variable there. None: no such variable, or one process
+        (where every device shares the variables)."""
+        if self.default_task is None or not node.regions:
+            return None
+        t = self.default_task
+        tasks: dict[tuple, list[str]] = {}
+        for region in node.regions:
+            for inner in region.walk():
+                if inner.op != "VarHandle":
+                    continue
+                try:
+                    spec = DeviceSpec.from_string(inner.device or "")
+                except InvalidArgumentError as e:
+                    raise InvalidArgumentError(e.message, **inner.error_context()) from None
+                if spec.job is None:  # no request, or no job: the client's task
+                    spec = replace(spec, job=t.job, replica=t.replica, task=t.task)
+                key = (spec.job, spec.replica or 0, spec.task or 0)
+                tasks.setdefault(key, []).append(str(inner.attrs.get("shared_name", inner.name)))
+        if len(tasks) > 1:
+            where = "; ".join(f"/job:{j}/task:{k}: {', '.join(names)}"
+                              for (j, _, k), names in tasks.items())
+            raise InvalidArgumentError(
+                f"this conditional or loop runs whole on one task, but its body updates "
+                f"variables of several tasks ({where}); update them in separate "
+                f"tf.cond/tf.while_loop calls, or place the variables on one task",
+                **node.error_context())
+        if not tasks:
+            return None
+        ((job, replica, task),) = tasks
+        return DeviceSpec(job, replica, task)
 
     def _fallback(self, node: Node, why: str) -> tuple[list[Device], str]:
         if not self.soft:

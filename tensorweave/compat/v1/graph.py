@@ -280,8 +280,14 @@ class Variable(_Variable):
 
     def handle(self) -> ir.Value:
         if getattr(current_builder(), "capture", None) is not None:
-            # Inside a tf.cond/tf.while_loop body: the body gets a handle of its own.
-            return super().handle()
+            # Inside a tf.cond/tf.while_loop body: the body gets a handle of its own,
+            # requested where the variable is (on a cluster the conditional or loop must
+            # run on that task; placement reads the request).
+            handle = super().handle()
+            outer = self._graph._builder.var_handles.get(self._shared_name)
+            if outer is not None and handle.producer is not None and not handle.producer.device:
+                handle.producer.device = outer.producer.device
+            return handle
         with self._graph.as_default():
             return super().handle()
 
