@@ -29,6 +29,12 @@ def shard_list(params: Any) -> list[Any]:
     if isinstance(params, (list, tuple)):
         shards = list(params)
     elif hasattr(params, "_shard_list"):
+        partitions = list(getattr(params, "_get_partitions", lambda: [])())
+        if any(p != 1 for p in partitions[1:]):
+            # its shards hold columns, not rows: looked up as rows they give wrong values
+            raise ValueError(f"embedding_lookup needs a table partitioned by rows (axis 0); "
+                             f"'{getattr(params, 'name', params)}' is partitioned "
+                             f"{partitions}")
         shards = list(params._shard_list())
     else:
         shards = [params]
@@ -57,6 +63,11 @@ def _assign(flat_ids: TensorLike, shards: Sequence[Any], strategy: str) -> tuple
     # contiguous blocks: the first `extras` shards hold q + 1 rows, the others q (the shard
     # shapes a partitioner makes; TensorFlow assumes them the same way)
     q, extras = divmod(sum(sizes), n)
+    layout = [q + 1 if k < extras else q for k in range(n)]
+    if sizes != layout:  # other sizes would map ids to the rows of other ids, silently
+        raise ShapeError(f"partition_strategy='div' needs shards of {layout} rows for a "
+                         f"table of {sum(sizes)} rows (the first {extras} one row more), "
+                         f"got {sizes}")
     if q == 0:
         return flat_ids, a.zeros_like(flat_ids)
     shard = m.maximum(m.floordiv(flat_ids, q + 1), m.floordiv(flat_ids - extras, q))
