@@ -31,6 +31,55 @@ class Storage:
 ROW_ALIGN = 256  # bytes between the starts of a row buffer's entries (a multiple of this)
 
 
+@dataclass(frozen=True)
+class Offset:
+    """``const + sum(coef * T(loop))``: a stack cursor that depends on the trip counts T
+    of loops whose count is known only at run time (the runner has them when it needs
+    the entry: those loops have run). Arithmetic with ints; `offset` makes an int of one
+    with no terms."""
+
+    const: int
+    terms: tuple[tuple[str, int], ...] = ()  # (loop node name, coefficient), sorted
+
+    @staticmethod
+    def trips(loop: str) -> Offset:
+        """T(loop) itself."""
+        return Offset(0, ((loop, 1),))
+
+    def __add__(self, other: int | Offset) -> int | Offset:
+        o = other if isinstance(other, Offset) else Offset(int(other))
+        terms = dict(self.terms)
+        for k, c in o.terms:
+            terms[k] = terms.get(k, 0) + c
+        return offset(self.const + o.const, tuple(sorted((k, c) for k, c in terms.items()
+                                                          if c)))
+
+    __radd__ = __add__
+
+    def __sub__(self, other: int | Offset) -> int | Offset:
+        return self + (-1) * other
+
+    def __rsub__(self, other: int) -> int | Offset:
+        return (-1) * self + other
+
+    def __mul__(self, k: int) -> int | Offset:
+        return offset(self.const * k, tuple((n, c * k) for n, c in self.terms if c * k))
+
+    __rmul__ = __mul__
+
+    def value(self, trips: dict[str, int]) -> int:
+        """The offset for the trip counts `trips` of the loops it names."""
+        return self.const + sum(c * trips[n] for n, c in self.terms)
+
+    def __str__(self) -> str:
+        return " + ".join([str(self.const), *(f"{c}*T({n})" for n, c in self.terms)])
+
+
+def offset(const: int, terms: tuple[tuple[str, int], ...] = ()) -> int | Offset:
+    """An int when there are no terms, else an `Offset`."""
+    return Offset(const, terms) if terms else const
+
+
 @dataclass
 class Slot:
     """A value's storage, dtype and shape. With `row` = (base, step), the value is entry
@@ -41,7 +90,7 @@ class Slot:
     storage: Storage
     dtype: DType
     shape: tuple[int, ...]
-    row: tuple[int, int] | None = None
+    row: tuple[int | Offset, int] | None = None
     rows: int = 1
 
     @property
@@ -124,5 +173,6 @@ def walk_actions(actions: list[Action]) -> list[Action]:
     return out
 
 
-__all__ = ["ROW_ALIGN", "Action", "Copy", "HostCall", "Ineligible", "Launch", "Loop", "Slot",
+__all__ = ["ROW_ALIGN", "Action", "Copy", "HostCall", "Ineligible", "Launch", "Loop", "Offset",
+           "Slot", "offset",
            "Storage", "row_stride", "walk_actions"]

@@ -24,7 +24,8 @@ but the last):
 
 The initial values are copied into the buffers once, before the loop.
 
-Stacks. The cursor of every stack handle is known at plan time: a `Stack` starts empty,
+Stacks. The cursor of every stack handle is known at plan time (up to the trip counts of
+loops counted at run time, see below): a `Stack` starts empty,
 each `StackPush` adds one and each `StackPop` removes one, and in a loop body the cursor
 is ``base + delta * t`` (delta: the pushes minus the pops on the handle's path through
 the body). So a stack is one buffer of `max_size` entries per element (a row buffer, see
@@ -40,12 +41,18 @@ Newton iteration until a residual is small, a bound fed as an argument) is a `Lo
 one-element predicate, and the runner runs cond, downloads the flag, runs the body while
 it is true (at most ``maximum_iterations`` times). The loop variables live as above; the
 cond reads them where the body does. A double buffer's result is entry 0, and the runner
-copies entry 1 over it after an odd number of iterations. Such a loop may not keep a stack
-(a gradient's history): its cursor would be known only at run time and the stack's size
-not at all, while every entry here is a view fixed at bind time. Growing stacks
-(reallocate and copy, as TensorFlow's GPU stacks do) would need the runner to make the
-views of stack entries at run time; the graph goes to the dataflow executor instead,
-with the reason.
+copies entry 1 over it after an odd number of iterations.
+
+Such a loop may keep a stack (the history its gradient pops). Cursors then depend on
+run-time trip counts: after the loop, a handle's cursor is ``base + delta * T`` with T
+the loop's count, an `actions.Offset` (a linear form in the counts of such loops), and
+the gradient loop, itself counted only at run time, pops from ``base + delta * T - t``.
+The runner finds these entries when the action runs (the counts of the loops they name
+are known by then) and checks them against the stack's size as the reference does.
+Without ``maximum_iterations`` (the stack's `max_size`) that size is known only at run
+time: the stack starts with `FIRST_ROWS` entries and the runner doubles it when a push
+goes past its end (a new block, the old entries copied device to device, as TensorFlow's
+GPU stacks grow), keeping the larger block for later calls.
 
 Loops the planner cannot put on the device run on the host as before (a `HostCall` of
 the While, with the reason in the plan's `fallbacks`): nested control flow in the body
@@ -62,7 +69,7 @@ from typing import Any
 from ...compiler.ir import Graph, Node, Value
 from ...compiler.types import ResourceType, TensorType
 from ..cpu.stacks import is_stack_type
-from .actions import Copy, HostCall, Ineligible, Launch, Loop, Slot, Storage
+from .actions import Copy, HostCall, Ineligible, Launch, Loop, Offset, Slot, Storage
 from .lowering import VIEW_OPS, kernel_name
 from .matmul import matmul_kernel
 from .rows import add_row_in_place_kernel, bad_row_message, update_row_in_place_kernel
@@ -71,6 +78,7 @@ from .source import Unsupported
 from .trips import NoTripCount, TripCounter
 
 STACK_OPS = frozenset({"Stack", "StackPush", "StackPop"})
+FIRST_ROWS = 16  # entries of a stack whose size is known only at run time, at first
 
 
 class BodyOnHost(Exception):
@@ -87,6 +95,7 @@ class _Stack:
     slots: list[Slot] | None = None
     rows: int = 0
     popped: bool = False
+    growable: bool = False  # its size is known only at run time: the runner grows it
 
 
 @dataclass
@@ -111,9 +120,12 @@ class LoopPlanning:
         # the fused sum of a row_add/outer_acc loop variable -> (its loop buffer, the
         # segment sum or product it adds); that segment sum or product -> None
         self.in_place_sums: dict[Node, tuple[Slot, Node] | None] = {}
-        self.cursor: dict[Value, tuple[_Stack, int, int]] = {}  # handle -> (stack, base, step)
+        # handle -> (stack, base, step); the base may depend on run-time trip counts
+        self.cursor: dict[Value, tuple[_Stack, int | Offset, int]] = {}
         self.frames: list[_LoopFrame] = []
         self.trip_counter = TripCounter()
+        # the temporaries holding stack entries -> (the Stack node's name, growable)
+        self.stack_buffers: dict[int, tuple[str, bool]] = {}
 
     # the planner's own (see step._Planner)
     slots: dict[Value, Slot]
@@ -230,6 +242,8 @@ class LoopPlanning:
         self.actions = actions
         del actions[n_actions:]
         del self.temps[n_temps:], self.live[n_live:], self.consts[n_consts:]
+        for key in [k for k in self.stack_buffers if k >= n_temps]:
+            del self.stack_buffers[key]
         self.fallbacks, self.assigned, self.cursor, self.preset = (fallbacks, assigned,
                                                                    cursor, preset)
         del self.var_names[n_vars:], self.var_types[n_vars:], self.first[n_vars:]
@@ -305,7 +319,8 @@ class LoopPlanning:
         try:
             if trips is None:  # the cond reads the loop variables where the body does
                 for c_arg, b_arg in zip(cond.args, body.args):
-                    self.slots[c_arg] = self.slots[b_arg]
+                    if b_arg in self.slots:  # (a stack handle has a cursor instead)
+                        self.slots[c_arg] = self.slots[b_arg]
                 for n in cond.topological_order():
                     self._plan_node(n, assigned_vars)
                 predicate = self._touch(self._use(cond.results[0]))
@@ -339,10 +354,11 @@ class LoopPlanning:
         for k, v_out in enumerate(node.outputs):
             if k in outputs:
                 self.slots[v_out] = outputs[k]
-        for k, st, base, delta in stacks:  # (no stacks when `trips` is None)
-            self.cursor[node.outputs[k]] = (st, base + (trips or 0) * delta, 0)
+        count = Offset.trips(node.name) if trips is None else trips
+        for k, st, base, delta in stacks:
+            self.cursor[node.outputs[k]] = (st, base + count * delta, 0)
 
-    def _cursor(self, node: Node, handle: Value) -> tuple[_Stack, int, int]:
+    def _cursor(self, node: Node, handle: Value) -> tuple[_Stack, int | Offset, int]:
         found = self.cursor.get(handle)
         if found is None:
             raise Ineligible(f"{node.op} '{node.name}' takes a stack that the GPU step "
@@ -350,15 +366,13 @@ class LoopPlanning:
         return found
 
     # ------------------------------------------------------------------- stacks
-    def _span(self, base: int, step: int) -> tuple[int, int]:
-        """The lowest and highest entry ``base + step * t`` over the current loop."""
+    def _span(self, base: int | Offset, step: int) -> tuple[int, int] | None:
+        """The lowest and highest entry ``base + step * t`` over the current loop, or None
+        when they depend on trip counts known only at run time (the runner checks them)."""
         trips = self.frames[-1].trips if self.frames else 1
-        if trips is None:
-            if step:
-                raise Ineligible("a stack entry that moves with the iterations of a loop "
-                                 "whose trip count is known only at run time")
-            trips = 1
-        last = base + step * (trips - 1)
+        if isinstance(base, Offset) or (trips is None and step):
+            return None
+        last = base + step * ((trips or 1) - 1)
         return min(base, last), max(base, last)
 
     def _plan_stack_op(self, node: Node) -> None:
@@ -421,7 +435,8 @@ class LoopPlanning:
     def _stack_buffers(self, node: Node, st: _Stack, base: int, step: int) -> None:
         """Make `st`'s entry buffers at its first push (`node`, entries ``base + step *
         t``), or check that `node` fits them."""
-        lo, hi = self._span(base, step)
+        span = self._span(base, step)
+        lo, hi = span if span is not None else (0, -1)
         if st.popped:
             raise Ineligible(f"StackPush '{node.name}': the stack is pushed after a pop")
         types = self._stack_types(node, [v.type for v in node.inputs[1:]])
@@ -429,11 +444,17 @@ class LoopPlanning:
             if lo < 0 or 0 <= st.max_size <= hi:
                 raise Ineligible(f"StackPush '{node.name}' overfills its stack "
                                  f"(max_size {st.max_size})")
-            st.rows = st.max_size if st.max_size >= 0 else hi + 1
+            # a run-time count and no max_size: a first guess, grown by the runner
+            st.growable = span is None and st.max_size < 0
+            st.rows = st.max_size if st.max_size >= 0 else \
+                FIRST_ROWS if st.growable else hi + 1
             st.slots = [self._row_buffer(t, st.rows) for t in types]
+            for slot in st.slots:
+                self.stack_buffers[slot.storage.key] = (
+                    str(st.node.attrs.get("stack_name") or st.node.name), st.growable)
         elif [(s.dtype, s.shape) for s in st.slots] != \
                 [(t.dtype, tuple(int(d) for d in t.shape)) for t in types] or \
-                lo < 0 or hi >= st.rows:
+                lo < 0 or (hi >= st.rows and not st.growable):
             raise Ineligible(f"StackPush '{node.name}': its entries do not fit the stack's "
                              f"earlier pushes")
 
@@ -446,9 +467,10 @@ class LoopPlanning:
                 self._emit(Copy(node, src, dst))
 
     def _plan_pop(self, node: Node, st: _Stack, base: int, step: int) -> None:
-        lo, hi = self._span(base - 1, step)
+        span = self._span(base - 1, step)
+        lo, hi = span if span is not None else (0, -1)  # (else checked at run time)
         types = self._stack_types(node, list(node.attrs.get("elem_types", ())))
-        if st.slots is None or lo < 0 or hi >= st.rows:
+        if st.slots is None or lo < 0 or (hi >= st.rows and not st.growable):
             raise Ineligible(f"StackPop '{node.name}' pops an entry that was never pushed")
         if [(s.dtype, s.shape) for s in st.slots] != \
                 [(t.dtype, tuple(int(d) for d in t.shape)) for t in types]:
@@ -506,11 +528,8 @@ class LoopPlanning:
 
 def _dynamic_refusal(node: Node) -> str | None:
     """Why While `node`, whose trip count is known only at run time, cannot be a device
-    loop checking its cond each iteration, or None. Its stacks could be planned only
-    with cursors known at run time (see the module docstring)."""
-    if any(is_stack_type(v.type) for v in node.inputs):
-        return ("it keeps a stack (a gradient's history), whose entries would be known "
-                "only at run time")
+    loop checking its cond each iteration (its cond must be plain device launches), or
+    None."""
     cond = node.regions[0]
     for n in cond.nodes:
         if n.regions and n.op != "Fusion":

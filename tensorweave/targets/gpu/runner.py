@@ -10,6 +10,13 @@ bring variables up to date, run the prepared launches (host calls for nodes with
 GPU kernel download their inputs and upload their outputs), check the status array
 once, download results, write assigned variables back.
 
+Device loops run their body's prepared launches (one closure per iteration pattern of a
+double buffer's or a stack's entries). A loop whose trip count is known only at run time
+also runs its cond's launches and downloads one flag per iteration. Stack entries whose
+cursor depends on such counts (or in a stack that grows) are found when the action runs:
+one closure per distinct set of entries, made at first use, and made again after a stack
+grew into a new block.
+
 Kernels that can fail (integer division by zero, a label or index out of range) write a
 code into their own entry of the step's status array (GatherNd also the bad index's
 coordinates, in the entries after it); the step reads it once at its
@@ -32,7 +39,7 @@ from ...runtime.kernel_context import CallCounters
 from ...runtime.resources import ResourceManager
 from .allocator import Block, CachingAllocator, round_size
 from .compile import configured
-from .step import Copy, HostCall, Launch, Loop, Slot, StepPlan, walk_actions
+from .step import Copy, HostCall, Launch, Loop, Offset, Slot, StepPlan, walk_actions
 from .variables import Mirror, mirror
 
 
@@ -41,6 +48,17 @@ def _period(slot: Slot) -> int:
     if slot.row is None or not slot.row[1] % slot.rows:
         return 1
     return slot.rows // math.gcd(slot.row[1] % slot.rows, slot.rows)
+
+
+def _slots(action: Any) -> list[Slot]:
+    """The slots a launch, copy or host call reads and writes (none for a loop)."""
+    if isinstance(action, Launch):
+        return list(action.args)
+    if isinstance(action, Copy):
+        return [action.src, action.dst]
+    if isinstance(action, HostCall):
+        return [*action.inputs, *action.outputs]
+    return []
 
 
 def _lcm(a: int, b: int) -> int:
@@ -82,7 +100,11 @@ class GpuStep:
         everything = walk_actions(plan.actions)
         self._failing: list[Launch] = [a for a in everything
                                        if isinstance(a, Launch) and a.status_index is not None]
-        self._calls: list[Callable[[], None]] = [self._prepare(a) for a in plan.actions]
+        # entries of growable stack buffers now; their blocks' generation (a grown buffer
+        # has new views: closures made before are dropped)
+        self._rows: dict[int, int] = {}
+        self._generation = 0
+        self._calls: list[Callable[[], None]] = [self._top_level(a) for a in plan.actions]
         self._results = [self._array(s) for s in plan.results]
         # kernels in the plan (a loop body's once, however often it runs)
         self.launches = sum(1 for a in everything if isinstance(a, Launch))
@@ -107,6 +129,9 @@ class GpuStep:
                 else:
                     still.append((e, blk))
             live = still
+            if i in plan.stack_buffers and plan.stack_buffers[i][1]:
+                self._tmp[i] = self._own(plan.temps[i])  # grown: a block of its own
+                continue
             pool = free.get(round_size(plan.temps[i]))
             if pool:
                 blk = pool.pop()
@@ -134,10 +159,8 @@ class GpuStep:
         kind, key = slot.storage.kind, slot.storage.key
         if kind == "tmp":
             if slot.row is not None:
-                base, step = slot.row
-                entry = (base + step * t) % slot.rows
                 return self._tmp[key].view_at(slot.dtype.np, slot.shape,
-                                              entry * slot.row_stride)
+                                              self._entry(slot, t) * slot.row_stride)
             return self._tmp[key].view(slot.dtype.np, slot.shape)
         if kind == "const":
             return self._consts[key].reshape(slot.shape)
@@ -146,6 +169,90 @@ class GpuStep:
         if kind == "arg":
             return self._arg_blocks[key].view(slot.dtype.np, slot.shape)
         raise AssertionError(kind)
+
+    def _entry(self, slot: Slot, t: int, node: Any = None) -> int:
+        """Which entry of its row buffer `slot` names in iteration `t`. A stack entry
+        whose cursor depends on run-time trip counts (or of a growable stack) is checked
+        against the stack's size as the reference stack does; a growable stack grows."""
+        base, step = slot.row  # type: ignore[misc]
+        key = slot.storage.key
+        if slot.storage.kind != "tmp" or key not in self.plan.stack_buffers:
+            return (base + step * t) % slot.rows  # a double buffer's entry
+        entry = (base.value(self.trips) if isinstance(base, Offset) else base) + step * t
+        rows = self._rows.get(key, slot.rows)
+        if 0 <= entry < rows:
+            return entry
+        name, growable = self.plan.stack_buffers[key]
+        context = node.error_context() if node is not None else {}
+        if entry < 0:
+            raise InvalidArgumentError(f"pop from the empty stack '{name}': it was popped "
+                                       f"more often than pushed", **context)
+        if not growable:
+            raise InvalidArgumentError(f"stack '{name}' is full ({rows} entries)", **context)
+        self._grow(slot, max(2 * rows, entry + 1))
+        return entry
+
+    def _grow(self, slot: Slot, rows: int) -> None:
+        """Give the growable stack buffer of `slot` `rows` entries: a new block, the old
+        entries copied into it (device to device), the old block freed; the closures
+        holding views of the old one are dropped (`_generation`)."""
+        key = slot.storage.key
+        old = self._tmp[key]
+        used = self._rows.get(key, slot.rows) * slot.row_stride
+        new = self.allocator.allocate(rows * slot.row_stride)
+        new.view_at(np.uint8, (used,), 0).copy_to_device(old.view_at(np.uint8, (used,), 0))
+        self._blocks[self._blocks.index(old)] = new
+        self.allocator.free(old)
+        self._tmp[key] = new
+        self._rows[key] = rows
+        self._generation += 1
+
+    def _run_time(self, slot: Slot, dynamic: bool) -> bool:
+        """Whether `slot`'s entry must be found when the action runs: a stack entry whose
+        cursor depends on run-time trip counts, moves with the iterations of a loop whose
+        count is known only then, or is in a stack that grows."""
+        if slot.row is None or slot.storage.kind != "tmp" or \
+                slot.storage.key not in self.plan.stack_buffers:
+            return False
+        return isinstance(slot.row[0], Offset) or bool(dynamic and slot.row[1]) or \
+            self.plan.stack_buffers[slot.storage.key][1]
+
+    def _top_level(self, action: Any) -> Callable[[], None]:
+        """The closure of an action outside loops."""
+        if not isinstance(action, Loop) and any(self._run_time(s, False)
+                                                for s in _slots(action)):
+            item = self._resolving(action)
+            return lambda: item(0)
+        return self._prepare(action)
+
+    def _resolving(self, action: Any) -> Callable[[int], None]:
+        """`action` in iteration t, its stack entries found when it runs: one closure per
+        distinct set of entries, made at first use (and again after a stack grew)."""
+        rows = [s for s in _slots(action) if s.row is not None]
+        cache: dict[tuple, Callable[[], None]] = {}
+        node = action.node
+
+        def run(t: int) -> None:
+            entries = tuple(self._entry(s, t, node) for s in rows)  # (may grow a stack)
+            key = (self._generation, entries)
+            fn = cache.get(key)
+            if fn is None:
+                if len(cache) >= 4096:  # a long loop's entries: keep memory bounded
+                    cache.clear()
+                fn = cache[key] = self._prepare(action, t)
+            fn()
+        return run
+
+    def _item(self, action: Any, trips: int | None) -> Callable[[int], None]:
+        """`action` in a loop body or cond, as a function of the iteration t: its
+        prepared variants (`_variants`), or found at run time (`_resolving`)."""
+        if any(self._run_time(s, trips is None) for s in _slots(action)):
+            return self._resolving(action)
+        variants = self._variants(action, trips)
+        if len(variants) == 1:
+            only = variants[0]
+            return lambda t: only()
+        return lambda t: variants[t % len(variants)]()
 
     def _prepare(self, action: Any, t: int = 0) -> Callable[[], None]:
         """The closure running `action` (in iteration `t` of its loop, if any)."""
@@ -173,9 +280,7 @@ class GpuStep:
         """`action`'s closures, one per distinct iteration pattern of its entries (its
         period: 2 for a double buffer, the trip count for a stack's), all made here."""
         period = 1
-        slots = action.args if isinstance(action, Launch) else \
-            [action.src, action.dst] if isinstance(action, Copy) else []
-        for s in slots:
+        for s in _slots(action):
             period = _lcm(period, _period(s))
         if trips is not None:
             period = min(period, trips)
@@ -187,12 +292,12 @@ class GpuStep:
         if loop.trips is None:
             return self._dynamic_loop(loop)
         trips = loop.trips
-        body = [self._variants(action, trips) for action in loop.body]
+        body = [self._item(action, trips) for action in loop.body]
 
         def run() -> None:
             for t in range(trips):
-                for variants in body:
-                    variants[t % len(variants)]()
+                for item in body:
+                    item(t)
         return run
 
     def _dynamic_loop(self, loop: Loop) -> Callable[[], None]:
@@ -202,8 +307,8 @@ class GpuStep:
         reference While does. The status array is read after iterations 1, 2, 4, 8 ...
         when the step has kernels that can fail: a failed kernel's garbage could keep the
         cond true, and the loop then stops within twice the iterations it failed in."""
-        cond = [self._variants(action, None) for action in loop.cond]
-        body = [self._variants(action, None) for action in loop.body]
+        cond = [self._item(action, None) for action in loop.cond]
+        body = [self._item(action, None) for action in loop.body]
         assert loop.predicate is not None
         predicate = [_flat(self._array(loop.predicate, t))
                      for t in range(_period(loop.predicate))]
@@ -216,13 +321,13 @@ class GpuStep:
             t, next_check = 0, 1
             try:
                 while limit < 0 or t < limit:
-                    for variants in cond:
-                        variants[t % len(variants)]()
+                    for item in cond:
+                        item(t)
                     predicate[t % len(predicate)].copy_to_host(flag)
                     if not flag[0]:
                         break
-                    for variants in body:
-                        variants[t % len(variants)]()
+                    for item in body:
+                        item(t)
                     t += 1
                     if check and t == next_check:
                         self._check_status()

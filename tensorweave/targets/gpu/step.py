@@ -57,6 +57,7 @@ from .actions import (
     Ineligible,
     Launch,
     Loop,
+    Offset,
     Slot,
     Storage,
     row_stride,
@@ -98,6 +99,8 @@ class StepPlan:
     assigned: set[str]
     n_status: int
     fallbacks: dict[str, str] = field(default_factory=dict)  # node name -> reason
+    # temporaries holding stack entries -> (the Stack's name, whether the runner grows it)
+    stack_buffers: dict[int, tuple[str, bool]] = field(default_factory=dict)
 
     @property
     def kernels(self) -> list[Kernel]:
@@ -180,6 +183,13 @@ class _Planner(LoopPlanning):
         for v in g.results:
             if v not in self.slots:
                 raise Ineligible("a result is not a tensor")
+            slot = self._use(v)
+            if slot.row is not None and slot.storage.kind == "tmp" and \
+                    slot.storage.key in self.stack_buffers and \
+                    (isinstance(slot.row[0], Offset) or self.stack_buffers[slot.storage.key][1]):
+                # a popped entry the runner finds (and may grow its stack for) only at
+                # run time, while results are downloaded from views made at bind time
+                self._emit(Copy(v.producer, slot, self._tmp(v)))
             results.append(self._use(v))
         end = self.clock
         for v in g.results:  # results stay until they are downloaded
@@ -189,7 +199,7 @@ class _Planner(LoopPlanning):
         return StepPlan(g, self.actions, [self.slots[v] for v in g.args], results, self.consts,
                         self.temps, [tuple(x) for x in self.live], self.var_names,
                         self.var_types, self.first, self.assigned, self.n_status,
-                        self.fallbacks)
+                        self.fallbacks, self.stack_buffers)
 
     def _var_name(self, v: Value) -> str:
         p = v.producer
@@ -604,5 +614,6 @@ def plan_step(graph: Graph) -> StepPlan:
     return _Planner(graph).run()
 
 
-__all__ = ["ROW_ALIGN", "Action", "Copy", "HostCall", "Ineligible", "Launch", "Loop", "Slot",
+__all__ = ["ROW_ALIGN", "Action", "Copy", "HostCall", "Ineligible", "Launch", "Loop", "Offset",
+           "Slot",
            "StepPlan", "Storage", "plan_step", "row_stride", "walk_actions"]

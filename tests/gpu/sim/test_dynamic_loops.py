@@ -2,7 +2,8 @@
 target (`targets/gpu/loops.py`, `runner.GpuStep._dynamic_loop`): each iteration runs the
 cond's launches, downloads one flag and runs the body while it is true. Newton
 iterations, fed bounds, maximum_iterations, zero trips, a failing kernel in the body, and
-the fallback for loops that keep a stack. Under the simulator, tiny shapes."""
+gradients of such loops (their history on a device stack that grows). Under the
+simulator, tiny shapes."""
 
 from __future__ import annotations
 
@@ -155,18 +156,70 @@ def test_a_failing_kernel_in_a_device_loop_raises_the_references_error():
     assert float(gpu(x, np.int32(2))) == 3.0  # the step runs on after the error
 
 
-def test_a_data_dependent_loop_with_a_gradient_history_declines_with_the_reason():
-    """The gradient of a Newton iteration: its forward loop pushes a history whose
-    entries are known only at run time. The graph runs on the dataflow executor and
-    matches the reference; the reason says why."""
+@settings(settings.get_profile("gpu-sim"))
+@given(a=st.lists(st.floats(0.05, 50.0), min_size=1, max_size=3))
+def test_the_gradient_of_a_newton_iteration_runs_as_two_device_loops(a):
+    """The forward loop pushes its history on a device stack whose size is known only at
+    run time; the gradient loop pops it, counting down from the forward loop's count:
+    values and gradient as the reference's (float64, exactly rounded ops)."""
     def with_gradient(a):
-        _, x = _newton(a, 1e-9)
-        return x, tw.gradients(tw.reduce_sum(x), [a])[0]
+        i, x = _newton(a, 1e-9)
+        return i, x, tw.gradients(tw.reduce_sum(x), [a])[0]
 
-    a = np.array([2.0, 0.25])
+    a = np.array(a)
     gpu = tw.compile(with_gradient, target="gpu")
-    for got, want in zip(gpu(a), tw.compile(with_gradient, target="reference")(a)):
-        np.testing.assert_allclose(got, want, rtol=1e-12)
-    reason = gpu.get_concrete_function(a).executable.native_reason
-    assert "keeps a stack (a gradient's history), whose entries would be known only at " \
-           "run time" in reason, reason
+    got, want = gpu(a), tw.compile(with_gradient, target="reference")(a)
+    assert int(got[0]) == int(want[0])
+    for g, w in zip(got[1:], want[1:]):
+        np.testing.assert_allclose(g, w, rtol=1e-12, atol=0)
+    np.testing.assert_allclose(got[2], 0.5 / np.sqrt(a), rtol=1e-4)  # d sqrt(a) / da
+    step = _step(gpu, a)
+    forward, backward = _device_loops(step)
+    assert forward.trips is None and backward.trips is None
+    assert step.trips == {forward.node.name: int(want[0]), backward.node.name: int(want[0])}
+    assert all(growable for _, growable in step.plan.stack_buffers.values())
+
+
+def _fed_with_gradient(x, n):
+    _, a = tw.while_loop(lambda i, a: i < n, lambda i, a: [i + 1, a * x + 0.1],
+                         [tw.constant(0), x])
+    return a, tw.gradients(tw.reduce_sum(a * a), [x])[0]
+
+
+def test_a_history_stack_grows_past_its_first_size_and_keeps_its_entries():
+    """No maximum_iterations: the stack starts with FIRST_ROWS entries and the runner
+    doubles it (a new block, the old entries copied) when a push goes past its end; the
+    next calls keep the larger one."""
+    from tensorweave.targets.gpu.loops import FIRST_ROWS
+    x = np.array([0.5, -0.9])
+    gpu = tw.compile(_fed_with_gradient, target="gpu")
+    ref = tw.compile(_fed_with_gradient, target="reference")
+    for n, rows in ((3, FIRST_ROWS), (0, FIRST_ROWS), (FIRST_ROWS + 1, 2 * FIRST_ROWS),
+                    (2 * FIRST_ROWS + 8, 4 * FIRST_ROWS), (5, 4 * FIRST_ROWS)):
+        for got, want in zip(gpu(x, np.int32(n)), ref(x, np.int32(n))):
+            np.testing.assert_allclose(got, want, rtol=1e-12, atol=0)
+        step = _step(gpu, x, np.int32(n))
+        assert set(step.trips.values()) == {n}
+        buffers = step.plan.stack_buffers
+        assert buffers and all(step._rows.get(k, FIRST_ROWS) == rows for k in buffers)
+    assert len(_device_loops(step)) == 2
+
+
+def test_a_bounded_loops_history_has_its_maximum_iterations_entries():
+    """With maximum_iterations the stack's size is known at plan time: it does not grow,
+    and the loops' counts are the smaller of the cond's and the bound."""
+    def bounded(x, n):
+        _, a = tw.while_loop(lambda i, a: i < n, lambda i, a: [i + 1, a * x + 0.1],
+                             [tw.constant(0), x], maximum_iterations=5)
+        return a, tw.gradients(tw.reduce_sum(a * a), [x])[0]
+
+    x = np.array([0.5, -0.9])
+    gpu, ref = tw.compile(bounded, target="gpu"), tw.compile(bounded, target="reference")
+    for n in (3, 9, 0, 5):
+        for got, want in zip(gpu(x, np.int32(n)), ref(x, np.int32(n))):
+            np.testing.assert_allclose(got, want, rtol=1e-12, atol=0)
+        step = _step(gpu, x, np.int32(n))
+        assert set(step.trips.values()) == {min(n, 5)}
+    assert step.plan.stack_buffers and not any(
+        growable for _, growable in step.plan.stack_buffers.values())
+    assert not step._rows
