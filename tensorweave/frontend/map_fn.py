@@ -98,9 +98,12 @@ def map_fn(fn: Callable[[Any], Any], elems: Any, dtype: Any = None,
                              "the full shape of every output (tw.TensorSpec)",
                              location=_where())
         # the first element's results fix the outputs' structure and shapes
-        outs, o_tree = _outputs(fn(element(np.int32(0))), sig)
-        bufs = [apply_op1("DynamicUpdateRow", [_empty_rows(o, n_static, e_flat[0]),
-                                               np.int32(0), o]) for o in outs]
+        if n_static is None:
+            bufs, o_tree = _first_row_if_any(fn, element, n, e_flat[0], sig)
+        else:
+            outs, o_tree = _outputs(fn(element(np.int32(0))), sig)
+            bufs = [apply_op1("DynamicUpdateRow", [_empty_rows(o, n_static, e_flat[0]),
+                                                   np.int32(0), o]) for o in outs]
         start = 1
 
     def body(i: Any, b: list[Any]) -> tuple:
@@ -115,6 +118,40 @@ def map_fn(fn: Callable[[Any], Any], elems: Any, dtype: Any = None,
                          maximum_iterations=n_static,
                          parallel_iterations=parallel_iterations or 10, name=name or "map")
     return nest.unflatten(o_tree, bufs)
+
+
+def _first_row_if_any(fn: Callable, element: Callable, n: Any, first: Any,
+                      sig: list | None) -> tuple[list[Any], Any]:
+    """With a count `n` known only at run time: the output buffers with `fn` of element 0
+    in row 0, and the outputs' structure. The first element is mapped inside a
+    ``tw.cond(n > 0)``, so an empty batch maps nothing (no gather of a missing row, no
+    side effect of `fn`) and gives empty outputs of the shapes `fn`'s trace fixed."""
+    from .control_flow import cond
+    from .ops import array, math
+    from .ops.debugging import assert_equal
+    traced: dict[str, Any] = {}
+
+    def some() -> list[Any]:
+        outs, traced["tree"] = _outputs(fn(element(np.int32(0))), sig)
+        traced["types"] = [o.type for o in outs]
+        return [apply_op1("DynamicUpdateRow", [_empty_rows(o, None, first), np.int32(0), o])
+                for o in outs]
+
+    def none() -> list[Any]:  # (traced after `some`: tw.cond traces true_fn first)
+        types = traced["types"]
+        unknown = [k for k, t in enumerate(types) if None in t.shape]
+        if unknown:
+            # no element gives no shape for dims fn's trace left unknown (TensorFlow:
+            # "TensorArray has size zero, but element shape <unknown>")
+            assert_equal(n, 1, message=f"tw.map_fn: elems are empty, and the shape of "
+                                       f"fn's output {unknown[0]} is known only from an "
+                                       f"element; give fn_output_signature with its full "
+                                       f"shape (tw.TensorSpec)")
+        return [array.zeros([0, *[d or 0 for d in t.shape]], dtype=t.dtype) for t in types]
+
+    bufs = cond(math.greater(n, np.zeros((), convert_to_tensor(n).dtype.np)), some, none,
+                name="map_first")
+    return list(bufs), traced["tree"]
 
 
 def _plain(tree: Any) -> Any:
