@@ -51,7 +51,13 @@ class GraphBuilder:
 
     @property
     def has_device_functions(self) -> bool:
-        return any(callable(d) for d in self.device_stack)
+        """Whether a device function applies to new nodes (none cleared by a None)."""
+        for d in reversed(self.device_stack):
+            if d is None:
+                return False
+            if callable(d):
+                return True
+        return False
 
     def device_for(self, node: Node) -> str | None:
         """The device request of a new `node`: the scopes' strings merged outside in,
@@ -59,10 +65,10 @@ class GraphBuilder:
         request so far, as TensorFlow merges nested device scopes)."""
         from ..runtime.devices import DeviceSpec
         current: str | None = None
-        for entry in self.device_stack:
-            if entry is None:
-                current = None
-                continue
+        # from the innermost None on: a device function it clears is not called (a
+        # strategy's state, e.g. round robin's next task, must not count such nodes)
+        cleared = [k + 1 for k, entry in enumerate(self.device_stack) if entry is None]
+        for entry in self.device_stack[cleared[-1] if cleared else 0:]:
             if callable(entry):
                 node.device = current
                 entry = entry(node)
