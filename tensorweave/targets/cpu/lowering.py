@@ -41,7 +41,7 @@ import numpy as np
 from ...compiler.dtypes import DType, bool_
 from ...compiler.ir import Node
 from ...compiler.types import TensorType
-from ...errors import UnimplementedError
+from ...errors import TensorWeaveError, UnimplementedError
 from . import parallel
 from .elementwise import F32, F64, I1, I8, I32, I64, memory_type, scalar_type
 from .epilogue import GemmEpilogue
@@ -64,9 +64,13 @@ class NativeLowering:
     emit: Callable[[LoweringContext], None]
     messages: Mapping[int, str] = field(default_factory=dict)
     supports: Callable[[Node], bool] | None = None
-    # For lowerings whose statuses need the node to explain (fused clusters): status ->
-    # (message, the node to blame).
+    # For lowerings whose statuses need the node to explain (fused clusters, the shapes
+    # involved): status -> (message, the node to blame).
     describe: Callable[[Node, int], tuple[str, Node]] | None = None
+    # Whether a failure is explained by the op's reference kernel run on the same inputs
+    # where they are at hand (`reference_explanation`): it names the bad element (which
+    # index, its value), which a status code cannot carry.
+    explained_by_reference: bool = False
 
 
 LOWERINGS: dict[str, NativeLowering] = {}
@@ -74,12 +78,14 @@ LOWERINGS: dict[str, NativeLowering] = {}
 
 def lowering(*ops: str, messages: Mapping[int, str] | None = None,
              supports: Callable[[Node], bool] | None = None,
-             describe: Callable[[Node, int], tuple[str, Node]] | None = None
+             describe: Callable[[Node, int], tuple[str, Node]] | None = None,
+             explained_by_reference: bool = False
              ) -> Callable[[Callable[[LoweringContext], None]], Callable]:
     """Register the decorated ``emit(cx)`` as the native lowering of `ops`."""
     def deco(fn: Callable[[LoweringContext], None]) -> Callable:
         for op in ops:
-            LOWERINGS[op] = NativeLowering(op, fn, dict(messages or {}), supports, describe)
+            LOWERINGS[op] = NativeLowering(op, fn, dict(messages or {}), supports, describe,
+                                           explained_by_reference)
         return fn
     return deco
 
@@ -1023,6 +1029,19 @@ def status_error(node: Node, status: int) -> tuple[str, Node]:
     return f"native kernel failed with status {status}", node
 
 
+def reference_explanation(node: Node, inputs: Sequence[Any]) -> TensorWeaveError | None:
+    """The error `node`'s reference kernel raises on the `inputs` its native code refused
+    (the reference target's message: the bad element and its value, the op, the line),
+    or None when the reference kernel accepts them."""
+    from ..reference.executor import PreparedKernel
+    try:
+        with np.errstate(all="ignore"):
+            PreparedKernel(node)(list(inputs), None, None)  # type: ignore[arg-type]
+    except TensorWeaveError as e:
+        return e
+    return None
+
+
 # ------------------------------------------------------------ one node on its own
 
 class NodeKernel:
@@ -1060,6 +1079,11 @@ class NodeKernel:
         status = self._fn(ins_p(*[a.ctypes.data for a in arrays]),
                           outs_p(*[o.ctypes.data for o in outs]))
         if status:
+            low = LOWERINGS.get(self.node.op)
+            error = (reference_explanation(self.node, arrays)
+                     if low is not None and low.explained_by_reference else None)
+            if error is not None:
+                raise error
             message, blamed = status_error(self.node, status)
             raise InvalidArgumentError(message, **blamed.error_context())
         return outs
@@ -1074,5 +1098,5 @@ __all__ = ["F32", "F64", "GEMM_MODES", "I1", "I8", "I8P", "I8PP", "I32", "I64", 
            "LoweringContext", "NativeLowering", "NodeKernel", "col_align", "compile_node",
            "emit_node_function", "find_lowering", "gemm_function", "gemm_plan", "gemm_split",
            "lowering",
-           "native_dtype", "static_types", "status_error"]
+           "native_dtype", "reference_explanation", "static_types", "status_error"]
 

@@ -846,9 +846,13 @@ STEP_TYPE = ir.FunctionType(I32, [I8PP, I8PP, I8PP, I8PP, I8P, ir.PointerType(I3
 
 def _formats_on_failure(node: Node) -> bool:
     """Whether a failure of native `node` calls back into Python to format its message:
-    an Assert with data tensors, whose values the message shows (top-level actions only:
-    callbacks see the step's own buffers)."""
-    return node.op == "Assert" and len(node.inputs) > 1
+    an Assert with data tensors, whose values the message shows, or an op whose reference
+    kernel names the bad element (`NativeLowering.explained_by_reference`: a Gather's
+    index and its value) (top-level actions only: callbacks see the step's own buffers)."""
+    if node.op == "Assert":
+        return len(node.inputs) > 1
+    low = find_lowering(node)
+    return low is not None and low.explained_by_reference
 
 
 def emit_step(plan: StepPlan, gemm_mode: str = "blas", allow_callbacks: bool = True,

@@ -23,6 +23,7 @@ import numpy as np
 from ....compiler.dtypes import DType
 from ....compiler.ir import Node
 from ....compiler.ops.array import StridedSlice, _strided_plan
+from ....compiler.types import format_shape
 from ....errors import ShapeError
 from ..elementwise import Lanes, OpInfo, emit_op
 from ..lowering import I8, I32, I64, LoweringContext, lowering
@@ -588,8 +589,17 @@ def _index(cx: LoweringContext, ptr: ir.Value, at: ir.Value | int, dtype: DType)
     return cx.b.zext(v, I64) if dtype.kind == "uint" else cx.b.sext(v, I64)
 
 
-@lowering("Gather", messages={1: "indices out of range: an index is not in [0, n), n the "
-                                 "size of the gathered dimension of params"})
+def _gather_status(node: Node, status: int) -> tuple[str, Node]:
+    """A failed Gather's message from its types alone (where the indices are not at hand
+    for the reference kernel to name the bad one: inside a loop's body)."""
+    params = node.inputs[0].type
+    ax = int(node.attrs.get("axis", 0)) % params.rank
+    return (f"indices out of range: an index is not in [0, {params.shape[ax]}) (dimension "
+            f"{ax} of params, shape {format_shape(params.shape)})", node)
+
+
+@lowering("Gather", messages={1: "indices out of range"}, describe=_gather_status,
+          explained_by_reference=True)
 def _gather(cx: LoweringContext) -> None:
     """One contiguous row of params per index (per row of the dims before the axis),
     after a bounds check of every index."""

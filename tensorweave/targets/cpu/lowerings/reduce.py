@@ -488,10 +488,18 @@ def _split_axis(shape: Sequence[int], axis: int) -> tuple[int, int, int]:
     return _prod(shape[:axis]), int(shape[axis]), _prod(shape[axis + 1:])
 
 
+def _arg_status(node: Node, status: int) -> tuple[str, Node]:
+    """ArgMax/ArgMin over an empty axis (the reference kernel's message: the axis and
+    shape are all there is to say, and they are static)."""
+    shape = list(node.inputs[0].type.shape)
+    return (f"{node.op} along axis {node.attrs.get('axis', 0)} of a tensor of shape {shape}: "
+            "that axis has no elements", node)
+
+
 def _arg_lowering(op: str) -> None:
     cmp = ">" if op == "ArgMax" else "<"
 
-    @lowering(op, messages={1: f"{op} along an axis with no elements"})
+    @lowering(op, messages={1: f"{op} along an axis with no elements"}, describe=_arg_status)
     def _emit(cx: LoweringContext) -> None:
         k = _Kernel(cx)
         t = cx.in_types[0]
