@@ -157,8 +157,11 @@ class DistributedExecutable:
         """Register partition `k` on its task; returns the handle. The IR text travels
         as a byte tensor (streamed in chunks when big), not in the JSON header."""
         text = np.frombuffer(self._texts[k].encode(), np.uint8)
+        # the cluster as this client knows it: a task may have to pull from one its own
+        # spec lacks (a connected client's task)
         header, _ = self.cluster.client(self.partitions[k].device).call(
-            "RegisterGraph", {"target": self.target}, [text])
+            "RegisterGraph", {"target": self.target, "cluster": self.cluster.spec.to_json()},
+            [text])
         return header["handle"]
 
     @property

@@ -26,6 +26,7 @@ that will never come.
 from __future__ import annotations
 
 import itertools
+import json
 import logging
 import os
 import threading
@@ -137,6 +138,9 @@ class TaskRendezvous(Rendezvous):
         self.step_id = step_id
         self._lock = threading.Lock()
         self._error: BaseException | None = None
+        # tasks outside this task's cluster spec that the step's master told us of
+        # (a connected client's own task: `experimental_connect_to_cluster`)
+        self.peers: dict[tuple[str, int], str] = {}
 
     def send(self, key: str, value: Any) -> None:
         self.local.send(key, value)
@@ -153,7 +157,7 @@ class TaskRendezvous(Rendezvous):
         with self._lock:
             if self._error is not None:
                 raise self._cancelled(key)
-        address = self.service.cluster.task_address(job, task)
+        address = self._address(job, task)
         client = self.service.client(address)
         deadline = None if timeout is None else time.monotonic() + timeout
         self._connect(client, key, address, deadline)
@@ -172,6 +176,17 @@ class TaskRendezvous(Rendezvous):
                     raise self._cancelled(key)
             if deadline is not None and time.monotonic() >= deadline:
                 raise DeadlineExceededError(f"timed out waiting for rendezvous key '{key}'")
+
+    def _address(self, job: str, task: int) -> str:
+        """The address of a task: from this task's cluster spec, else from the peers
+        the step's master named (never overriding the spec)."""
+        try:
+            return self.service.cluster.task_address(job, task)
+        except InvalidArgumentError:
+            address = self.peers.get((job, task))
+            if address is None:
+                raise
+            return address
 
     def _connect(self, client: Any, key: str, address: str, deadline: float | None) -> None:
         """Wait (in `PULL_WAIT_S` slices, noticing this step's abort) until the channel
@@ -356,15 +371,31 @@ class WorkerService:
         target = str(header.get("target") or self.target)
         exe = _executable(graph, target, self.resources)
         handle = f"{self.job_name}{self.task_index}-g{next(self._handles)}"
+        peers = self._peers(header.get("cluster"))
         now = time.monotonic()
         with self._graphs_lock:
-            for old, (_, used) in list(self._graphs.items()):
+            for old, (_, used, _) in list(self._graphs.items()):
                 if now - used[0] > GRAPH_IDLE_S:  # its master is gone (or re-registers)
                     del self._graphs[old]
-            self._graphs[handle] = (exe, [now])
+            self._graphs[handle] = (exe, [now], peers)
         log.debug("%s: registered %s (%d nodes, target %s)", self.task_name, handle,
                   len(graph.nodes), target)
         return {"handle": handle}, []
+
+    def _peers(self, cluster_json: Any) -> dict[tuple[str, int], str]:
+        """The tasks of the master's cluster (JSON) that this task's spec lacks, by (job,
+        index): where a Recv of this graph pulls from a task the master added (the
+        client's own task of a connected process)."""
+        if not cluster_json:
+            return {}
+        from .cluster import as_cluster_spec
+        try:
+            theirs = as_cluster_spec(json.loads(str(cluster_json)))
+        except (ValueError, TypeError, InvalidArgumentError) as e:
+            raise InvalidArgumentError(f"RegisterGraph: a malformed cluster spec: {e}") from None
+        known = {(job, index) for job, index, _ in self.cluster.tasks()}
+        return {(job, index): address for job, index, address in theirs.tasks()
+                if (job, index) not in known}
 
     def _check_devices(self, graph: Graph) -> None:
         for node in graph.nodes:
@@ -387,6 +418,7 @@ class WorkerService:
         handle = str(header.get("handle"))
         entry = self._graphs.get(handle)
         exe = None if entry is None else entry[0]
+        peers = {} if entry is None else entry[2]
         if entry is not None:
             entry[1][0] = time.monotonic()
         if exe is None:
@@ -396,6 +428,7 @@ class WorkerService:
         step_id = int(header["step"])
         timeout = header.get("timeout")
         state = self.steps.begin(step_id, "run")
+        state.rendezvous.peers.update(peers)
         done = threading.Event()
 
         def caller_gone() -> None:  # the master died or gave up: do not wait forever
