@@ -41,8 +41,20 @@ def experimental_connect_to_cluster(cluster_spec_or_resolver: ClusterSpec | dict
     cluster = Cluster(cluster=spec, task=f"/job:{job_name}/task:{task_index}", token=token)
     _state.update(server=server, cluster=cluster)
     set_cluster_compiler(lambda graph, target: compile_for_cluster(
-        graph, cluster, "cpu" if target == "cpu" else "reference"))
+        _variables_on_client(graph, cluster.task), cluster,
+        "cpu" if target == "cpu" else "reference"))
     return cluster
+
+
+def _variables_on_client(graph: Any, task: str) -> Any:
+    """`graph` with every variable handle (regions included) requested on the client's
+    `task`, where ``tw.Variable``s live: a handle that followed a ``tw.device`` scope
+    to another task would name a second, fresh variable there (an update to it silently
+    lost, a read of it uninitialized). Ops using the variable follow its handle."""
+    for node in graph.walk():
+        if node.op == "VarHandle":
+            node.device = task
+    return graph
 
 
 def connected_cluster() -> Cluster | None:

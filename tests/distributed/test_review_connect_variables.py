@@ -1,4 +1,8 @@
-"""A connected client's own task on the cluster (experimental_connect_to_cluster)."""
+"""``tw.Variable``s live in the connected client's process (docs/distributed.md), so a
+compiled function that updates one inside ``tw.device("/job:worker/task:1")`` updates
+that variable. Before, the function's handle followed the device scope: ``v.assign(42.)``
+made a second variable 'cv' on worker:1 and set it, returning normally, while ``v``
+stayed 3.0 (a silent lost update); ``v.assign_add`` failed as uninitialized there."""
 
 import numpy as np
 import pytest
@@ -16,6 +20,39 @@ def connected():
             yield tw.config.experimental_connect_to_cluster(spec, token=TOKEN), tasks
         finally:
             disconnect()
+
+
+def test_a_compiled_update_under_a_remote_device_scope_updates_the_clients_variable(
+        connected):
+    _, tasks = connected
+    v = tw.Variable(np.float32(3.0), name="review_connect_v")
+
+    @tw.compile
+    def set_to(x):
+        with tw.device("/job:worker/task:1"):
+            v.assign(x)
+            doubled = x * 2.0
+        return doubled
+
+    @tw.compile
+    def bump(x):
+        with tw.device("/job:worker/task:1"):
+            v.assign_add(x)
+            return v.read_value() * 2.0
+
+    @tw.compile
+    def loop(n):
+        with tw.device("/job:worker/task:1"):
+            return tw.while_loop(lambda i: i < n, lambda i: (v.assign_add(1.0), i + 1)[1],
+                                 [tw.constant(0)])
+
+    assert float(set_to(np.float32(42.0))) == 84.0
+    assert float(v.numpy()) == 42.0
+    assert float(bump(np.float32(1.0))) == 86.0
+    assert float(v.numpy()) == 43.0
+    loop(np.int32(3))
+    assert float(v.numpy()) == 46.0
+    assert [n for s in tasks.values() for n in s.resources.variables()] == []
 
 
 def test_a_task_pulls_a_value_from_the_connected_clients_own_task(connected):
