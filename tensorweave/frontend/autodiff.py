@@ -6,6 +6,8 @@ import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import numpy as np
+
 from ..compiler.ir import Value
 from ..errors import CompileError, DTypeError, TracingError
 from . import nest
@@ -98,6 +100,32 @@ def _check_scalar_loss(y: Any, fn: Callable) -> Tensor:
     return y
 
 
+def _differentiable(arg: Any, i: int, fn: Callable, to_tensor: Callable[[Any], Any]) -> Any:
+    """Positional argument `i` of `fn`, which `tw.grad` differentiates with respect to,
+    with its Python floats made tensors by `to_tensor` (as a static value of the trace
+    its gradient would be 0, not the derivative); an integer or bool leaf is an error,
+    as in JAX (it has no derivative, and a silent 0 would pass for one)."""
+    def leaf(x: Any) -> Any:
+        if type(x) is float:  # (not np.float64, an array of its own dtype)
+            return to_tensor(x)
+        dtype = getattr(x, "dtype", None)
+        if isinstance(x, (bool, int)) or (dtype is not None and
+                                         not convert_to_tensor(x).dtype.is_floating):
+            kind = type(x).__name__ if isinstance(x, (bool, int)) else \
+                convert_to_tensor(x).dtype.name
+            raise DTypeError(f"tw.grad: argument {i} of {getattr(fn, '__name__', 'fn')} "
+                             f"is differentiated (argnums) but holds a {kind}, which has "
+                             f"no derivative; pass floats, or leave it out of argnums",
+                             location=_where())
+        return x
+    return nest.map_structure(leaf, arg)
+
+
+def _where() -> str | None:
+    loc = user_location()
+    return str(loc) if loc is not None else None
+
+
 def _grad_impl(fn: Callable, argnums: int | Sequence[int], with_value: bool) -> Callable:
     single = isinstance(argnums, int)
     nums = (argnums,) if single else tuple(argnums)
@@ -107,6 +135,9 @@ def _grad_impl(fn: Callable, argnums: int | Sequence[int], with_value: bool) -> 
             if i >= len(args):
                 raise TypeError(f"argnums {i} is out of range for {len(args)} positional "
                                 f"arguments")
+        args = list(args)
+        for i in nums:
+            args[i] = _differentiable(args[i], i, fn, convert_to_tensor)
         value = _check_scalar_loss(fn(*args, **kwargs), fn)
         flat = [nest.flatten(args[i]) for i in nums]
         # One backward pass for every argument: the gradient ops are shared.
@@ -129,6 +160,10 @@ def _grad_impl(fn: Callable, argnums: int | Sequence[int], with_value: bool) -> 
         if compiled is None:
             from .function import compile
             compiled = compile(traced, name=f"grad_{getattr(fn, '__name__', 'fn')}")
+        # Python floats as float32 arrays: arguments of the compiled call, not static
+        # values (a new number would trace again)
+        args = tuple(_differentiable(a, i, fn, np.float32) if i in nums or i - len(args) in nums
+                     else a for i, a in enumerate(args))
         return compiled(*args, **kwargs)
 
     return wrapper
