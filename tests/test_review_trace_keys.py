@@ -71,3 +71,16 @@ def test_nan_static_argument_reuses_its_trace():
     assert f.experimental_get_tracing_count() == 1
     np.testing.assert_array_equal(f(x, 1.0), [2.0])
     assert f.experimental_get_tracing_count() == 2
+
+
+def test_dict_argument_in_another_key_order_than_the_input_signature():
+    # the signature's specs were matched to the dict's leaves in the caller's key order:
+    # {"b": ..., "a": ...} was refused ("must match f32[?], got int32[]")
+    @tw.compile(input_signature=[{"a": tw.TensorSpec([None], tw.float32),
+                                  "b": tw.TensorSpec([], tw.int32)}])
+    def f(d):
+        return d["a"] * tw.cast(d["b"], tw.float32)
+
+    np.testing.assert_array_equal(f({"b": np.int32(2), "a": np.ones(2, np.float32)}), [2, 2])
+    np.testing.assert_array_equal(f({"a": np.ones(3, np.float32), "b": np.int32(4)}), [4] * 3)
+    assert f.experimental_get_tracing_count() == 1

@@ -460,7 +460,8 @@ class Function:
             return type(value)(self._coerce(v, s, f"{what}[{i}]")
                                for i, (v, s) in enumerate(zip(value, spec)))
         if isinstance(spec, dict) and isinstance(value, dict) and spec.keys() == value.keys():
-            return {k: self._coerce(value[k], spec[k], f"{what}[{k!r}]") for k in value}
+            # in the signature's key order: its specs are matched to the leaves in order
+            return {k: self._coerce(value[k], spec[k], f"{what}[{k!r}]") for k in spec}
         return value
 
     def _classify(self, leaves: list[Any], names: list[str]) -> tuple[list[int], list[TensorSpec],
