@@ -230,8 +230,9 @@ def _square(cx, info, a):
 def _sign(cx, info, a):
     x, dt, b = a[0], info.out_dtype, cx.b
     one, minus, zero = cx.dconst(dt, 1), cx.dconst(dt, -1), cx.dconst(dt, 0)
-    if dt.kind == "float":  # NaN and +-0 give themselves
-        return b.select(cx.fcmp(">", x, zero), one, b.select(cx.fcmp("<", x, zero), minus, x))
+    if dt.kind == "float":  # NaN gives itself, +-0 give +0 (np.sign, TensorFlow)
+        rest = b.select(b.fcmp_unordered("uno", x, x), x, zero)
+        return b.select(cx.fcmp(">", x, zero), one, b.select(cx.fcmp("<", x, zero), minus, rest))
     if dt.kind == "uint":
         return b.select(b.icmp_unsigned("!=", x, zero), one, zero)
     return b.select(b.icmp_signed(">", x, zero), one,
@@ -244,7 +245,8 @@ def _relu(cx, info, a):
     zero = cx.dconst(dt, 0)
     if dt.kind == "uint":
         return x
-    return cx.b.select(cx.cmp(dt, "<", x, zero), zero, x)  # NaN stays NaN
+    # NaN stays NaN; -0.0 gives +0.0, as np.maximum(x, 0) and TensorFlow do
+    return cx.b.select(cx.cmp(dt, "<=", x, zero), zero, x)
 
 
 def _unary_intrinsic(name: str) -> Emitter:
