@@ -417,7 +417,12 @@ def _blas_call_function(module: ir.Module, dtype: DType) -> ir.Function:
     """``tw_gemm_<dt>.blas_call`` (once per module, `gemm_function`'s signature): the BLAS
     call itself, no lock. Row-major C = op(A) op(B) is column-major C^T = op(B)^T
     op(A)^T: call the Fortran routine with B first and m, n swapped (every argument by
-    pointer)."""
+    pointer).
+
+    The BLAS takes its sizes as 32-bit ints: a product with a size or leading dimension
+    past the int32 range runs the generated GEMM (int64 loops) instead of the BLAS
+    with truncated sizes, which refuses them or reads the wrong rows (C left as it
+    was: a silently wrong product)."""
     from .blas import _GEMM
     name = f"tw_gemm_{dtype.name}.blas_call"
     fn = module.globals.get(name)
@@ -442,11 +447,30 @@ def _blas_call_function(module: ir.Module, dtype: DType) -> ir.Function:
     def trans(flag: ir.Value) -> ir.Value:
         return slot(I8, b.select(b.icmp_signed("!=", flag, I32(0)), I8(ord("T")), I8(ord("N"))))
 
+    wide = None
+    for size in (m, n, k, lda, ldb, ldc):
+        past = b.icmp_signed(">", size, I64(2**31 - 1))
+        wide = past if wide is None else b.or_(wide, past)
+    with b.if_then(wide, likely=False):
+        b.call(_gemm_generated_function(module, dtype), list(fn.args))
+        b.ret_void()
     args = [trans(tb), trans(ta), slot(I32, b.trunc(n, I32)), slot(I32, b.trunc(m, I32)),
             slot(I32, b.trunc(k, I32)), slot(t, alpha), b_, slot(I32, b.trunc(ldb, I32)), a,
             slot(I32, b.trunc(lda, I32)), slot(t, beta), c, slot(I32, b.trunc(ldc, I32))]
     b.call(blas, args)
     b.ret_void()
+    return fn
+
+
+def _gemm_generated_function(module: ir.Module, dtype: DType) -> ir.Function:
+    """``tw_gemm_<dt>.generated`` (once per module, `gemm_function`'s signature): the
+    generated GEMM, for the products the BLAS cannot take (`_blas_call_function`)."""
+    name = f"tw_gemm_{dtype.name}.generated"
+    fn = module.globals.get(name)
+    if fn is None:
+        fn = ir.Function(module, _gemm_type(dtype), name)
+        fn.linkage = "internal"
+        _gemm_generated(fn, dtype)
     return fn
 
 
