@@ -1,7 +1,8 @@
 """The parts of a GPU step plan (`step.StepPlan`): where a value lives (`Storage`,
 `Slot`) and the actions a step runs in order: kernel launches, device-to-device copies,
-host calls for nodes with no GPU kernel, and loops whose body actions run on the device a
-number of times fixed at plan time or decided by a device predicate each iteration."""
+host calls for nodes with no GPU kernel, loops whose body actions run on the device a
+number of times fixed at plan time or decided by a device predicate each iteration, and
+conditionals running one of two action lists by a device predicate."""
 
 from __future__ import annotations
 
@@ -159,20 +160,36 @@ class Loop:
     finals: list[tuple[Slot, Slot]] = field(default_factory=list)
 
 
-Action = Launch | Copy | HostCall | Loop
+@dataclass
+class Branch:
+    """If `node` on the device: download the one-element `predicate`, then run `then`
+    when it is true, else `orelse`; both end by writing the If's output buffers. See
+    `branches.py`."""
+
+    node: Node
+    predicate: Slot
+    then: list[Action]
+    orelse: list[Action]
+
+
+Action = Launch | Copy | HostCall | Loop | Branch
 
 
 def walk_actions(actions: list[Action]) -> list[Action]:
-    """`actions` and the actions of their loops' conds and bodies, in order."""
+    """`actions` and the actions of their loops' conds and bodies and of their branches,
+    in order."""
     out: list[Action] = []
     for a in actions:
         out.append(a)
         if isinstance(a, Loop):
             out.extend(walk_actions(a.cond))
             out.extend(walk_actions(a.body))
+        elif isinstance(a, Branch):
+            out.extend(walk_actions(a.then))
+            out.extend(walk_actions(a.orelse))
     return out
 
 
-__all__ = ["ROW_ALIGN", "Action", "Copy", "HostCall", "Ineligible", "Launch", "Loop", "Offset",
+__all__ = ["ROW_ALIGN", "Action", "Branch", "Copy", "HostCall", "Ineligible", "Launch", "Loop", "Offset",
            "Slot", "offset",
            "Storage", "row_stride", "walk_actions"]

@@ -10,7 +10,7 @@ from ...compiler.ir import Graph
 from ...compiler.types import TensorType
 from ...errors import CompileError
 from ...runtime import atomic_files
-from .step import Action, HostCall, Launch, Loop, StepPlan, plan_step
+from .step import Action, Branch, HostCall, Launch, Loop, StepPlan, plan_step
 
 
 def plan_for_listing(graph: Graph) -> StepPlan:
@@ -47,6 +47,13 @@ def _listing(actions: list[Action]) -> list[str]:
             parts.append("# body:\n")
             parts.extend(_listing(action.body))
             parts.append(f"# end of loop '{node.name}'\n")
+        elif isinstance(action, Branch):
+            parts.append(f"# if: If '{node.name}'{_where(node)} downloads its predicate "
+                         f"and runs one branch on the device\n# then:\n")
+            parts.extend(_listing(action.then))
+            parts.append("# else:\n")
+            parts.extend(_listing(action.orelse))
+            parts.append(f"# end of if '{node.name}'\n")
         elif isinstance(action, Loop):
             parts.append(f"# loop: While '{node.name}'{_where(node)} runs its body "
                          f"{action.trips} times on the device\n")

@@ -54,9 +54,18 @@ time: the stack starts with `FIRST_ROWS` entries and the runner doubles it when 
 goes past its end (a new block, the old entries copied device to device, as TensorFlow's
 GPU stacks grow), keeping the larger block for later calls.
 
+Nesting. A body may hold a While (`NESTABLE`): the inner loop is planned inside the
+outer body, its buffers living across the outer loop, its initial values copied in each
+outer iteration. Its launches step its own buffers with its own iteration, so a loop
+variable it passes through unchanged (read in place otherwise) that is an entry moving
+with the outer loop's iterations is copied once per outer iteration into a buffer of its
+own. A nested loop may not keep a stack (its cursor would step with two iterations: the
+gradient of nested loops pushes the inner loop's stack on the outer one). A body may also
+hold an If (`branches.py`).
+
 Loops the planner cannot put on the device run on the host as before (a `HostCall` of
-the While, with the reason in the plan's `fallbacks`): nested control flow in the body
-or cond, a body node with no GPU kernel, a variable handle as loop variable. A loop that
+the While, with the reason in the plan's `fallbacks`): a body or cond node with no GPU
+kernel (or other nested control flow), a variable handle as loop variable. A loop that
 keeps a stack on the device cannot: that makes the whole graph ineligible, with the
 reason.
 """
@@ -79,6 +88,7 @@ from .trips import NoTripCount, TripCounter
 
 STACK_OPS = frozenset({"Stack", "StackPush", "StackPop"})
 FIRST_ROWS = 16  # entries of a stack whose size is known only at run time, at first
+NESTABLE = frozenset({"Fusion", "While", "If"})  # region ops a device loop body may hold
 
 
 class BodyOnHost(Exception):
@@ -224,7 +234,7 @@ class LoopPlanning:
                for a in body.args):
             return "a loop variable's shape invariant is not fully defined"
         for n in body.nodes:
-            if n.regions and n.op != "Fusion":
+            if n.regions and n.op not in NESTABLE:
                 return f"its body holds {n.op} '{n.name}' (nested control flow)"
         if any(v.producer is None and v not in body.args for v in body.results) or \
                 any(v.graph is not body for n in body.nodes for v in n.inputs):
@@ -271,6 +281,9 @@ class LoopPlanning:
         stacks: list[tuple[int, _Stack, int, int]] = []
         for k, (v_in, arg, res) in enumerate(zip(node.inputs, body.args, body.results)):
             if is_stack_type(v_in.type):
+                if self.frames:
+                    raise BodyOnHost(f"the loop '{node.name}' nested in its body keeps a "
+                                     f"stack (a cursor stepping with two loops)")
                 st, base, step = self._cursor(node, v_in)
                 delta = _stack_delta(body, k)
                 if delta is None:
@@ -282,6 +295,12 @@ class LoopPlanning:
             src = self._use(v_in)
             mode = modes.get(k)
             if mode == "invariant":
+                if src.row is not None and src.row[1] % src.rows:
+                    # an entry that moves with the enclosing loop's iterations: this
+                    # loop's launches would step it with their own, so read a copy
+                    fixed = self._row_buffer(arg.type, 1)
+                    self._emit(Copy(node, src, fixed))
+                    src = fixed
                 self.slots[arg] = outputs[k] = src
                 keep.append(src)
                 continue

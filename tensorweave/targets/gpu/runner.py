@@ -39,7 +39,7 @@ from ...runtime.kernel_context import CallCounters
 from ...runtime.resources import ResourceManager
 from .allocator import Block, CachingAllocator, round_size
 from .compile import configured
-from .step import Copy, HostCall, Launch, Loop, Offset, Slot, StepPlan, walk_actions
+from .step import Branch, Copy, HostCall, Launch, Loop, Offset, Slot, StepPlan, walk_actions
 from .variables import Mirror, mirror
 
 
@@ -219,6 +219,9 @@ class GpuStep:
 
     def _top_level(self, action: Any) -> Callable[[], None]:
         """The closure of an action outside loops."""
+        if isinstance(action, Branch):
+            branch = self._branch(action, 1)
+            return lambda: branch(0)
         if not isinstance(action, Loop) and any(self._run_time(s, False)
                                                 for s in _slots(action)):
             item = self._resolving(action)
@@ -246,6 +249,8 @@ class GpuStep:
     def _item(self, action: Any, trips: int | None) -> Callable[[int], None]:
         """`action` in a loop body or cond, as a function of the iteration t: its
         prepared variants (`_variants`), or found at run time (`_resolving`)."""
+        if isinstance(action, Branch):
+            return self._branch(action, trips)
         if any(self._run_time(s, trips is None) for s in _slots(action)):
             return self._resolving(action)
         variants = self._variants(action, trips)
@@ -253,6 +258,28 @@ class GpuStep:
             only = variants[0]
             return lambda t: only()
         return lambda t: variants[t % len(variants)]()
+
+    def _branch(self, branch: Branch, trips: int | None) -> Callable[[int], None]:
+        """An If on the device, in iteration t of the loop it is in (if any): download
+        its predicate into a pinned one-element buffer, run one branch's actions."""
+        then = [self._item(a, trips) for a in branch.then]
+        orelse = [self._item(a, trips) for a in branch.orelse]
+        slot = branch.predicate
+        flag = self.cuda.pinned_array(1, slot.dtype.np)
+        if self._run_time(slot, trips is None):  # a popped entry (a gradient's If)
+            def predicate(t: int) -> Any:
+                return _flat(self._array(slot, t))
+        else:
+            arrays = [_flat(self._array(slot, t)) for t in range(_period(slot))]
+
+            def predicate(t: int) -> Any:
+                return arrays[t % len(arrays)]
+
+        def run(t: int) -> None:
+            predicate(t).copy_to_host(flag)
+            for item in (then if flag[0] else orelse):
+                item(t)
+        return run
 
     def _prepare(self, action: Any, t: int = 0) -> Callable[[], None]:
         """The closure running `action` (in iteration `t` of its loop, if any)."""

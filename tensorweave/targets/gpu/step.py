@@ -19,7 +19,9 @@ with a device count of its real rows (`_Planner._bound_deduplicated`).
 A While whose trip count is known at plan time is a `Loop` action, its body planned once
 and run that many times on the device; one whose trip count is known only at run time
 runs its cond's launches and downloads one flag per iteration; loop-gradient stacks are
-device buffers (`loops.py`, whose `LoopPlanning` methods this planner has). Actions are numbered by
+device buffers (`loops.py`, whose `LoopPlanning` methods this planner has). An If whose
+branches have kernels is a `Branch`: one device flag decides which branch's launches run
+(`branches.py`). Actions are numbered by
 `clock`, bodies included, for the temporaries' live ranges.
 
 Placement is honoured: nodes placed on a CPU of the GPU's own task (``tw.device("/CPU:0")``,
@@ -52,6 +54,7 @@ from ...runtime.devices import DeviceSpec
 from .actions import (
     ROW_ALIGN,
     Action,
+    Branch,
     Copy,
     HostCall,
     Ineligible,
@@ -64,6 +67,7 @@ from .actions import (
     walk_actions,
 )
 from .assign import update_kernel
+from .branches import BranchPlanning
 from .fused import Unsupported
 from .loops import STACK_OPS, LoopPlanning
 from .lowering import VIEW_OPS, ErrorFn, kernel_name, lower
@@ -107,7 +111,7 @@ class StepPlan:
         return [a.kernel for a in walk_actions(self.actions) if isinstance(a, Launch)]
 
 
-class _Planner(LoopPlanning):
+class _Planner(LoopPlanning, BranchPlanning):
     def __init__(self, graph: Graph) -> None:
         LoopPlanning.__init__(self)
         self.graph = graph
@@ -257,6 +261,10 @@ class _Planner(LoopPlanning):
             return
         if op == "While":
             self._plan_while(node, assigned_vars)
+            return
+        if op == "If" and not any(isinstance(v.type, ResourceType)
+                                  for v in node.inputs + node.outputs):
+            self._plan_if(node, assigned_vars)
             return
         if op in STACK_OPS:
             self._plan_stack_op(node)
@@ -614,6 +622,6 @@ def plan_step(graph: Graph) -> StepPlan:
     return _Planner(graph).run()
 
 
-__all__ = ["ROW_ALIGN", "Action", "Copy", "HostCall", "Ineligible", "Launch", "Loop", "Offset",
+__all__ = ["ROW_ALIGN", "Action", "Branch", "Copy", "HostCall", "Ineligible", "Launch", "Loop", "Offset",
            "Slot",
            "StepPlan", "Storage", "plan_step", "row_stride", "walk_actions"]

@@ -10,9 +10,10 @@ too. Shape-dependent refusals (empty tensors) cannot be known at placement time:
 node still runs on the GPU device, through a host call inside its step.
 
 Inside the gpu target's own step (``in_step=True``: placement for ``target="gpu"``) a
-While also has a kernel when every node of its cond and body has one and none is nested
-control flow (the planner runs it as a device loop; a trip count known only at run time
-is a shape-dependent refusal, a host call on the GPU device with its reason), and so do
+While also has a kernel when every node of its cond and body has one (a While or If
+nested in it included: `loops.NESTABLE`; the planner runs it as a device loop, checking
+its cond each iteration when its trip count is known only at run time), an If when every
+node of its branches has one (`branches.py`), and so do
 the stack ops that such loops keep on the device, and DeduplicateSlices (padded to its
 number of indices when its rows end in the scatters; the step is declined otherwise).
 The dataflow executor's GPU partitions run nodes one by one and have none of these.
@@ -41,7 +42,7 @@ def gpu_kernel_reason(node: Node, in_step: bool = False) -> str | None:
     from .loops import STACK_OPS
     from .lowering import GENERATORS, VIEW_OPS
     op = node.op
-    if in_step and op == "While":
+    if in_step and op in ("While", "If"):
         return _loop_reason(node)
     if op == "Fusion":  # a cluster (after placement): its members answer
         return next((why for r in node.regions for m in r.nodes
@@ -75,14 +76,19 @@ def gpu_kernel_reason(node: Node, in_step: bool = False) -> str | None:
 
 
 def _loop_reason(node: Node) -> str | None:
-    """Why While `node` cannot be a device loop of the gpu target's step, or None."""
+    """Why While or If `node` cannot run as device launches of the gpu target's step
+    (a device loop, `loops.py`, or branch, `branches.py`), or None."""
+    from .loops import NESTABLE
     for region in node.regions:
         for inner in region.nodes:
-            if inner.regions and inner.op != "Fusion":
-                return f"While: its body holds {inner.op} '{inner.name}' (nested control flow)"
+            where = "its body" if node.op == "While" else "a branch"
+            if inner.regions and inner.op not in NESTABLE:
+                return (f"{node.op}: {where} holds {inner.op} '{inner.name}' (nested "
+                        f"control flow)")
             why = gpu_kernel_reason(inner, in_step=True)
             if why is not None:
-                return f"While: {why} in its body"
+                return why if why.startswith(("While: ", "If: ")) else \
+                    f"{node.op}: {why} in {where}"
     return None
 
 
