@@ -7,7 +7,10 @@ loop vectorizer with `loop_vectorize`, LLVM's loop unrolling off), JIT-compiles 
 MCJIT and returns the addresses of the named functions. Results are cached in memory,
 keyed by the IR text (and `loop_vectorize`, the pipeline): two kernels that generate the
 same IR (same ops, dtypes and loop structure, whatever their sizes) share one
-compilation.
+compilation. The memory cache finds every module still held elsewhere and holds only
+the recently used ones itself (`MEMORY_CACHE_SIZE`): each engine costs memory mappings,
+and a load that would take the process near the kernel's limit of them raises
+`MappingLimitError` instead of letting LLVM abort (`_check_mappings`).
 
 Code reaches the engine as an object file: the optimized module is assembled with
 `TargetMachine.emit_object` and loaded with `ExecutionEngine.add_object_file`. The same
@@ -28,11 +31,15 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import gc
 import hashlib
 import logging
+import os
 import struct
 import threading
 import time
+import weakref
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -150,7 +157,6 @@ def opt_level() -> int:
     (measured on the AVX-512 host, CPU time: the W3 step 1.58-1.71 s -> 1.21-1.33 s to
     compile, 72-73 ms per step either way; W2 and gelu the same). The code generator
     (instruction selection, scheduling, register allocation) stays at -O3."""
-    import os
     try:
         level = int(os.environ.get("TW_LLVM_OPT", "2"))
     except ValueError:
@@ -201,10 +207,18 @@ def parse_and_optimize(ir_text: str, loop_vectorize: bool = False) -> llvm.Modul
         return module
 
 
+# Engines and modules whose CompiledModule was dropped, freed by `_bury` under
+# `LLVM_LOCK`: the last reference can go in any thread at any time (an executable
+# collected), and freeing LLVM objects edits the process-wide LLVM context, which must
+# not happen while another thread parses or compiles.
+_GRAVEYARD: list[tuple[llvm.ExecutionEngine, llvm.ModuleRef | None]] = []
+
+
 class CompiledModule:
     """A JIT-compiled module: keeps the execution engine (and so the code) alive.
     `module` is the optimized LLVM module when this process compiled it, None when its
-    code came from the disk cache."""
+    code came from the disk cache. Whoever calls its code holds it for as long as the
+    addresses are used: the in-memory cache keeps only the recently used ones."""
 
     def __init__(self, engine: llvm.ExecutionEngine, module: llvm.ModuleRef | None,
                  addresses: dict[str, int]) -> None:
@@ -215,13 +229,61 @@ class CompiledModule:
     def address(self, name: str) -> int:
         return self.addresses[name]
 
+    def __del__(self) -> None:
+        graveyard = globals().get("_GRAVEYARD")  # (None at interpreter exit)
+        if graveyard is not None:
+            graveyard.append((self.engine, self.module))  # (list.append is atomic)
+
+
+def _bury() -> None:
+    """Free the engines (code memory, mappings) and modules of dropped modules."""
+    with LLVM_LOCK:
+        while _GRAVEYARD:
+            engine, module = _GRAVEYARD.pop()
+            engine.close()
+            if module is not None:
+                module.close()
+
 
 class ObjectLoadError(Exception):
     """An object file that cannot be (or was not) loaded into an execution engine."""
 
 
-# (loop_vectorize, pipeline, IR text) or (loop_vectorize, pipeline, key) -> compiled module
-_CACHE: dict[tuple, CompiledModule] = {}
+class MappingLimitError(CompileError):
+    """Loading more code would take the process past its limit of memory mappings."""
+
+
+# The in-memory cache: (loop_vectorize, pipeline, IR text) or (loop_vectorize, pipeline,
+# key) -> compiled module. Every module anyone still holds is found (`_LIVE`, weak), and
+# the `MEMORY_CACHE_SIZE` most recently used are held here too (`_RECENT`), so that a
+# retrace of a dropped function does not reload them. The rest are freed: each engine
+# holds ~3 memory mappings for its code, and a process that kept every module (a
+# thorough run of the op tests: tens of thousands of shape-specialized steps) reached
+# the kernel's vm.max_map_count (65530), where LLVM could not map the next object's
+# sections and aborted the process ("LLVM ERROR: Unable to allocate section memory!",
+# in add_object_file) or left code unexecutable (a segfault on calling it).
+MEMORY_CACHE_SIZE = 256
+_LIVE: weakref.WeakValueDictionary[tuple, CompiledModule] = weakref.WeakValueDictionary()
+_RECENT: OrderedDict[tuple, CompiledModule] = OrderedDict()
+# tensorweave's own code (`compile_module` with ``runtime``): kept for the process, even
+# past `clear_cache`, as callers may keep only its addresses (the BLAS split probes)
+_PINNED: list[CompiledModule] = []
+
+
+def _cached(key: tuple) -> CompiledModule | None:
+    """The module under `key` if anything holds it; it becomes the most recently used."""
+    hit = _LIVE.get(key)
+    if hit is not None:
+        _remember(key, hit)
+    return hit
+
+
+def _remember(key: tuple, compiled: CompiledModule) -> None:
+    _LIVE[key] = compiled
+    _RECENT[key] = compiled
+    _RECENT.move_to_end(key)
+    while len(_RECENT) > MEMORY_CACHE_SIZE:
+        _RECENT.popitem(last=False)
 
 
 def _pipeline() -> str:
@@ -254,19 +316,41 @@ _ELF_SHDR = struct.Struct("<IIQQQQIIQQ")
 _ELF_SYM = struct.Struct("<IBBHQQ")
 _SHT_SYMTAB = 2
 _RUNTIME_DYLD_SYMBOLS = frozenset({"_GLOBAL_OFFSET_TABLE_"})  # RuntimeDyld defines it
+_SHF_ALLOC = 2  # section flag: placed in memory when loaded
+
+
+def _elf_sections(obj: bytes) -> list[tuple] | None:
+    """The section headers of a 64-bit little-endian ELF object, None for other files;
+    ValueError (or struct.error) when it claims to be one but is malformed."""
+    if obj[:4] != b"\x7fELF" or obj[4:6] != b"\x02\x01":
+        return None
+    shoff, _, _, _, _, shentsize, shnum, _ = _ELF_SHDR_FIELDS.unpack_from(obj, 0x28)
+    if shentsize != _ELF_SHDR.size:
+        raise ValueError(f"section header size {shentsize}")
+    return [_ELF_SHDR.unpack_from(obj, shoff + i * shentsize) for i in range(shnum)]
+
+
+def loaded_sections(obj: bytes) -> int | None:
+    """How many sections of an ELF object the JIT places in memory (each may take a
+    memory mapping of its own), None when `obj` is not a 64-bit little-endian ELF file.
+    ValueError when it claims to be one but is malformed."""
+    try:
+        sections = _elf_sections(obj)
+    except struct.error as e:
+        raise ValueError(f"malformed ELF object: {e}") from None
+    if sections is None:
+        return None
+    return sum(1 for sh in sections if sh[2] & _SHF_ALLOC and sh[5])
 
 
 def undefined_symbols(obj: bytes) -> list[str] | None:
     """The global symbols an object file needs from outside it (what the JIT linker will
     look up by name), or None when `obj` is not a 64-bit little-endian ELF file (other
     hosts: not checked). ValueError when it claims to be one but is malformed."""
-    if obj[:4] != b"\x7fELF" or obj[4:6] != b"\x02\x01":
-        return None
     try:
-        shoff, _, _, _, _, shentsize, shnum, _ = _ELF_SHDR_FIELDS.unpack_from(obj, 0x28)
-        if shentsize != _ELF_SHDR.size:
-            raise ValueError(f"section header size {shentsize}")
-        sections = [_ELF_SHDR.unpack_from(obj, shoff + i * shentsize) for i in range(shnum)]
+        sections = _elf_sections(obj)
+        if sections is None:
+            return None
         names = []
         for sh in sections:
             if sh[1] != _SHT_SYMTAB:
@@ -287,35 +371,105 @@ def undefined_symbols(obj: bytes) -> list[str] | None:
         raise ValueError(f"malformed ELF object: {e}") from None
 
 
+# Memory mappings left for the rest of the process (malloc, thread stacks, NumPy) when
+# JIT code is loaded: past this, loading raises `MappingLimitError` instead.
+MAP_RESERVE = 512
+_map_budget = 0  # mappings loads may still take before the next count (`_check_mappings`)
+
+
+@lru_cache(maxsize=1)
+def max_map_count() -> int | None:
+    """The kernel's limit on a process's memory mappings (Linux: vm.max_map_count), None
+    where it cannot be read."""
+    try:
+        with open("/proc/sys/vm/max_map_count") as f:
+            return int(f.read())
+    except (OSError, ValueError):
+        return None
+
+
+def mapping_count() -> int | None:
+    """How many memory mappings this process has (Linux), None where unknown."""
+    try:
+        with open("/proc/self/maps", "rb") as f:
+            return f.read().count(b"\n")
+    except OSError:
+        return None
+
+
+def _check_mappings(needed: int) -> None:
+    """Make sure loading an object that takes up to `needed` mappings leaves the process
+    `MAP_RESERVE` of them, freeing dropped modules if need be; MappingLimitError if it
+    would not. At the limit the kernel refuses LLVM's mmap (LLVM aborts the process) or
+    mprotect (the code stays unexecutable: a segfault when called).
+
+    Counting the mappings reads /proc/self/maps (0.4 ms at 300 mappings, 200 ms at
+    65000), so a count is trusted for half the headroom it found: the other half is left
+    for whatever else in the process maps memory meanwhile."""
+    global _map_budget
+    if needed <= _map_budget:
+        _map_budget -= needed
+        return
+    limit = max_map_count()
+    count = mapping_count()
+    if limit is None or count is None:
+        return
+    if limit - count - MAP_RESERVE < needed:
+        _RECENT.clear()  # modules no one else holds: freed by the collection and `_bury`
+        gc.collect()
+        _bury()
+        count = mapping_count() or count
+    headroom = limit - count - MAP_RESERVE
+    if headroom < needed:
+        _map_budget = 0
+        raise MappingLimitError(
+            f"JIT: cannot load more compiled code: this process has {count} memory "
+            f"mappings of the {limit} the kernel allows (vm.max_map_count), and "
+            f"{len(_LIVE)} compiled modules are still held. Drop compiled functions that "
+            "are no longer used, or raise the limit (sysctl vm.max_map_count).")
+    _map_budget = headroom // 2 - needed
+
+
 def load_object(obj: bytes, names: Sequence[str]) -> tuple[llvm.ExecutionEngine,
                                                             dict[str, int]]:
     """An MCJIT engine holding the object code `obj`, and the addresses of `names`.
 
     Checks first what LLVM would otherwise abort the process on (a symbol no one
-    defines) or crash on (bytes that are not an object file): ObjectLoadError."""
+    defines; no memory mapping left for the code) or crash on (bytes that are not an
+    object file): ObjectLoadError, MappingLimitError (a CompileError: the entry is
+    fine, the process is full)."""
     _initialize()
     with LLVM_LOCK:
+        _bury()
+        try:
+            needed = undefined_symbols(obj)
+            sections = loaded_sections(obj)
+        except ValueError as e:
+            raise ObjectLoadError(str(e)) from None
+        if needed is None and "-linux" in host_info().triple:
+            raise ObjectLoadError("not an ELF object file")
         empty = llvm.parse_assembly("")
         empty.triple = target_machine().triple
         # creating an engine also makes the process's own symbols visible to lookups
         engine = llvm.create_mcjit_compiler(empty, new_target_machine())
         try:
-            needed = undefined_symbols(obj)
-        except ValueError as e:
-            raise ObjectLoadError(str(e)) from None
-        if needed is None and "-linux" in host_info().triple:
-            raise ObjectLoadError("not an ELF object file")
-        missing = sorted(s for s in needed or () if not llvm.address_of_symbol(s))
-        if missing:
-            raise ObjectLoadError("undefined symbols: " + ", ".join(missing))
-        engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
-        engine.finalize_object()
-        addresses = {}
-        for name in names:
-            addr = engine.get_function_address(name)
-            if not addr:
-                raise ObjectLoadError(f"function {name!r} not found in the object")
-            addresses[name] = addr
+            missing = sorted(s for s in needed or () if not llvm.address_of_symbol(s))
+            if missing:
+                raise ObjectLoadError("undefined symbols: " + ", ".join(missing))
+            # a mapping per placed section, the GOT and stubs, and one more per
+            # permission group when finalizing splits a mapping
+            _check_mappings(2 * (sections or 8) + 4)
+            engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
+            engine.finalize_object()
+            addresses = {}
+            for name in names:
+                addr = engine.get_function_address(name)
+                if not addr:
+                    raise ObjectLoadError(f"function {name!r} not found in the object")
+                addresses[name] = addr
+        except BaseException:
+            engine.close()  # here, under the lock (not whenever the traceback goes)
+            raise
         return engine, addresses
 
 
@@ -371,8 +525,9 @@ def compile_module(ir_text: str, names: Sequence[str], loop_vectorize: bool = Fa
     kernels of users' graphs."""
     stats = CacheStats() if runtime else STATS
     with LLVM_LOCK:
+        _bury()
         memory_key = (loop_vectorize, _pipeline(), ir_text)
-        hit = _CACHE.get(memory_key)
+        hit = _cached(memory_key)
         if hit is not None:
             stats.hits += 1
             return hit
@@ -380,7 +535,9 @@ def compile_module(ir_text: str, names: Sequence[str], loop_vectorize: bool = Fa
         key = cache_key(ir_text, loop_vectorize)
         compiled = (_from_disk(key, names, stats)
                     or _compile(ir_text, names, loop_vectorize, key, stats))
-        _CACHE[memory_key] = compiled
+        _remember(memory_key, compiled)
+        if runtime:
+            _PINNED.append(compiled)
         stats.misses += 1
         stats.compile_seconds += time.perf_counter() - start
         return compiled
@@ -414,7 +571,8 @@ def compile_digest(key: str, build_ir: Callable[[], str], names: Sequence[str],
 def _compile_digest(key: str, build_ir: Callable[[], str], names: Sequence[str],
                     loop_vectorize: bool) -> CompiledModule:
     with LLVM_LOCK:
-        hit = _CACHE.get((loop_vectorize, _pipeline(), key))
+        _bury()
+        hit = _cached((loop_vectorize, _pipeline(), key))
         if hit is not None:
             STATS.hits += 1
             return hit
@@ -422,7 +580,7 @@ def _compile_digest(key: str, build_ir: Callable[[], str], names: Sequence[str],
         compiled = _from_disk(key, names)
         if compiled is None:
             compiled = _compile(build_ir(), names, loop_vectorize, key)
-        _CACHE[(loop_vectorize, _pipeline(), key)] = compiled
+        _remember((loop_vectorize, _pipeline(), key), compiled)
         STATS.misses += 1
         STATS.compile_seconds += time.perf_counter() - start
         return compiled
@@ -437,8 +595,6 @@ def codegen_fingerprint() -> str:
     here is not the code on disk: hashing the files would key this process's object
     code as the new code's, and a later process would load it. Such a process gets a
     fingerprint of its own (its entries are never found by another process)."""
-    import os
-
     from ... import _source
     h = hashlib.sha256()
     root = os.path.dirname(os.path.abspath(__file__))
@@ -463,11 +619,15 @@ def forget(ir_text: str, loop_vectorize: bool = False) -> None:
     """Drop `ir_text` from the in-memory cache (at every pipeline level): the next
     compile of it goes to the disk cache."""
     with LLVM_LOCK:
-        for k in [k for k in _CACHE if k[0] == loop_vectorize and k[-1] == ir_text]:
-            del _CACHE[k]
+        for k in [k for k in _LIVE.keys() if k[0] == loop_vectorize and k[-1] == ir_text]:
+            _LIVE.pop(k, None)
+            _RECENT.pop(k, None)
 
 
 def clear_cache() -> None:
-    """Forget every compiled module (code still referenced by live kernels stays)."""
+    """Forget every compiled module (code still referenced by live kernels stays, and so
+    does tensorweave's own runtime code, though a later compile of it compiles anew)."""
     with LLVM_LOCK:
-        _CACHE.clear()
+        _LIVE.clear()
+        _RECENT.clear()
+        _bury()
