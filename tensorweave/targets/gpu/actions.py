@@ -40,7 +40,7 @@ class Offset:
     with no terms."""
 
     const: int
-    terms: tuple[tuple[str, int], ...] = ()  # (loop node name, coefficient), sorted
+    terms: tuple[tuple[str, int], ...] = ()  # (`Loop.key`, coefficient), sorted
 
     @staticmethod
     def trips(loop: str) -> Offset:
@@ -158,6 +158,7 @@ class Loop:
     predicate: Slot | None = None
     limit: int = -1
     finals: list[tuple[Slot, Slot]] = field(default_factory=list)
+    key: str = ""  # the loop's name in `Offset` terms (node names repeat across regions)
 
 
 @dataclass

@@ -134,6 +134,7 @@ class LoopPlanning:
         self.cursor: dict[Value, tuple[_Stack, int | Offset, int]] = {}
         self.frames: list[_LoopFrame] = []
         self.trip_counter = TripCounter()
+        self.n_loops = 0  # loops planned so far: their `Loop.key`s
         # the temporaries holding stack entries -> (the Stack node's name, growable)
         self.stack_buffers: dict[int, tuple[str, bool]] = {}
 
@@ -329,6 +330,8 @@ class LoopPlanning:
             else:
                 outputs[k] = self._entry(buf, trips % 2, 0)
             keep.append(buf)
+        self.n_loops += 1
+        key = f"{node.name}#{self.n_loops}"  # (node names repeat across regions)
         frame = _LoopFrame(trips, self.clock, keep)
         saved, self.actions = self.actions, []
         self.frames.append(frame)
@@ -365,7 +368,7 @@ class LoopPlanning:
         if any(isinstance(a, HostCall) for a in body_actions + cond_actions):
             raise BodyOnHost("its body has host calls")
         self._emit(Loop(node, trips, body_actions, cond_actions, predicate,
-                        int(node.attrs.get("maximum_iterations", -1)), finals))
+                        int(node.attrs.get("maximum_iterations", -1)), finals, key))
         for slot in frame.keep:
             self._extend(slot, self.clock)
             if self.frames:
@@ -373,7 +376,7 @@ class LoopPlanning:
         for k, v_out in enumerate(node.outputs):
             if k in outputs:
                 self.slots[v_out] = outputs[k]
-        count = Offset.trips(node.name) if trips is None else trips
+        count = Offset.trips(key) if trips is None else trips
         for k, st, base, delta in stacks:
             self.cursor[node.outputs[k]] = (st, base + count * delta, 0)
 

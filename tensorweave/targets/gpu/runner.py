@@ -93,8 +93,11 @@ class GpuStep:
         self._mirrors: list[Mirror] = [mirror(st, allocator) for st in self._states]
         self._by_name = dict(zip(plan.var_names, self._mirrors))
         self._locks = [st.lock for st in sorted(self._states, key=lambda st: st.name)]
-        # the trip count of each device loop's last run (the ones known only at run time)
+        # the trip count of each device loop's last run (the ones known only at run time),
+        # by node name (the last loop of that name to run: names repeat across regions),
+        # and by `Loop.key` for the stack cursors that depend on them
         self.trips: dict[str, int] = {}
+        self._counts: dict[str, int] = {}
         self._status = cuda.device_array(max(1, plan.n_status), np.int32)
         self._zeros = np.zeros(max(1, plan.n_status), np.int32)
         everything = walk_actions(plan.actions)
@@ -178,7 +181,7 @@ class GpuStep:
         key = slot.storage.key
         if slot.storage.kind != "tmp" or key not in self.plan.stack_buffers:
             return (base + step * t) % slot.rows  # a double buffer's entry
-        entry = (base.value(self.trips) if isinstance(base, Offset) else base) + step * t
+        entry = (base.value(self._counts) if isinstance(base, Offset) else base) + step * t
         rows = self._rows.get(key, slot.rows)
         if 0 <= entry < rows:
             return entry
@@ -342,7 +345,7 @@ class GpuStep:
         flag = self.cuda.pinned_array(1, loop.predicate.dtype.np)
         finals = [(self._array(src), self._array(dst)) for src, dst in loop.finals
                   if src.size]
-        limit, name, check = loop.limit, loop.node.name, bool(self._failing)
+        limit, name, key, check = loop.limit, loop.node.name, loop.key, bool(self._failing)
 
         def run() -> None:
             t, next_check = 0, 1
@@ -360,7 +363,7 @@ class GpuStep:
                         self._check_status()
                         next_check *= 2
             finally:
-                self.trips[name] = t  # (also the iterations a failed run got through)
+                self.trips[name] = self._counts[key] = t  # (also a failed run's count)
             if t % 2:  # the double buffers' last values are in entry 1
                 for src, dst in finals:
                     dst.copy_to_device(src)
