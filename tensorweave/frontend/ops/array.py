@@ -19,7 +19,15 @@ import numpy as np
 from ...compiler.dtypes import DType, as_dtype, bool_, float32, int32
 from ...compiler.ir import Value
 from ...errors import DTypeError, ShapeError
-from ..building import apply_op, apply_op1, constant, convert_operands, convert_to_tensor, user_location
+from ..building import (
+    apply_op,
+    apply_op1,
+    constant,
+    convert_operands,
+    convert_to_tensor,
+    python_array,
+    user_location,
+)
 from ..tensor import EagerTensor, Tensor
 
 TensorLike = Any
@@ -82,6 +90,21 @@ def _scalar(value: Any, fn: str, arg: str) -> Any:
     if arr.ndim != 0:
         raise _type_error(fn, f"`{arg}` must be a scalar, got {value!r}")
     return arr.item()
+
+
+def _fill_value(value: Any, dtype: DType, fn: str, arg: str) -> Any:
+    """The static fill value `value` (`_scalar`) of a result of `dtype`, refused when
+    it is not a value of that dtype (a fraction for an integer dtype, an int out of its
+    range): the op would store it truncated."""
+    scalar = _scalar(value, fn, arg)
+    if dtype.is_bool:  # (a number counts by its truth, as NumPy's astype: pad's default 0)
+        return scalar
+    try:
+        python_array(scalar, dtype)
+    except DTypeError as e:
+        raise _type_error(fn, f"`{arg}` must be a value of the result's dtype: "
+                              f"{e.message}") from None
+    return scalar
 
 
 def _python_dtype(value: Any) -> DType:
@@ -286,7 +309,7 @@ def pad(tensor: TensorLike, paddings: Any, mode: str = "CONSTANT", constant_valu
     without the edge) or SYMMETRIC (mirror with the edge), any case."""
     tensor = convert_to_tensor(tensor)
     flat = _static_ints(paddings, "pad", "paddings")  # the op checks there is a pair per dim
-    value = _scalar(constant_values, "pad", "constant_values")
+    value = _fill_value(constant_values, tensor.dtype, "pad", "constant_values")
     return apply_op1("Pad", [tensor], {"paddings": flat, "mode": str(mode).upper(),
                                        "constant_value": float(value)}, name=name)
 
@@ -363,8 +386,9 @@ def one_hot(indices: TensorLike, depth: int, on_value: Any = None, off_value: An
     given = [v for v in (on_value, off_value) if v is not None]
     if dtype is None:
         dtype = _python_dtype(given[0]) if given else float32
-    on = 1 if on_value is None else _scalar(on_value, "one_hot", "on_value")
-    off = 0 if off_value is None else _scalar(off_value, "one_hot", "off_value")
+    dtype = as_dtype(dtype)
+    on = 1 if on_value is None else _fill_value(on_value, dtype, "one_hot", "on_value")
+    off = 0 if off_value is None else _fill_value(off_value, dtype, "one_hot", "off_value")
     return apply_op1("OneHot", [convert_to_tensor(indices)],
                      {"depth": _scalar(depth, "one_hot", "depth"), "on_value": float(on),
                       "off_value": float(off), "axis": -1 if axis is None else axis,
