@@ -47,3 +47,11 @@ def test_one_hot_with_fitting_values():
     np.testing.assert_array_equal(got, [[0.0, 2.5]])
     got = tw.one_hot([1], 2, on_value=True, off_value=False)
     np.testing.assert_array_equal(got, [[False, True]])
+
+
+def test_an_int64_fill_value_beyond_float64_precision_is_an_error():
+    # stored as a float64 attribute, 2**53 + 1 became 2**53
+    with pytest.raises(tw.errors.DTypeError, match="constant_values"):
+        tw.pad(tw.constant(np.int64([1])), [[1, 0]], constant_values=2**53 + 1)
+    got = tw.pad(tw.constant(np.int64([1])), [[1, 0]], constant_values=2**53)
+    np.testing.assert_array_equal(got, [2**53, 1])

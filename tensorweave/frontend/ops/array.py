@@ -104,6 +104,10 @@ def _fill_value(value: Any, dtype: DType, fn: str, arg: str) -> Any:
     except DTypeError as e:
         raise _type_error(fn, f"`{arg}` must be a value of the result's dtype: "
                               f"{e.message}") from None
+    if isinstance(scalar, int) and float(scalar) != scalar:
+        # the op keeps the value as a float64 attribute: beyond 2**53 it would change
+        raise _type_error(fn, f"`{arg}` {scalar} has no exact float64 value, which the "
+                              f"op stores; use a value within +-2**53")
     return scalar
 
 
