@@ -78,7 +78,17 @@ from typing import Any
 from ...compiler.ir import Graph, Node, Value
 from ...compiler.types import ResourceType, TensorType
 from ..cpu.stacks import is_stack_type
-from .actions import Copy, HostCall, Ineligible, Launch, Loop, Offset, Slot, Storage
+from .actions import (
+    Copy,
+    HostCall,
+    Ineligible,
+    Launch,
+    Loop,
+    Offset,
+    Slot,
+    Storage,
+    walk_actions,
+)
 from .lowering import VIEW_OPS, kernel_name
 from .matmul import matmul_kernel
 from .rows import add_row_in_place_kernel, bad_row_message, update_row_in_place_kernel
@@ -365,7 +375,8 @@ class LoopPlanning:
             for v in [*(body.results[k] for k in nexts), *pushed]:
                 self.preset.pop(v, None)
             body_actions, self.actions = self.actions, saved
-        if any(isinstance(a, HostCall) for a in body_actions + cond_actions):
+        # (a host call reads the entry of iteration 0 only; in a branch too)
+        if any(isinstance(a, HostCall) for a in walk_actions(body_actions + cond_actions)):
             raise BodyOnHost("its body has host calls")
         self._emit(Loop(node, trips, body_actions, cond_actions, predicate,
                         int(node.attrs.get("maximum_iterations", -1)), finals, key))
