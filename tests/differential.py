@@ -246,8 +246,14 @@ def _broadcast(*shapes: tuple[int, ...]) -> tuple[int, ...] | None:
         return None
 
 
-def _array(rng, shape, dtype, nonneg=False, lo=None, hi=None) -> tuple[np.ndarray, Val]:
-    """Random exact values of `dtype` (see the module docstring) and their bounds."""
+SPECIALS = (np.nan, np.inf, -np.inf, -0.0)
+
+
+def _array(rng, shape, dtype, nonneg=False, lo=None, hi=None, specials=False
+           ) -> tuple[np.ndarray, Val]:
+    """Random exact values of `dtype` (see the module docstring) and their bounds.
+    `specials` (floats): about one element in six is NaN, +-inf or -0.0 instead; the
+    bounds describe the finite elements (see `programs(specials=True)`)."""
     dtype = np.dtype(dtype)
     if dtype == BOOL:
         return rng.random(shape) < 0.5, Val(tuple(shape), BOOL, 1.0, 0.0, 1.0)
@@ -257,6 +263,10 @@ def _array(rng, shape, dtype, nonneg=False, lo=None, hi=None) -> tuple[np.ndarra
         a = rng.integers(0 if nonneg else lo, hi + 1, size=shape).astype(dtype)
         return a, Val(tuple(shape), dtype, float(max(abs(lo), abs(hi))), 0.0, 1.0)
     a = (rng.integers(0 if nonneg else -16, 17, size=shape) / 4).astype(dtype)
+    if specials:
+        a = np.array(a)  # (a 0-d draw is a NumPy scalar)
+        where = rng.random(shape) < 1 / 6
+        a[where] = rng.choice(np.array(SPECIALS, dtype), size=int(np.sum(where)))
     return a, Val(tuple(shape), dtype, 4.0, 0.0, 0.25)
 
 
@@ -277,8 +287,10 @@ class Builder:
     def __init__(self, draw, *, max_ops: int, big: bool, allow_empty: bool = True,
                  dtypes: tuple[np.dtype, ...] = (F32, F64, I32, BOOL),
                  ops: list[str] | None = None, allowed: tuple[str, ...] | None = None,
-                 generic: bool = False, exact_regions: bool = False) -> None:
+                 generic: bool = False, exact_regions: bool = False,
+                 specials: bool = False) -> None:
         self.draw = draw
+        self.specials = specials
         self.var_inits: list[np.ndarray] = []
         self.arg_specs: list[tuple[dict, str]] = []
         self.var_vals: list[Val] = []
@@ -318,6 +330,8 @@ class Builder:
 
     def new_arg(self, shape, dtype, **kw) -> int:
         """A new argument (occasionally given as a non-contiguous array) or constant."""
+        if self.specials and np.dtype(dtype) in FLOATS:
+            kw["specials"] = True
         a, v = self.array(shape, dtype, **kw)
         if not self.generic and self.draw(st.integers(0, 5)) == 0 and a.size <= 64:
             return self.emit(Instr("const", (), {"value": a}), v)
@@ -530,6 +544,10 @@ def _gen_cast(b: Builder) -> None:
     if to == v.dtype:
         return
     if v.dtype in FLOATS and to in (I32, BOOL) and not v.exact:
+        return
+    if b.specials and v.dtype in FLOATS and to in INTS:
+        # NaN and +-inf become INT_MIN (both targets: tests/test_review_cpu_specials.py),
+        # far outside the magnitude bound later ops' error bounds rest on
         return
     m, e, g = v.mag, v.err, v.gran
     if to == BOOL:
@@ -1166,7 +1184,9 @@ def programs(draw, max_ops: int = 12, big: bool | None = None, mode: str = "basi
     """A random program (see the module docstring); `big` forces (or forbids) a base
     shape of more than 64K elements. `mode`: "basic" (straight-line code), "control"
     (with tw.cond / tw.while_loop / tw.scan), "vars" (tw.Variable reads and
-    assignments among exact ops)."""
+    assignments among exact ops). `specials`: float arguments and constants hold NaN,
+    +-inf and -0.0 among their values (no float-to-int casts then); the error bounds
+    still hold for the finite results, the others must match exactly."""
     if big is None:
         big = draw(st.integers(0, 11)) == 0
     if mode == "control":

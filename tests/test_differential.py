@@ -10,8 +10,9 @@ float32/float64/int32/bool, reductions over random axes with keepdims, matmul an
 matmul, layout ops (transpose, reshape, concat, slice, strided slice, gather, one_hot,
 tile, pad ...), softmax, cumsum and comparisons, on C-ordered, Fortran-ordered and strided
 NumPy arguments, 0-d and empty tensors, and now and then base shapes of more than 64K
-elements. Other programs add tw.cond / tw.while_loop / tw.scan, tw.Variable reads and
-assignments, and gradients of a random scalar loss.
+elements. One test draws NaN, +-inf and -0.0 among the float arguments' values. Other
+programs add tw.cond / tw.while_loop / tw.scan, tw.Variable reads and assignments, and
+gradients of a random scalar loss.
 
 Tolerances come from the program itself (see `tests/differential.py`): values computed
 without rounding (and every int or bool) must be bitwise equal, the others are within an
@@ -122,6 +123,20 @@ def test_cpu_matches_the_reference(prog: D.Program, seed: int) -> None:
             owned[i] = owned[same[0]]
         got = D.leaves(tw.compile(prog, target="cpu", donate_argnums=same[0])(*owned))
         D.compare(got, want, tol, "one array passed for several arguments, donated", prog)
+
+
+@_examples(40)
+@given(prog=D.programs(max_ops=12, big=False, specials=True), seed=st.integers(0, 2 ** 31 - 1))
+def test_nan_inf_and_signed_zeros(prog: D.Program, seed: int) -> None:
+    """Float arguments and constants with NaN, +-inf and -0.0 among their values: the
+    cpu target's vector code (max/min and their reductions, argmax, relu, clip, sort of
+    NaN in any lane), its constant folding and fusion give the reference's NaNs and
+    infinities at the same places, and its finite results within the usual bounds."""
+    tol = prog.tolerances()
+    D.compare(D.run(prog, "cpu"), D.run(prog, "reference"), tol, "cpu vs reference", prog)
+    other = prog.fresh_args(seed)
+    D.compare(D.run(prog, "cpu", args=other), D.run(prog, "reference", args=other), tol,
+              "cpu vs reference, other argument values", prog)
 
 
 @_examples(8)
