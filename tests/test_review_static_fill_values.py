@@ -55,3 +55,16 @@ def test_an_int64_fill_value_beyond_float64_precision_is_an_error():
         tw.pad(tw.constant(np.int64([1])), [[1, 0]], constant_values=2**53 + 1)
     got = tw.pad(tw.constant(np.int64([1])), [[1, 0]], constant_values=2**53)
     np.testing.assert_array_equal(got, [2**53, 1])
+
+
+def test_fill_and_diag_values():
+    # tw.linalg.diag(int32, padding_value=0.5) padded with 0; fill(np.int64(2**53 + 1))
+    # filled 2**53
+    with pytest.raises(tw.errors.DTypeError, match="padding_value"):
+        tw.linalg.diag(tw.constant(np.int32([1, 2])), padding_value=0.5)
+    with pytest.raises(tw.errors.DTypeError, match="value"):
+        tw.fill([2], np.int64(2**53 + 1))
+    got = tw.linalg.diag(tw.constant(np.int32([1, 2])), padding_value=-1)
+    np.testing.assert_array_equal(got, [[1, -1], [-1, 2]])
+    np.testing.assert_array_equal(tw.fill([2], np.int64(-5)), np.int64([-5, -5]))
+    np.testing.assert_array_equal(tw.fill([2], 2.5), np.float32([2.5, 2.5]))

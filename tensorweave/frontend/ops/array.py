@@ -411,7 +411,8 @@ def fill(dims: Sequence[int], value: Any, name: str | None = None) -> TensorLike
             raise _usage_error("Fill", f"value must be a scalar, got {value.type}")
         return apply_op1("BroadcastTo", [value], {"shape": shape}, name=name)
     dtype = _python_dtype(value)
-    return apply_op1("Fill", [], {"shape": shape, "value": float(_scalar(value, "fill", "value")),
+    return apply_op1("Fill", [], {"shape": shape,
+                                  "value": float(_fill_value(value, dtype, "fill", "value")),
                                   "dtype": dtype}, name=name)
 
 

@@ -304,11 +304,14 @@ def diag(diagonal: TensorLike, name: str | None = None, k: int = 0, num_rows: in
     below) and `padding_value` elsewhere (``tf.linalg.diag``). By default the smallest
     square that fits, [..., N + |k|, N + |k|]; `num_rows`/`num_cols` ask for more rows or
     columns (one of them must be the least that fits). A single diagonal only."""
+    from .array import _fill_value
     k = _diagonal_index("diag", k, align)
+    diagonal = convert_to_tensor(diagonal)
+    padding = _fill_value(padding_value, diagonal.dtype, "linalg.diag", "padding_value")
     attrs = {"k": k, "num_rows": _static_int(num_rows, "diag", "num_rows"),
              "num_cols": _static_int(num_cols, "diag", "num_cols"),
-             "padding_value": float(padding_value)}
-    return apply_op1("MatrixDiag", [convert_to_tensor(diagonal)], attrs, name=name)
+             "padding_value": float(padding)}
+    return apply_op1("MatrixDiag", [diagonal], attrs, name=name)
 
 
 def set_diag(input: TensorLike, diagonal: TensorLike, name: str | None = None,  # noqa: A002
