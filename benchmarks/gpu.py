@@ -384,7 +384,7 @@ def main() -> int:
 def _how_it_ran(fn, *arrays: np.ndarray) -> str:
     """Whether the gpu target ran `fn` for `arrays` as one GPU step (with its device
     loops' trip counts and kernels per iteration), and if not why."""
-    from tensorweave.targets.gpu.step import Launch, Loop, walk_actions
+    from tensorweave.targets.gpu.step import Copy, Launch, Loop, walk_actions
     exe = fn.get_concrete_function(*arrays).executable
     reason = getattr(exe, "native_reason", None)
     host = getattr(exe, "fallbacks", {})
@@ -392,9 +392,16 @@ def _how_it_ran(fn, *arrays: np.ndarray) -> str:
         return f"dataflow executor: {reason}"
     loops = [a for step in getattr(exe, "_steps", {}).values() if step is not None
              for a in walk_actions(step.plan.actions) if isinstance(a, Loop)]
-    shown = ", ".join(f"{lp.trips}x{sum(isinstance(b, Launch) for b in lp.body)} kernels"
-                      f"+{sum(not isinstance(b, Launch) for b in lp.body)} copies"
-                      for lp in loops)
+
+    def body(lp: Loop) -> str:
+        # a trip count known only at run time prints as "n" (one predicate download each)
+        trips = "n" if lp.trips is None else lp.trips
+        kinds = [(Launch, "kernels"), (Copy, "copies")]
+        parts = [f"{sum(isinstance(b, k) for b in lp.body)} {name}" for k, name in kinds]
+        other = sum(not isinstance(b, (Launch, Copy)) for b in lp.body)
+        return f"{trips}x" + "+".join(parts) + (f"+{other} nested" if other else "")
+
+    shown = ", ".join(body(lp) for lp in loops)
     return ("one GPU step" + (f", {len(host)} host calls" if host else "")
             + (f", device loops {shown}" if loops else ""))
 
