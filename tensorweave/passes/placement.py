@@ -422,6 +422,20 @@ class _Placer:
         matching = [d for d in self.devices if spec.matches(d.spec)]
         if spec.device_type is None:  # "/job:ps": that task's CPUs, GPUs only when allowed
             matching = [d for d in matching if d.device_type in self.auto_types] or matching
+        if not matching and t is not None and _makes_resource(node):
+            # State lives where it was asked for: anywhere else it is a second, separate
+            # resource (a worker training its own copy of a PS variable), never a soft
+            # placement. Another device type of that task is still the same task.
+            task = DeviceSpec(spec.job, spec.replica, spec.task)
+            matching = [d for d in self.devices if task.matches(d.spec)
+                        and d.device_type in self.auto_types]
+            if not matching:
+                raise InvalidArgumentError(
+                    f"cannot place {node.op} '{node.attrs.get('shared_name', node.name)}' on "
+                    f"'{node.device}': this session reaches no such task (its tasks: "
+                    f"{sorted({d.spec.to_string().split('/device:')[0] for d in self.devices})}"
+                    f"; are device_filters leaving it out?), and the resource anywhere else "
+                    f"would be a separate one", **node.error_context())
         usable = [d for d in matching if self._has_kernel(node, d.device_type)]
         if spec.device_type is None and self.preferred in usable:
             return [self.preferred], "requested (gpu target: its GPU)"
