@@ -96,3 +96,16 @@ def test_the_retrace_says_why():
     opt.learning_rate = 3.0
     step(np.float32([1.0]))
     assert "optimizer's hyperparameter" in step.retrace_reasons[-1]
+
+
+def test_a_concrete_function_held_by_the_caller_refuses_to_run_stale():
+    w = tw.Variable(np.float32([0.0]), name="review_hyper_concrete")
+    opt = tw.optimizers.SGD(1.0)
+    step = _sgd_step(w, opt)
+    cf = step.get_concrete_function(np.float32([1.0]))
+    np.testing.assert_allclose(cf(np.float32([1.0])), [-1.0])
+    opt.learning_rate = 2.0
+    with pytest.raises(tw.errors.TracingError, match="out of date"):
+        cf(np.float32([1.0]))
+    np.testing.assert_allclose(step.get_concrete_function(np.float32([1.0]))(
+        np.float32([1.0])), [-3.0])

@@ -235,6 +235,8 @@ class ConcreteFunction:
         self.pipeline_seconds = 0.0
         self.announce_compiles = False
         self._first_call = True
+        # why the Function dropped this trace (an attribute it baked in changed), or None
+        self.dropped: str | None = None
 
     @property
     def executable(self) -> Any:
@@ -316,6 +318,10 @@ class ConcreteFunction:
         return nest.unflatten(self._output_tree, leaves)
 
     def __call__(self, *arrays: Any) -> Any:
+        if self.dropped is not None:
+            raise TracingError(f"this concrete function of {self.compile_owner[0]} is out of "
+                               f"date: {self.dropped}; get it again with "
+                               f"get_concrete_function (which traces with the new value)")
         return self.structured(self.call_flat(
             [_device_argument(a, self.target, "argument") if _is_device_arg(a) else as_numpy(a)
              for a in arrays]))
@@ -585,6 +591,8 @@ class Function:
             cf = self._cache.pop(key)
             if cf is None:
                 return
+            cf.dropped = ("an optimizer hyperparameter it read as a constant was set to "
+                          "another value")
             self._fast = {k: v for k, v in self._fast.items() if v[0] is not cf}
             self._native_tried = set(self._fast)
             if self._dispatcher is not None:
