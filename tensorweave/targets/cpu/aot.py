@@ -163,13 +163,15 @@ def emit_library_module(plan: StepPlan, name: str) -> ir.Module:
 def _object_code(module: ir.Module, cpu: str) -> bytes:
     ref = jit.parse_and_optimize(str(module), loop_vectorize=True)
     info = jit.host_info()
-    target = llvm.Target.from_triple(info.triple)
-    if cpu == "host":
-        tm = target.create_target_machine(cpu=info.cpu, features=info.features, opt=3,
-                                          reloc="pic", codemodel="default")
-    else:
-        tm = target.create_target_machine(cpu=cpu, opt=3, reloc="pic", codemodel="default")
+    # every LLVM call holds the JIT's lock: LLVM's global state is shared with other threads
     with jit.LLVM_LOCK:
+        target = llvm.Target.from_triple(info.triple)
+        if cpu == "host":
+            tm = target.create_target_machine(cpu=info.cpu, features=info.features, opt=3,
+                                              reloc="pic", codemodel="default")
+        else:
+            tm = target.create_target_machine(cpu=cpu, opt=3, reloc="pic",
+                                              codemodel="default")
         return tm.emit_object(ref)
 
 
