@@ -92,7 +92,9 @@ class ReplicaWatchdog:
                 if t in self._down_since and now - self._down_since[t] >= self._timeout]
         alive = len(self.workers) - len(dead)
         unreachable = f"{', '.join(dead)} unreachable for {self._timeout:g} s or more"
-        if alive < self._m:
+        # m > n is TensorFlow's setting for several gradients per worker and step: then
+        # every worker must be alive (not m of them, which can never be)
+        if alive < min(self._m, len(self.workers)):
             return (f"SyncReplicasOptimizer '{self._name}' needs replicas_to_aggregate="
                     f"{self._m} gradients per step from different workers, but only {alive} "
                     f"of the {len(self.workers)} worker tasks answer ({unreachable}): "
