@@ -28,7 +28,6 @@ from typing import Any
 import numpy as np
 
 from ...compiler.dtypes import DType, as_dtype, float32
-from ...compiler.registry import get_op
 from ...errors import DTypeError, InvalidArgumentError, UnimplementedError
 from ..building import apply_op1, convert_to_tensor, user_location
 from ..context import current_builder
@@ -40,8 +39,6 @@ _lock = threading.Lock()
 _global_seed: int | None = None
 _eager_op_count = 0
 _graph_op_counts: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-_RANDOM_OPS = ("RandomUniform", "RandomNormal", "TruncatedNormal", "RandomUniformInt",
-               "RandomUniformLike")
 
 TensorLike = Any
 
@@ -63,12 +60,14 @@ def set_seed(seed: int | None) -> None:
 
 
 def _reset_eager_call_counts() -> None:
-    """Eager random ops count their calls per op name (see building._run_eager)."""
+    """Eager random ops count their calls per op name (see building._run_eager); only
+    random ops (the stateful ones, categorical, shuffle and the candidate samplers
+    included) read those counts, so all of them restart. (A list of the uniform/normal
+    ops missed Multinomial, RandomShuffle and CandidateSampler.)"""
     from .. import building
     counters = building._eager_counters
     with counters.lock:
-        for op in _RANDOM_OPS:
-            counters.counts.pop(get_op(op).default_name, None)
+        counters.counts.clear()
 
 
 def _next_op_count() -> int:
