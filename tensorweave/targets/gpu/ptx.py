@@ -5,6 +5,10 @@ spills and shared memory.
 NVVM from pip (13.x) writes PTX that an older system ``ptxas`` rejects, so linking goes
 through the nvJitLink that comes with it, never the system toolkit. `compile_ptx` needs
 the real numba.cuda (not the simulator), but no GPU: the compute capability is given.
+
+`compile_ptx_arches` and `check_kernel_arches` serve several compute capabilities from one
+run of numba's front end (typing and lowering to NVVM IR, the larger part): only NVVM
+(IR to PTX) and the link run once per capability.
 """
 
 from __future__ import annotations
@@ -25,16 +29,62 @@ _SMEM_RE = re.compile(r"(\d+) bytes smem")
 _LMEM_RE = re.compile(r"(\d+) bytes lmem")
 
 
-def compile_ptx(kernel: Kernel, cc: tuple[int, int]) -> str:
-    """The PTX of `kernel` for compute capability `cc`, e.g. (9, 0)."""
+# The compute capabilities at which numba-cuda's lowering changes the NVVM IR it writes:
+# double atomic add is native from 6.0 (nvvmutils.declare_atomic_add_float64), fastmath
+# float32 tanh is tanh.approx from 7.5 (mathimpl.impl_tanh). Capabilities on the same side
+# of each lower every kernel alike, so they share one front end. tests/gpu/test_ptx.py
+# fails when numba-cuda compares the capability it compiles for against other values.
+LOWERING_CC_THRESHOLDS = ((6, 0), (7, 5))
+
+
+def _real_cuda() -> object:
     from .device import cuda
     module = cuda()
     if not hasattr(module, "compile_ptx"):
         raise CompileError("compile_ptx needs numba.cuda without the simulator "
                            "(NUMBA_ENABLE_CUDASIM is set)")
+    return module
+
+
+def compile_ptx(kernel: Kernel, cc: tuple[int, int]) -> str:
+    """The PTX of `kernel` for compute capability `cc`, e.g. (9, 0)."""
     fn = python_function(kernel)
-    ptx, _ = module.compile_ptx(fn, kernel.signature, cc=cc)
+    ptx, _ = _real_cuda().compile_ptx(fn, kernel.signature, cc=cc)
     return ptx
+
+
+def compile_ptx_arches(kernel: Kernel, ccs: list[tuple[int, int]]) -> dict[tuple[int, int], str]:
+    """The PTX of `kernel` for each compute capability in `ccs`, what `compile_ptx` gives
+    for each, with numba's front end run once per group of capabilities it lowers alike
+    (`LOWERING_CC_THRESHOLDS`) and NVVM once per capability."""
+    _real_cuda()
+    groups: dict[tuple[bool, ...], list[tuple[int, int]]] = {}
+    for cc in ccs:
+        groups.setdefault(tuple(cc >= t for t in LOWERING_CC_THRESHOLDS), []).append(cc)
+    ptx = {}
+    for group in groups.values():
+        library = _front_end(kernel, group[0])
+        for cc in group:
+            codes = library.get_asm_strs(cc=cc)
+            if len(codes) != 1:  # as numba's compile_ptx: one kernel, one module
+                raise CompileError(f"{kernel.name} compiles to {len(codes)} PTX modules, not 1")
+            ptx[cc] = codes[0]
+    return {cc: ptx[cc] for cc in ccs}
+
+
+def _front_end(kernel: Kernel, cc: tuple[int, int]) -> object:
+    """numba-cuda's code library of `kernel` as `cuda.compile_ptx` builds it (typed,
+    lowered to NVVM IR, fixed up as a kernel), before NVVM: its ``get_asm_strs(cc=...)``
+    runs NVVM for any capability. numba-cuda has no public call that stops there; this is
+    the body of its `compile` with compile_ptx's defaults."""
+    from numba.cuda import compiler
+    from numba.cuda.core.compiler_lock import global_compiler_lock
+    with global_compiler_lock:
+        library, _ = compiler._compile_pyfunc_with_fixup(
+            python_function(kernel), kernel.signature, debug=None, lineinfo=False,
+            device=False, fastmath=False, cc=cc, opt=None, abi="numba", abi_info=None,
+            forceinline=False, launch_bounds=None, lto=False)
+    return library
 
 
 @dataclass
@@ -103,18 +153,43 @@ def _error_log(handle: int) -> str:
         return ""
 
 
-def check_kernel(kernel: Kernel, cc: tuple[int, int]) -> LinkReport:
-    """Compile `kernel` for `cc` and link it; raises CompileError on a link error, on
-    register spills, or on more static shared memory than a block may use."""
-    arch = f"sm_{cc[0]}{cc[1]}"
-    report = link(compile_ptx(kernel, cc), arch, kernel.name)
+def _arch(cc: tuple[int, int]) -> str:
+    return f"sm_{cc[0]}{cc[1]}"
+
+
+def _checked(kernel: Kernel, ptx: str, arch: str) -> LinkReport:
+    """Link `ptx` for `arch`; CompileError on a link error, spills or too much shared memory."""
+    report = link(ptx, arch, kernel.name)
     if report.spills:
         raise CompileError(f"{kernel.name} spills registers on {arch}: "
                            f"{report.spill_stores} bytes stored, {report.spill_loads} loaded")
-    if max(report.shared_bytes, kernel.shared_bytes) > STATIC_SHARED_LIMIT:
-        raise CompileError(f"{kernel.name} uses {report.shared_bytes} bytes of shared memory "
+    shared = max(report.shared_bytes, kernel.shared_bytes)
+    if shared > STATIC_SHARED_LIMIT:
+        raise CompileError(f"{kernel.name} uses {shared} bytes of shared memory "
                            f"on {arch} (limit {STATIC_SHARED_LIMIT})")
     return report
 
 
-__all__ = ["STATIC_SHARED_LIMIT", "LinkReport", "check_kernel", "compile_ptx", "link"]
+def check_kernel(kernel: Kernel, cc: tuple[int, int]) -> LinkReport:
+    """Compile `kernel` for `cc` and link it; raises CompileError on a link error, on
+    register spills, or on more static shared memory than a block may use."""
+    return _checked(kernel, compile_ptx(kernel, cc), _arch(cc))
+
+
+def check_kernel_arches(kernel: Kernel,
+                        ccs: list[tuple[int, int]]) -> dict[tuple[int, int], LinkReport]:
+    """`check_kernel` for each compute capability in `ccs`, with one front end
+    (`compile_ptx_arches`); the CompileError names every capability that fails."""
+    reports, problems = {}, []
+    for cc, ptx in compile_ptx_arches(kernel, ccs).items():
+        try:
+            reports[cc] = _checked(kernel, ptx, _arch(cc))
+        except CompileError as e:
+            problems.append(str(e))
+    if problems:
+        raise CompileError("\n".join(problems))
+    return reports
+
+
+__all__ = ["LOWERING_CC_THRESHOLDS", "STATIC_SHARED_LIMIT", "LinkReport", "check_kernel",
+           "check_kernel_arches", "compile_ptx", "compile_ptx_arches", "link"]
