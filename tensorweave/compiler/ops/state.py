@@ -12,10 +12,10 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ...errors import DTypeError, ShapeError
+from ...errors import DTypeError, InvalidArgumentError, ShapeError
 from ..dtypes import bool_
 from ..registry import OpDef, attr, def_op
-from ..types import ResourceType, TensorType
+from ..types import ResourceType, TensorType, format_shape
 from .common import expect_resource, expect_tensor
 
 VarHandle = def_op("VarHandle", [], {"shared_name": attr("str"), "dtype": attr("dtype"),
@@ -73,7 +73,15 @@ def _declare_update(name: str, doc: str, update: Callable | None) -> OpDef:
         if update is None:
             var.assign(value)
         else:
-            var.update(update, np.asarray(value))
+            value = np.asarray(value)
+            old = var.value
+            # TensorFlow's "shapes must be equal": NumPy would broadcast a value of shape
+            # [1] into every element (a shape left unknown when tracing is checked here)
+            if old is not None and value.shape != old.shape:
+                raise InvalidArgumentError(
+                    f"variable '{var.name}' has shape {format_shape(old.shape)}, got a "
+                    f"value of shape {format_shape(value.shape)} (shapes must be equal)")
+            var.update(update, value)
         return ()
 
     return op
