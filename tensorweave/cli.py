@@ -179,6 +179,11 @@ def concrete_function(fn: Any, signature: list[tuple[str | None, Any]]) -> Any:
                 raise CliError(f"--signature gives no type for {', '.join(missing)}")
         else:
             specs = [s for _, s in signature]
+            try:  # (checked here: a TypeError of tracing may be the user's own)
+                inspect.signature(fn.python_function).bind(*specs)
+            except TypeError as e:
+                raise CliError(f"--signature gives {len(specs)} types, but {fn.name}() takes "
+                               f"({', '.join(params)}): {e}") from None
         return fn.get_concrete_function(*specs)
     if fn.input_signature is None:
         raise CliError(f"{fn.name}() declares no input_signature: pass --signature, e.g. "
@@ -206,8 +211,7 @@ def _dump(args: argparse.Namespace) -> str:
     if ":" not in args.target or args.target.endswith((".mlir", ".tw")):
         if not os.path.exists(args.target):
             raise CliError(f"no such file: {args.target}")
-        with open(args.target) as f:
-            graphs = parse_module(f.read(), source_name=args.target)
+        graphs = parse_module(_read_text(args.target), source_name=args.target)
         if args.format != "mlir":
             return _export(args, [run_pipeline(g, stage) for g in graphs])
         return "\n".join(print_graph(run_pipeline(g, stage)) for g in graphs)
@@ -219,6 +223,18 @@ def _dump(args: argparse.Namespace) -> str:
     if args.codegen:
         return print_graph(run_pipeline(cf.graph, stage, target=args.codegen))
     return cf.ir(stage)
+
+
+def _read_text(path: str) -> str:
+    """The text of IR file `path` (a CliError for a directory, an unreadable or a
+    non-UTF-8 file)."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            return f.read()
+    except UnicodeDecodeError as e:
+        raise CliError(f"{path} is not UTF-8 text (byte {e.start}): expected IR text") from None
+    except OSError as e:
+        raise CliError(f"cannot read {path}: {e.strerror or e}") from None
 
 
 def _export(args: argparse.Namespace, graphs: list[Any]) -> str:
@@ -258,7 +274,11 @@ def _aot(args: argparse.Namespace) -> str:
     from .targets.cpu.aot import build_library
 
     cf = concrete_function(load_function(args.target), parse_signature(args.signature or []))
-    lib = build_library(cf, args.output_dir, name=args.name, cpu=args.cpu, source=args.target)
+    try:
+        lib = build_library(cf, args.output_dir, name=args.name, cpu=args.cpu,
+                            source=args.target)
+    except OSError as e:
+        raise CliError(f"cannot write the library into {args.output_dir}: {e}") from None
     return f"wrote {lib.library}\nwrote {lib.header}"
 
 
@@ -345,7 +365,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"tensorweave: error: {type(e).__name__}: {e}", file=sys.stderr)
         return 1
     if getattr(args, "output", None):
-        _write_output(args.output, text + "\n")
+        try:
+            _write_output(args.output, text + "\n")
+        except OSError as e:
+            print(f"tensorweave: error: cannot write {args.output}: {e}", file=sys.stderr)
+            return 1
     else:
         try:
             print(text)
