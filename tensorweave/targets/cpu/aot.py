@@ -160,9 +160,33 @@ def emit_library_module(plan: StepPlan, name: str) -> ir.Module:
     return module
 
 
+_CPU_CHECK = """
+import sys
+import llvmlite.binding as llvm
+llvm.initialize_native_target()
+llvm.initialize_native_asmprinter()
+tm = llvm.Target.from_triple(sys.argv[1]).create_target_machine(cpu=sys.argv[2], reloc="pic")
+tm.emit_object(llvm.parse_assembly("define i32 @f() {\\n  ret i32 0\\n}"))
+"""
+
+
+def check_cpu_name(cpu: str, triple: str) -> None:
+    """A CompileError unless LLVM knows CPU `cpu` for `triple`. LLVM only warns about an
+    unknown name, then may abort the whole process when it emits code for it, so a child
+    process tries it."""
+    import sys
+    proc = subprocess.run([sys.executable, "-c", _CPU_CHECK, triple, cpu],
+                          capture_output=True, text=True)
+    if proc.returncode != 0 or "not a recognized processor" in proc.stderr:
+        raise CompileError(f"unknown CPU {cpu!r} for {triple}: give an LLVM CPU name such as "
+                           f"x86-64-v3 (or 'host' for this machine)")
+
+
 def _object_code(module: ir.Module, cpu: str) -> bytes:
-    ref = jit.parse_and_optimize(str(module), loop_vectorize=True)
     info = jit.host_info()
+    if cpu != "host":
+        check_cpu_name(cpu, info.triple)
+    ref = jit.parse_and_optimize(str(module), loop_vectorize=True)
     # every LLVM call holds the JIT's lock: LLVM's global state is shared with other threads
     with jit.LLVM_LOCK:
         target = llvm.Target.from_triple(info.triple)
