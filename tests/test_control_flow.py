@@ -383,8 +383,9 @@ def test_random_ops_in_a_loop_draw_new_numbers_each_iteration():
     assert rows.shape == (4, 3) and len({tuple(r) for r in rows}) == 4
 
 
-def test_ten_thousand_iterations_in_bounded_time_and_memory():
-    """No recursion, and nothing kept from one iteration to the next."""
+def test_ten_thousand_iterations_in_bounded_memory():
+    """No recursion (10,000 nested calls would exceed Python's limit), and nothing kept
+    from one iteration to the next. Speed is measured in benchmarks/, not here."""
     n = 10_000
 
     @tw.compile
@@ -394,14 +395,11 @@ def test_ten_thousand_iterations_in_bounded_time_and_memory():
     x = np.ones(1000, np.float64)
     f(x)  # trace and compile outside the measurement
     tracemalloc.start()
-    start = time.perf_counter()
     i, a = f(x)
-    elapsed = time.perf_counter() - start
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
     assert int(i) == n
     np.testing.assert_allclose(a, 2 * x)
-    assert elapsed < 20, f"{n} iterations took {elapsed:.1f} s"
     assert peak < 40 * x.nbytes, f"peak {peak} bytes for {x.nbytes}-byte loop variables"
 
 
