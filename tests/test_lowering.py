@@ -419,7 +419,7 @@ def test_stateful_bodies_keep_program_order_with_parallel_iterations(monkeypatch
 
 # --------------------------------------------------------------------- long loops
 
-def test_ten_thousand_iterations_lowered_in_bounded_time_and_memory():
+def test_ten_thousand_iterations_lowered_in_bounded_memory():
     @tw.compile(lower_control_flow=True)
     def f(n, x):
         return tw.while_loop(lambda i, a: i < n, lambda i, a: (i + 1, a * 0.5 + 1.0), (0, x))
@@ -429,19 +429,16 @@ def test_ten_thousand_iterations_lowered_in_bounded_time_and_memory():
 
     def peak(n: int) -> tuple[int, float, np.ndarray]:
         tracemalloc.start()
-        start = time.perf_counter()
         i, a = f(np.int32(n), x)
-        elapsed = time.perf_counter() - start
         _, top = tracemalloc.get_traced_memory()
         tracemalloc.stop()
         assert int(i) == n
-        return top, elapsed, a
+        return top, a
 
-    small, _, _ = peak(100)
-    large, elapsed, got = peak(10_000)
+    small, _ = peak(100)
+    large, got = peak(10_000)
     # Only the iterations in flight are alive: 100x the iterations, about the same peak.
     assert large < small + 1_000_000, (small, large)
-    assert elapsed < 60
     a = np.ones(64, F32)
     for _ in range(10_000):
         a = a * F32(0.5) + F32(1.0)
