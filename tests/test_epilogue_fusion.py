@@ -292,11 +292,11 @@ def test_loop_accumulators_and_scaled_updates_stay_with_the_step_planner(monkeyp
 # ---------------------------------------------------------------- the stage
 
 def test_the_stage_and_its_switch(monkeypatch, capsys, tmp_path):
-    """Stage ``epilogue`` follows ``fused``, for the cpu target only; the dump of that
+    """Stage ``epilogue`` follows ``fused``, for the cpu and gpu targets; the dump of that
     stage shows the product and its cluster in one node; ``TW_EPILOGUE_FUSION=0``
     leaves it out when compiling."""
     from tensorweave.cli import main
-    assert stage_names()[-1] == "epilogue" and stage_targets("epilogue") == frozenset({"cpu"})
+    assert stage_names()[-1] == "epilogue" and stage_targets("epilogue") == frozenset({"cpu", "gpu"})
     args = _conv_args(dict(n=1, h=5, w=5, c=2, kh=3, kw=3, o=4, dtype=np.float32, seed=0))
     conv = _conv_fn(dict(stride=1, padding="SAME", dilation=1, bias="bias_add", act="relu"))
     graph = tw.compile(conv).get_concrete_function(*args).graph

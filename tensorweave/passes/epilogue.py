@@ -3,8 +3,10 @@ become one node, so the cpu target computes the cluster on the product's output 
 while they are in registers (direct convolutions) or in cache (right after each BLAS
 call on a thread's chunk) instead of in a second pass over memory.
 
-Stage ``epilogue`` (after ``fused``; cpu target only; ``TW_EPILOGUE_FUSION=0`` turns it
-off when compiling): `fuse_epilogues`, in place.
+Stage ``epilogue`` (after ``fused``; cpu and gpu targets; ``TW_EPILOGUE_FUSION=0`` turns
+it off when compiling): `fuse_epilogues`, in place. Compiling for the gpu target, "native
+code" below means the gpu target's (`targets/gpu/epilogue.py`: the product's kernel
+applies the cluster in its store), and the lone-Mul rule does not apply.
 
 A ``Conv2D`` (NHWC) or ``MatMul`` P and a ``Fusion`` F become one ``FusedConv2D`` /
 ``FusedMatMul`` (`compiler/ops/fusion.py`) whose region holds a copy of P followed by
@@ -25,7 +27,8 @@ F's ops, when
   ``lowered`` stage: per-node deadness, as in the fusion pass);
 - in a While body, F does not compute a loop variable from its own argument (an
   accumulator: the cpu step updates those in place, and sums one outer product per
-  iteration as one GEMM after the loop, `targets/cpu/step._in_place`);
+  iteration as one GEMM after the loop, `targets/cpu/step._in_place`; the gpu target
+  keeps apart only the ``argument + other`` sums its loops update in place);
 - F is not a lone Mul read only by variable updates (``var -= lr * grad``: the cpu step
   multiplies in the update's own pass, `targets/cpu/step._scaled_updates`).
 
@@ -144,7 +147,16 @@ def _cluster_ok(product: Node, fusion: Node) -> bool:
     # only masks or casts would run its reference kernel instead)
     if not any(out.type.dtype is v.type.dtype for out in fusion.outputs):
         return False
+    if _for_gpu():
+        from ..targets.gpu.epilogue import cluster_native
+        return cluster_native(fusion)
     return try_fused_kernel(fusion) is not None  # every op has native code (no compiling)
+
+
+def _for_gpu() -> bool:
+    """Whether the running pipeline compiles for the gpu target."""
+    from ..compiler.pipeline import pipeline_target
+    return pipeline_target() == "gpu"
 
 
 def _product_ok(product: Node, uses: dict[Value, int], waits: set[Node],
@@ -157,12 +169,18 @@ def _product_ok(product: Node, uses: dict[Value, int], waits: set[Node],
     if not isinstance(t, TensorType) or t.dtype not in (float32, float64) or uses.get(v) != 1:
         return None
     fusion = readers.get(v, [(None, 0)])[0][0]
-    if fusion is None or fusion.op != "Fusion" or _scales_an_update(fusion, readers):
+    gpu = _for_gpu()
+    if fusion is None or fusion.op != "Fusion" or \
+            (not gpu and _scales_an_update(fusion, readers)):
         return None
     if (fusion.device, fusion.assigned_device) != (product.device, product.assigned_device):
         return None
-    if all(isinstance(x.type, TensorType) and x.type.is_fully_defined
-           for x in list(product.inputs) + [v]):
+    if gpu:
+        from ..targets.gpu.epilogue import product_native
+        if not product_native(product):
+            return None
+    elif all(isinstance(x.type, TensorType) and x.type.is_fully_defined
+             for x in list(product.inputs) + [v]):
         from ..targets.cpu.lowering import find_lowering
         if find_lowering(product) is None:
             return None  # (it would run its reference kernel: keep the cluster native)
@@ -229,6 +247,9 @@ def fuse_epilogues(graph: Graph) -> None:
     if any(n.op in CONTROL_FLOW_OPS for n in graph.nodes):
         return
     accumulators = _accumulators(graph)
+    if _for_gpu():  # (its other loop variables are double-buffered: fusing them is fine)
+        from ..targets.gpu.epilogue import in_place_sums
+        accumulators = in_place_sums(graph, accumulators)
     uses = _uses(graph)
     waits = {c for n in graph.nodes for c in n.control_inputs}
     readers = graph.consumers()
@@ -261,10 +282,10 @@ def fuse_epilogues(graph: Graph) -> None:
 
 
 def _register() -> None:
-    """Register stage ``epilogue`` (cpu target, when `enabled`) after ``fused``; a second
-    import (`importlib.reload`) keeps the stage already there."""
+    """Register stage ``epilogue`` (cpu and gpu targets, when `enabled`) after
+    ``fused``; a second import (`importlib.reload`) keeps the stage already there."""
     try:
-        register_stage("epilogue", [fuse_epilogues], after="fused", targets=("cpu",),
+        register_stage("epilogue", [fuse_epilogues], after="fused", targets=("cpu", "gpu"),
                        when=enabled)
     except ValueError:  # "stage 'epilogue' exists"
         pass

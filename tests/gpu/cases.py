@@ -149,6 +149,16 @@ def _cases() -> dict[str, tuple[Callable, list[np.ndarray]]]:
     out["matmul_batch_times_matrix_f64"] = (
         lambda a, b: tw.matmul(a, b, transpose_b=True),
         [_values(F64, (2, 3, 4), 8), _values(F64, (5, 4), 9)])
+    # products with an epilogue (stage ``epilogue``: FusedMatMul, one kernel): a bias, a
+    # scalar, a residual of the product's shape; batched and transposed; float64
+    out["matmul_epilogue_f32"] = (
+        lambda a, b, c, r: tw.nn.relu(tw.matmul(a, b) + c) * 0.5 + r,
+        [_values(F32, (18, 7), 8), _values(F32, (7, 17), 9), _values(F32, (17,), 10),
+         _values(F32, (18, 17), 11)])
+    out["matmul_epilogue_batched_ta_f64"] = (
+        lambda a, b, c: tw.tanh(tw.matmul(a, b, transpose_a=True) + c),
+        [_values(F64, (2, 4, 3), 8, -1, 1), _values(F64, (2, 4, 5), 9, -1, 1),
+         _values(F64, (5,), 10)])
     for dt in (F32, F64):
         logits = _values(dt, (3, 5), 10)
         out[f"softmax_{dt.name}"] = (tw.nn.softmax, [logits])
@@ -204,6 +214,10 @@ def _cases() -> dict[str, tuple[Callable, list[np.ndarray]]]:
     out["conv2d_grads_f32"] = (
         lambda x, k: tuple(tw.gradients(tw.reduce_sum(tw.square(tw.nn.conv2d(x, k, 2, "SAME"))),
                                         [x, k])), [x, k])
+    out["conv2d_epilogue_f32"] = (  # FusedConv2D with two outputs, one of them bool
+        lambda x, k, c: (lambda h: (tw.nn.relu(h), h > 0.0))(
+            tw.nn.bias_add(tw.nn.conv2d(x, k, 1, "SAME"), c)),
+        [x, k, _values(F32, (4,), 29, -1, 1)])
     out["max_pool_f32"] = (lambda x: tw.nn.max_pool2d(x, 2, 2, "SAME"), [x])
     out["max_pool_i32"] = (lambda x: tw.nn.max_pool2d(x, 3, 1, "VALID"),
                            [_values(I32, (1, 4, 4, 2), 27)])

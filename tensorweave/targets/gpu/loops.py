@@ -98,7 +98,8 @@ from .trips import NoTripCount, TripCounter
 
 STACK_OPS = frozenset({"Stack", "StackPush", "StackPop"})
 FIRST_ROWS = 16  # entries of a stack whose size is known only at run time, at first
-NESTABLE = frozenset({"Fusion", "While", "If"})  # region ops a device loop body may hold
+# region ops a device loop body may hold (a product with its epilogue is one kernel)
+NESTABLE = frozenset({"Fusion", "FusedMatMul", "FusedConv2D", "While", "If"})
 
 
 class BodyOnHost(Exception):
@@ -565,7 +566,7 @@ def _dynamic_refusal(node: Node) -> str | None:
     None."""
     cond = node.regions[0]
     for n in cond.nodes:
-        if n.regions and n.op != "Fusion":
+        if n.regions and n.op not in ("Fusion", "FusedMatMul", "FusedConv2D"):
             return f"its cond holds {n.op} '{n.name}' (nested control flow)"
         if n.op in STACK_OPS:
             return f"its cond uses a stack ({n.op} '{n.name}')"

@@ -18,6 +18,7 @@ import numpy as np
 
 from ...compiler.ir import Node
 from ..cpu.fused import FusedKernel
+from .epilogue import GpuEpilogue
 from .fused import Unsupported, fused_kernel
 from .indexed import index_table, indexed_kernel, pad_grad_kernel, pad_grad_tables
 from .layout import (
@@ -85,6 +86,16 @@ def _fusion(node: Node, name: str) -> Lowered:
     return Lowered(kernel, decode)
 
 
+def _fused_product(node: Node, name: str) -> Lowered:
+    """A FusedMatMul / FusedConv2D (stage ``epilogue``): the product's kernel applying
+    the elementwise cluster in its store (`epilogue.py`)."""
+    epilogue = GpuEpilogue(node)
+    head = epilogue.head
+    if head.op == "MatMul":
+        return Lowered(matmul_kernel(head, name, epilogue=epilogue))
+    return Lowered(conv2d_kernel(head, name, epilogue=epilogue))
+
+
 def _plain(gen: Callable[[Node, str], Kernel]) -> Callable[[Node, str], Lowered]:
     def lower(node: Node, name: str) -> Lowered:
         return Lowered(gen(node, name))
@@ -140,6 +151,8 @@ def _gather(node: Node, name: str) -> Lowered:
 
 GENERATORS: dict[str, Callable[[Node, str], Lowered]] = {
     "Fusion": _fusion,
+    "FusedMatMul": _fused_product,
+    "FusedConv2D": _fused_product,
     "MatMul": _plain(matmul_kernel),
     "Transpose": _plain(transpose_kernel),
     "Gather": _gather,

@@ -7,7 +7,9 @@ loads are coalesced along the contiguous dimension of the untransposed operand),
 and each thread accumulates its dot product from shared memory. Batched products use
 the grid's third dimension, with NumPy's broadcasting of the batch dims (an operand
 without a batch dim, or with size 1 there, is reused). Float32 accumulates in float32 (as cuBLAS
-does without split-K), float64 in float64, integers in int64 wrapped to the dtype.
+does without split-K), float64 in float64, integers in int64 wrapped to the dtype. With an
+epilogue (a FusedMatMul: `epilogue.py`) each thread applies the elementwise cluster to its
+element of C, rounded to the dtype, and stores the cluster's outputs instead of C.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...compiler.ir import Node
+from .epilogue import GpuEpilogue
 from .fused import Unsupported
 from .source import Kernel, Writer, decompose, has_gpu_type, module, numba_type, offset_expr
 
@@ -33,11 +36,15 @@ def _batch_steps(batch: list[int], batch_out: list[int], matrix: int) -> list[in
     return steps
 
 
-def matmul_kernel(node: Node, name: str, accumulate: bool = False) -> Kernel:
+def matmul_kernel(node: Node, name: str, accumulate: bool = False,
+                  epilogue: GpuEpilogue | None = None) -> Kernel:
     """The kernel of MatMul `node` (static shapes). Raises `Unsupported`. With
     `accumulate`, C is added to (``c = c + product``, the product rounded to the dtype
     first, as a separate sum of the two would): a loop's weight gradient summed in
-    place (`loops.py`)."""
+    place (`loops.py`). With `epilogue` (`node` is its region's MatMul), the kernel's
+    parameters after A and B are the epilogue's, and it stores the epilogue's outputs."""
+    if accumulate and epilogue is not None:
+        raise ValueError("a product that accumulates has no epilogue")
     a_t, b_t = node.inputs[0].type, node.inputs[1].type
     out = node.outputs[0].type
     dt = out.dtype
@@ -64,7 +71,8 @@ def matmul_kernel(node: Node, name: str, accumulate: bool = False) -> Kernel:
         (lambda kk, j: f"b[bb + ({kk}) * {n} + ({j})]")
     w = Writer()
     w("@cuda.jit")
-    w(f"def {name}(a, b, c):")
+    tail = epilogue.params if epilogue is not None else ["c"]
+    w(f"def {name}(a, b, {', '.join(tail)}):")
     with w.indent():
         w(f"sa = cuda.shared.array(({TILE}, {TILE}), {t})")
         w(f"sb = cuda.shared.array(({TILE}, {TILE}), {t})")
@@ -94,10 +102,17 @@ def matmul_kernel(node: Node, name: str, accumulate: bool = False) -> Kernel:
             w(f"    total = {acc}(total + {acc}(sa[ty, kk]) * {acc}(sb[kk, tx]))")
             w("cuda.syncthreads()")
         w(f"if i < {m} and j < {n}:")
-        at = f"c[z * {m * n} + i * {n} + j]"
-        w(f"    {at} = {t}({at} + {t}(total))" if accumulate else f"    {at} = {t}(total)")
+        if epilogue is not None:
+            with w.indent():
+                w(f"o = z * {m * n} + i * {n} + j")
+                w(f"pv = {t}(total)")
+                epilogue.store(w, "pv", "o", "j")
+        else:
+            at = f"c[z * {m * n} + i * {n} + j]"
+            w(f"    {at} = {t}({at} + {t}(total))" if accumulate else f"    {at} = {t}(total)")
     grid = (-(-n // TILE), -(-m // TILE), batch)
-    return Kernel(name, module(w), [t, t, t], grid, (TILE, TILE), False,
+    types = [t, t, *(epilogue.types if epilogue is not None else [t])]
+    return Kernel(name, module(w), types, grid, (TILE, TILE), False,
                   2 * TILE * TILE * dt.np.itemsize)
 
 

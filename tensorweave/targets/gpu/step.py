@@ -592,9 +592,10 @@ def _order_with_transfers(graph: Graph, sends: dict[str, Node]) -> list[Node]:
 def _host_reason(node: Node) -> str:
     """Why a node placed on the CPU is there: an op without a GPU kernel says so (as where
     nothing is placed); others were put there by a request or colocation: the placement's
-    reason. A Fusion (of nodes placed on the CPU) answers for its members."""
+    reason. A Fusion (of nodes placed on the CPU), or a product with its epilogue,
+    answers for its members."""
     members = [m for r in node.regions for m in r.nodes if m.op != "Const"] \
-        if node.op == "Fusion" else [node]
+        if node.op in ("Fusion", "FusedMatMul", "FusedConv2D") else [node]
     for m in members:
         why = kernel_reason(m, "GPU", in_gpu_step=True)
         if why is not None:

@@ -17,6 +17,7 @@ import numpy as np
 
 from ...compiler.ir import Node
 from ...compiler.ops.nn import window_output_size
+from .epilogue import GpuEpilogue
 from .source import Kernel, Unsupported, Writer, decompose, launch_1d, module, numba_type
 
 
@@ -63,8 +64,11 @@ def _params(node: Node) -> list[str]:
     return [f"in{k}" for k in range(len(node.inputs))] + ["out"]
 
 
-def conv2d_kernel(node: Node, name: str) -> Kernel:
-    """Conv2D: out[n,y,x,o] = sum over taps and input channels."""
+def conv2d_kernel(node: Node, name: str, epilogue: GpuEpilogue | None = None) -> Kernel:
+    """Conv2D: out[n,y,x,o] = sum over taps and input channels. With `epilogue` (`node`
+    is its region's Conv2D: a FusedConv2D), the parameters after the input and the
+    filter are the epilogue's, and each thread stores the epilogue's outputs for its
+    element instead of the sum."""
     t = _float_node(node)
     n, ih, iw, c = _shape(node.inputs[0])
     kh, kw, _, oc = _shape(node.inputs[1])
@@ -73,7 +77,8 @@ def conv2d_kernel(node: Node, name: str) -> Kernel:
         node.attrs["padding"], node.attrs.get("explicit_paddings", ()))
     total = n * oh * ow * oc
     w = Writer()
-    b, y, x, o = _start(w, name, _params(node), total, [n, oh, ow, oc], "c")
+    params = _params(node) if epilogue is None else ["in0", "in1", *epilogue.params]
+    b, y, x, o = _start(w, name, params, total, [n, oh, ow, oc], "c")
     w(f"acc = {t}(0)")
     w(f"for i in range({kh}):")
     w(f"    h = {y} * {sh} - {pt} + i * {dh}")
@@ -87,8 +92,13 @@ def conv2d_kernel(node: Node, name: str) -> Kernel:
     w(f"        wb = (i * {kw} + j) * {c * oc} + {o}")
     w(f"        for ch in range({c}):")
     w(f"            acc = {t}(acc + in0[xb + ch] * in1[wb + ch * {oc}])")
-    w("out[o] = acc")
-    return _finish(node, w, name, total, t)
+    if epilogue is None:
+        w("out[o] = acc")
+        return _finish(node, w, name, total, t)
+    epilogue.store(w, "acc", "o", o)
+    grid, block = launch_1d(total)
+    types = [numba_type(v.type.dtype) for v in node.inputs] + epilogue.types
+    return Kernel(name, module(w), types, grid, block)
 
 
 def conv2d_backprop_input_kernel(node: Node, name: str) -> Kernel:
