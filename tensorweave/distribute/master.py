@@ -11,7 +11,9 @@ call per task, all at once, under one fresh random step id (several clients shar
 parameter-server tasks, so ids must not collide); tensors between tasks flow directly
 between them (``RecvTensor``), never through the master. The first failure aborts the
 step on every task (``AbortStep``) and is raised here with the op, node, source line and
-task it happened on; a task that cannot be reached is `UnavailableError`.
+task it happened on; a task that cannot be reached is `UnavailableError`. A task that lost
+its graph (restarted, or idle too long) gets it registered again; the step itself is run
+again only when that cannot run anything twice (`DistributedExecutable.run`).
 """
 
 from __future__ import annotations
@@ -25,10 +27,11 @@ from typing import Any
 
 import numpy as np
 
-from ..compiler.ir import Graph
+from ..compiler.ir import Graph, Node
 from ..compiler.pipeline import run_pipeline
 from ..compiler.printer import print_graph
 from ..errors import (
+    AbortedError,
     CancelledError,
     DeadlineExceededError,
     InvalidArgumentError,
@@ -42,12 +45,25 @@ from ..runtime.dataflow import result_sources
 from ..runtime.devices import Device, DeviceSpec
 from ..runtime.distributed import rpc, wire
 from ..runtime.distributed.cluster import ClusterSpec, as_cluster_spec, default_token
-from ..runtime.distributed.server import LocalClient, client_for
+from ..runtime.distributed.server import GRAPH_IDLE_S, LocalClient, client_for
 
 CONNECT_TIMEOUT_S = float(os.environ.get("TW_CONNECT_TIMEOUT", "60"))
 """How long a client waits for the cluster's tasks to come up (``TW_CONNECT_TIMEOUT``)."""
 
 ABORT_TIMEOUT_S = 5.0
+
+RERUN_SAFE_OPS = frozenset({
+    "Send", "Recv",  # the step's own rendezvous: a rerun is a new step id
+    "NoOp", "Enter", "Exit", "Merge", "Switch", "LoopCond", "NextIteration",
+    "NextIterationSource", "If", "While",  # control flow (their regions are checked)
+    "Stack", "StackPush", "StackPop",  # a new stack each run
+    "Assert", "ReadVariable", "VarIsInitialized", "ResourceGather", "QueueSize",
+    "QueueIsClosed", "AccumulatorNumAccumulated", "Restore",  # they only read
+})
+"""Stateful ops whose running twice in a step's place leaves no trace: the step's own
+transfers, control flow, per-run stacks, reads. Every other stateful op (assignments,
+queue and accumulator updates, random draws, summaries, saves) changes state that a
+second run would change again."""
 
 
 def parse_target(target: str) -> str:
@@ -149,6 +165,9 @@ class DistributedExecutable:
         self.partitions = list(split_by_task(graph, cluster.task).values())
         self._texts = [print_graph(p.graph) for p in self.partitions]
         self.handles: list[str] = [self._register(k) for k in range(len(self.partitions))]
+        # per partition: the ops that change state, so that running it twice would too
+        self._state_changes = [_state_changing_ops(p.graph) for p in self.partitions]
+        self._register_lock = threading.Lock()
         self._result_sources = result_sources(graph, self.partitions)
         self._inflight: set[int] = set()  # step ids running now (close() aborts them)
         self._inflight_lock = threading.Lock()
@@ -174,24 +193,48 @@ class DistributedExecutable:
 
     def run(self, args: Any, timeout: float | None = None,
             trace: list | None = None) -> list[Any]:
-        """One step on every task; returns the graph's results. A task that lost this
-        graph (it was restarted, or dropped the graph after a long idle time) gets it
-        registered again, and the step runs once more."""
+        """One step on every task; returns the graph's results.
+
+        A task that lost this graph (it was restarted, or dropped the graph after
+        `server.GRAPH_IDLE_S` idle) answers that it has no graph, and gets it registered
+        again. The step is then run once more only when nothing can run twice: every
+        task had no graph (nothing ran anywhere), or the partitions of the tasks that did
+        start the step change no state (`RERUN_SAFE_OPS`). Otherwise those tasks may
+        already have run part of it (a global-step increment, an optimizer update), so
+        the step is `AbortedError`, as in TensorFlow: the next run works, and
+        ``MonitoredTrainingSession`` recreates its session and goes on."""
         from ..targets.reference.executor import check_arguments
         arrays = check_arguments(self.graph, list(args))
         if timeout is not None and timeout <= 0:
             raise InvalidArgumentError(f"timeout must be positive, got {timeout}")
+        handles = list(self.handles)
+        no_graph: set[int] = set()
         try:
-            return self._step(arrays, timeout, trace)
+            return self._step(arrays, timeout, trace, handles, no_graph)
         except NotFoundError as e:
-            if "has no graph" not in e.message:
+            if not no_graph:
                 raise
-            self.handles = [self._register(k) for k in range(len(self.partitions))]
-            return self._step(arrays, timeout, trace)
+            self._register_again(no_graph, handles)
+            changes = {self.partitions[k].device: ops for k, ops in
+                       enumerate(self._state_changes) if k not in no_graph and ops}
+            if changes:
+                raise _partly_run_error(sorted(self.partitions[k].device for k in no_graph),
+                                        changes) from e
+        return self._step(arrays, timeout, trace, list(self.handles), set())
 
-    def _step(self, arrays: list[Any], timeout: float | None, trace: list | None) -> list[Any]:
-        """With a `trace` list, every task's node timings (wall-clock records) are added
-        to it."""
+    def _register_again(self, lost: set[int], stale: list[str]) -> None:
+        """Register the partitions `lost` again (once, when several steps find out at the
+        same time: only a handle still equal to the `stale` one is replaced)."""
+        with self._register_lock:
+            for k in sorted(lost):
+                if self.handles[k] == stale[k]:
+                    self.handles[k] = self._register(k)
+
+    def _step(self, arrays: list[Any], timeout: float | None, trace: list | None,
+              handles: list[str], no_graph: set[int]) -> list[Any]:
+        """One step with the partitions' `handles`. With a `trace` list, every task's
+        node timings (wall-clock records) are added to it. The partitions whose task
+        answered that it has no graph (so ran nothing) are added to `no_graph`."""
         step_id = secrets.randbits(62)
         header = {"step": step_id, "timeout": timeout}
         if trace is not None:
@@ -199,15 +242,20 @@ class DistributedExecutable:
         deadline = None if timeout is None else timeout + 5.0  # the tasks time out first
         calls = [(self.cluster.client(p.device), dict(header, handle=handle),
                   [arrays[i] for i in p.arg_indices])
-                 for p, handle in zip(self.partitions, self.handles)]
+                 for p, handle in zip(self.partitions, handles)]
         with self._inflight_lock:
             self._inflight.add(step_id)
         try:
             if len(calls) == 1:
                 client, head, tensors = calls[0]
-                answers = [client.call("RunGraph", head, tensors, timeout=deadline)]
+                try:
+                    answers = [client.call("RunGraph", head, tensors, timeout=deadline)]
+                except NotFoundError as e:
+                    if self._has_no_graph(0, e):
+                        no_graph.add(0)
+                    raise
             else:
-                answers = self._gather(step_id, calls, deadline)
+                answers = self._gather(step_id, calls, deadline, no_graph)
         finally:
             with self._inflight_lock:
                 self._inflight.discard(step_id)
@@ -217,9 +265,17 @@ class DistributedExecutable:
         outputs = [tensors for _, tensors in answers]
         return [outputs[k][j] if k >= 0 else arrays[j] for k, j in self._result_sources]
 
-    def _gather(self, step_id: int, calls: list, deadline: float | None) -> list[Any]:
+    def _has_no_graph(self, k: int, error: BaseException) -> bool:
+        """Whether `error` is partition `k`'s task saying it has no such graph (so it
+        ran nothing of the step), not an op's own NotFoundError."""
+        return isinstance(error, NotFoundError) and \
+            f"{self.partitions[k].device} has no graph" in error.message
+
+    def _gather(self, step_id: int, calls: list, deadline: float | None,
+                no_graph: set[int]) -> list[Any]:
         """Run every task's part of the step at once; the first failure aborts the rest.
-        Blocking calls on pool threads: a gRPC future would start a thread per call."""
+        Blocking calls on pool threads: a gRPC future would start a thread per call.
+        The partitions whose task has no graph are added to `no_graph`."""
         pending = {_call_pool().submit(client.call, "RunGraph", head, tensors, deadline): k
                    for k, (client, head, tensors) in enumerate(calls)}
         outputs: list[list[Any] | None] = [None] * len(calls)
@@ -234,6 +290,8 @@ class DistributedExecutable:
             for f in done:
                 k = pending.pop(f)
                 if f.exception() is not None:
+                    if self._has_no_graph(k, f.exception()):
+                        no_graph.add(k)
                     if not errors:
                         self._abort(step_id, f.exception(), [c[0] for c in calls])
                     errors.append(f.exception())
@@ -296,6 +354,37 @@ def _quietly(client: rpc.WorkerClient, method: str, header: dict[str, Any]) -> N
         client.call(method, header, timeout=ABORT_TIMEOUT_S)
     except TensorWeaveError:
         pass
+
+
+def _state_changing_ops(graph: Graph) -> list[str]:
+    """The names of the ops of `graph` (regions included) that change state a second run
+    would change again: stateful ops not in `RERUN_SAFE_OPS`, each once, in order."""
+    found: dict[str, None] = {}
+
+    def visit(nodes: list[Node]) -> None:
+        for node in nodes:
+            op = node.opdef
+            if (op.stateful or op.side_effects) and op.name not in RERUN_SAFE_OPS:
+                found[op.name] = None
+            for region in node.regions:
+                visit(region.nodes)
+
+    visit(graph.nodes)
+    return list(found)
+
+
+def _partly_run_error(lost: list[str], changes: dict[str, list[str]]) -> AbortedError:
+    """The error of a step that a task without the graph failed while other tasks, whose
+    parts change state, may have run theirs."""
+    ran = "; ".join(f"{task}: {', '.join(ops[:4])}{', ...' if len(ops) > 4 else ''}"
+                    for task, ops in sorted(changes.items()))
+    return AbortedError(
+        f"the step was aborted: {', '.join(lost)} had lost the graph (the task was "
+        f"restarted, or dropped the graph after {GRAPH_IDLE_S / 3600:g} h idle). The step "
+        f"did not complete and may have partly run on the other tasks, whose parts change "
+        f"state ({ran}), so it is not run again (that could apply their changes twice). "
+        f"The graph is registered again: the next run works (MonitoredTrainingSession "
+        f"recreates its session and runs the step again by itself)")
 
 
 def _root_cause(errors: list[BaseException]) -> BaseException:
