@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 import tensorweave as tw
 from tensorweave.compiler import Graph, SourceLoc, TensorType
+from tensorweave.compiler.dtypes import as_dtype
 from tensorweave.compiler.ir import Node
 from tensorweave.compiler.pipeline import run_pipeline, stage_names
 from tensorweave.compiler.registry import all_ops, def_op, get_op
@@ -288,8 +289,8 @@ def _binary_graph(op, x_type, c_value, const_first=False):
 
 
 @pytest.mark.parametrize("op,neutral,const_first", [
-    ("Mul", 1, False), ("Mul", 1, True), ("Add", 0, False), ("Add", 0, True),
-    ("Sub", 0, False)])
+    ("Mul", 1, False), ("Mul", 1, True), ("Add", -0.0, False), ("Add", -0.0, True),
+    ("Sub", 0.0, False)])
 def test_neutral_operand_is_removed_only_without_broadcast(op, neutral, const_first):
     x = np.arange(6, dtype=F32).reshape(2, 3)
     for c_value in (F32(neutral), np.full((1, 3), neutral, F32)):
@@ -310,6 +311,28 @@ def test_neutral_operand_with_unknown_dims():
     assert ops(applied(dce, applied(fold_constants, g))) == []
     g = _binary_graph("Mul", f32(None), np.ones(3, F32))  # would fix the unknown dim
     assert "Mul" in ops(applied(fold_constants, g))
+
+
+@pytest.mark.parametrize("op,zero,const_first", [
+    ("Add", 0.0, False), ("Add", 0.0, True), ("Sub", -0.0, False)])
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+def test_a_zero_that_changes_the_sign_of_minus_zero_is_kept(op, zero, const_first, dtype):
+    """-0.0 + 0.0 is +0.0 and -0.0 - (-0.0) is +0.0: those ops are not identities, and
+    removing them made 1 / (x + 0.0) -inf where the graph's own arithmetic gives +inf."""
+    x = np.array([-0.0, 0.0, -1.5], dtype)
+    g = _binary_graph(op, TensorType(as_dtype(dtype), (3,)), dtype(zero), const_first)
+    simplified = applied(fold_constants, g)
+    assert op in ops(simplified)
+    want = x + zero if op == "Add" else x - zero
+    got = run(simplified, x)[0]
+    np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
+    assert np.signbit(want).tolist() == [False, False, True]  # -0.0 became +0.0
+
+
+def test_integer_zero_is_neutral_in_add():
+    g = applied(fold_constants,
+                _binary_graph("Add", TensorType(as_dtype(np.int32), (3,)), np.int32(0), True))
+    assert g.results[0] is g.args[0]
 
 
 def test_zero_minus_x_is_kept():

@@ -13,8 +13,11 @@ Simplification removes operations that return one of their operands unchanged:
 and shape, so no broadcast is lost), ``Identity(x)``, ``Neg(Neg(x))``, a `Cast` to x's
 own dtype, a `Reshape` to x's own shape and a `Transpose` by the identity permutation.
 A node that carries control inputs, or asks for a device other than its operand's, is
-kept: its consumers rely on that ordering or placement. (``x+0`` turns ``-0.0`` into
-``+0.0``; the two compare equal, and every compiler that does this rewrite accepts it.)
+kept: its consumers rely on that ordering or placement. For floats the zeros are exact
+in their sign, as IEEE arithmetic (and LLVM without fast-math) has them: ``x + (-0.0)``
+and ``x - (+0.0)`` are x for every x, but ``(-0.0) + (+0.0)`` is ``+0.0``, so ``x + 0.0``
+and ``x - (-0.0)`` stay (folded away they would give ``1/x = -inf`` where the graph's
+own arithmetic gives ``+inf``).
 """
 
 from __future__ import annotations
@@ -167,20 +170,26 @@ def _same_placement(node: Node, x: Value) -> bool:
     return node.device in (None, device) and node.assigned_device in (None, assigned)
 
 
-def _all_equal(v: Value, scalar: int, after_state: dict[Node, bool]) -> bool:
-    """True when `v` is a constant, free of ordering constraints, filled with `scalar`."""
+def _all_equal(v: Value, scalar: int, after_state: dict[Node, bool],
+               zero_sign: bool | None = None) -> bool:
+    """True when `v` is a constant, free of ordering constraints, filled with `scalar`;
+    with `zero_sign` (True: -0.0, False: +0.0) float zeros must also have that sign."""
     value = const_value(v)
     if value is None or after_state.get(v.producer, True):
         return False
-    return bool(np.all(value == scalar))
+    if not np.all(value == scalar):
+        return False
+    if zero_sign is None or value.dtype.kind != "f":
+        return True
+    return bool(np.all(np.signbit(value) == zero_sign))
 
 
 def _neutral_operand(node: Node, after_state: dict[Node, bool], neutral: int,
-                     commutative: bool) -> Value | None:
+                     commutative: bool, zero_sign: bool | None = None) -> Value | None:
     x, y = node.inputs
-    if _all_equal(y, neutral, after_state):
+    if _all_equal(y, neutral, after_state, zero_sign):
         return x
-    if commutative and _all_equal(x, neutral, after_state):
+    if commutative and _all_equal(x, neutral, after_state, zero_sign):
         return y
     return None
 
@@ -218,6 +227,8 @@ _RULES: dict[str, _Rule] = {
     "Reshape": _reshape,
     "Transpose": _transpose,
     "Mul": lambda node, st: _neutral_operand(node, st, 1, commutative=True),
-    "Add": lambda node, st: _neutral_operand(node, st, 0, commutative=True),
-    "Sub": lambda node, st: _neutral_operand(node, st, 0, commutative=False),
+    # x + (-0.0) and x - (+0.0) are x bit for bit; x + (+0.0) is not when x is -0.0
+    "Add": lambda node, st: _neutral_operand(node, st, 0, commutative=True, zero_sign=True),
+    "Sub": lambda node, st: _neutral_operand(node, st, 0, commutative=False,
+                                             zero_sign=False),
 }
