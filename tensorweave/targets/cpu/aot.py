@@ -53,28 +53,47 @@ class Library:
 
 
 def freeze_variables(graph: Graph, resources: Any) -> Graph:
-    """A copy of `graph` where each variable read is a constant holding the variable's
-    current value. A graph that assigns variables cannot be frozen (CompileError)."""
-    from ...passes._rewrite import frozen
+    """A copy of `graph` where each variable read (``ReadVariable``, and ``ResourceGather``
+    which reads rows) is a constant holding the variable's current value, in the graph and
+    in its regions. A graph that changes a variable anywhere cannot be frozen
+    (CompileError)."""
     g = graph.copy()
+    _freeze(g, resources)
+    return g
+
+
+def _changes_variable(op: str) -> bool:
+    return (op.startswith("Assign") and op.endswith("Variable")) or op.startswith("ResourceScatter")
+
+
+def _freeze(g: Graph, resources: Any) -> None:
+    from ...passes._rewrite import frozen
     replace, dead = {}, []
-    for node in g.nodes:
-        if node.op.startswith("Assign") and node.op.endswith("Variable"):
+    for node in list(g.nodes):
+        for region in node.regions:  # a branch or loop body reads (or assigns) variables too
+            _freeze(region, resources)
+        if _changes_variable(node.op):
             raise CompileError(f"{node.op} '{node.name}' changes a variable; an ahead-of-time "
                                f"library holds frozen variables: compile a function that "
                                f"only reads them", **node.error_context())
-        if node.op == "ReadVariable":
-            handle = node.inputs[0].producer
-            name = handle.attrs.get("shared_name") or handle.name
-            value = resources.variable(name).read()
-            const = g.add_node("Const", [], {"value": frozen(value)},
-                               name=f"frozen/{name}", loc=node.loc)
-            replace[node.outputs[0]] = const.outputs[0]
-            dead.append(node)
+        if node.op not in ("ReadVariable", "ResourceGather"):
+            continue
+        handle = node.inputs[0].producer
+        if handle is None or handle.op != "VarHandle":
+            raise CompileError(f"{node.op} '{node.name}' reads a variable whose handle is not "
+                               f"a VarHandle: it cannot be frozen into an ahead-of-time "
+                               f"library", **node.error_context())
+        name = handle.attrs.get("shared_name") or handle.name
+        value = g.add_node("Const", [], {"value": frozen(resources.variable(name).read())},
+                           name=f"frozen/{name}", loc=node.loc).outputs[0]
+        if node.op == "ResourceGather":  # = Gather(ReadVariable(v), ids) on axis 0
+            value = g.add_node("Gather", [value, node.inputs[1]], {}, name=f"{node.name}/frozen",
+                               loc=node.loc).outputs[0]
+        replace[node.outputs[0]] = value
+        dead.append(node)
     g.replace_all_uses(replace)
     g.remove_nodes(dead)
     g.sort()  # the constants were appended after their readers
-    return g
 
 
 def c_identifier(name: str) -> str:
