@@ -94,3 +94,18 @@ def test_an_assignment_inside_a_loop_body_is_refused(tmp_path):
 
     with pytest.raises(CompileError, match="AssignAddVariable.*changes a variable"):
         build_library(f.get_concrete_function(), str(tmp_path), name="f")
+
+
+def test_a_plan_that_still_uses_a_variable_is_refused():
+    # the safety net behind freezing: a library passes no variable table to its step
+    from tensorweave.compiler.pipeline import run_pipeline
+    from tensorweave.targets.cpu.aot import _plan
+    v = tw.Variable(np.array([1.0, 2.0], np.float32), name="v_unfrozen")
+
+    @tw.compile(input_signature=[S([2], tw.float32)])
+    def f(x):
+        return x * v
+
+    graph = run_pipeline(f.get_concrete_function().graph, target="cpu")  # not frozen
+    with pytest.raises(CompileError, match="still uses the variables v_unfrozen"):
+        _plan(graph)

@@ -128,6 +128,10 @@ def _plan(graph: Graph) -> StepPlan:
         plan = plan_step(graph)
     except Ineligible as e:
         raise CompileError(f"cannot compile '{graph.name}' ahead of time: {e}") from None
+    if plan.var_names:  # (the library passes no variable table: freezing missed a use)
+        raise CompileError(f"cannot compile '{graph.name}' ahead of time: it still uses the "
+                           f"variables {', '.join(plan.var_names)}, which the library cannot "
+                           f"hold")
     missing = sorted({n.op for n in plan.callback_nodes.values()})
     if missing:
         raise UnimplementedError(f"cannot compile '{graph.name}' ahead of time: no native "
