@@ -346,6 +346,10 @@ class Builder:
         if (self.allowed is not None and ins.op not in self.allowed
                 and ins.op not in ("arg", "const") and not ins.op.startswith("var_")):
             return None
+        if not (math.isfinite(v.err) and math.isfinite(v.mag)):
+            # an infinite bound (errors compounding through a loop) would make the
+            # comparison of this value, and of everything computed from it, vacuous
+            return None
         self.instrs.append(ins)
         self.vals.append(v)
         return len(self.vals) - 1
