@@ -225,16 +225,24 @@ class Optimizer:
                     self._call["step"] = counter.read_value()
             try:
                 self._prepare(pairs)
+                # a variable's earlier updates in this call: a second pair of the same
+                # variable updates after them, reading the slots they wrote (TensorFlow
+                # 1 applies one read-modify-write op per pair; read together, the second
+                # pair's slot assignment would drop the first's)
+                earlier: dict[str, list] = {}
                 for g, var in pairs:
                     slots = self._ensure_slots(var)
+                    before = earlier.setdefault(var.shared_name, [])
                     # The update runs where the variable lives (a parameter server): only
                     # the gradient crosses the network (only the rows of a sparse one), as
                     # in TensorFlow.
-                    with colocate_with(var):
+                    with colocate_with(var), _after(before):
                         if isinstance(g, IndexedSlices):
-                            updates.extend(self._apply_sparse(var, g, slots) or [])
+                            ops = self._apply_sparse(var, g, slots) or []
                         else:
-                            updates.extend(self._apply(var, g, slots) or [])
+                            ops = self._apply(var, g, slots) or []
+                    updates.extend(ops)
+                    before.extend(ops)
                 updates.extend(self._finish(pairs) or [])
                 if self._iterations is not None and "step" in self._call:
                     with colocate_with(self._iterations):
@@ -358,6 +366,14 @@ class Optimizer:
 
 
 _UNSET = object()
+
+
+def _after(ops: list) -> Any:
+    """Build under control dependencies on `ops` (none: no scope)."""
+    import contextlib
+
+    from .context import control_dependencies
+    return control_dependencies(ops) if ops else contextlib.nullcontext()
 
 
 def _is_hyperparameter(opt: Optimizer, name: str) -> bool:
