@@ -116,10 +116,22 @@ def _static_graph(cf: Any, resources: Any) -> Graph:
                                f"needs fixed shapes (give them in the input signature, "
                                f"or with the command line's --signature "
                                f"'{n}:{v.type.dtype.name}[{_fixed_dims(v.type)}]')")
-    graph = run_pipeline(freeze_variables(cf.graph, resources), target="cpu")
-    from ...passes.partition import split_by_device
-    if len({n.assigned_device for n in graph.nodes} - {None}) > 1:
-        graph = next(iter(split_by_device(graph).values())).graph
+    from ...passes.placement import placement_scope
+    from ...runtime.devices import default_device_manager
+    frozen = freeze_variables(cf.graph, resources)
+    # The library runs the whole function on one CPU: device requests do not apply, and
+    # placement may use no other device (were nodes placed on two, the graph would be
+    # cut into partitions and a library of one of them would lose the others' results).
+    for node in frozen.walk():
+        node.device = None
+    cpu0 = default_device_manager().default_device
+    with placement_scope([cpu0], cpu0.name):
+        graph = run_pipeline(frozen, target="cpu")
+    devices = {n.assigned_device for n in graph.walk()} - {None}
+    if len(devices) > 1:
+        raise CompileError(f"cannot compile '{graph.name}' ahead of time: it was placed on "
+                           f"{len(devices)} devices ({', '.join(sorted(devices))}), a "
+                           f"library runs on one")
     return graph
 
 
