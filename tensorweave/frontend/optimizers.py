@@ -534,17 +534,34 @@ class Adadelta(Optimizer):
         self.rho = rho
         self.epsilon = epsilon
 
-    def _apply(self, var, grad, slots):
+    def _rule(self, grad, old_accum, old_update):
+        """(new accum, new accum_update, the step) from the old slot values."""
         m = _math()
-        accum, accum_update = slots["accum"], slots["accum_update"]
         rho, eps = self.rho, self.epsilon
-        new_accum = accum.read_value() * rho + m.square(grad) * (1 - rho)
-        old_update = accum_update.read_value()
+        new_accum = old_accum * rho + m.square(grad) * (1 - rho)
         update = m.sqrt(old_update + eps) / m.sqrt(new_accum + eps) * grad
         new_update = old_update * rho + m.square(update) * (1 - rho)
+        return new_accum, new_update, update
+
+    def _apply(self, var, grad, slots):
+        accum, accum_update = slots["accum"], slots["accum_update"]
+        new_accum, new_update, update = self._rule(grad, accum.read_value(),
+                                                   accum_update.read_value())
         return [accum.assign(new_accum, read_value=False),
                 accum_update.assign(new_update, read_value=False),
                 var.assign_sub(self._lr(var) * update, read_value=False)]
+
+    def _apply_sparse(self, var, grad, slots):
+        # TensorFlow's (Resource)SparseApplyAdadelta: only the touched rows of the slots
+        # and the variable change (repeated indices summed first); densified, the other
+        # rows' accumulators would decay at every step
+        values, rows = deduplicate(grad.values, grad.indices)
+        accum, accum_update = slots["accum"], slots["accum_update"]
+        new_accum, new_update, update = self._rule(values, gather_rows(accum, rows),
+                                                   gather_rows(accum_update, rows))
+        return [scatter_update(accum, rows, new_accum),
+                scatter_update(accum_update, rows, new_update),
+                scatter_sub(var, rows, self._lr(var) * update)]
 
 
 class RMSProp(Optimizer):
