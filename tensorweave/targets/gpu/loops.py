@@ -20,7 +20,13 @@ but the last):
 - otherwise a *double buffer*: a buffer of two entries; iteration t reads entry t % 2
   and its result is written straight into entry (t + 1) % 2 by the kernel that computes
   it (a copy only when the result is a view, a popped entry or another result). The
-  loop's output is entry T % 2, known at plan time.
+  loop's output is entry T % 2, known at plan time;
+- *stacked* (`_stack_resident`): a variable the body pushes as it is (a scan's carried
+  h, c and counter, pushed for the gradient), in a loop of known trip count, lives in
+  the stack's own entries: iteration t reads entry ``at + delta * t``, where its push
+  would copy it, and the kernel computing its next value writes entry ``at + delta *
+  (t + 1)``, so the push copies nothing. The output, entry ``at + delta * T``, is one
+  spare row past the stack's bound, where no later push can reach.
 
 The initial values are copied into the buffers once, before the loop.
 
@@ -284,6 +290,7 @@ class LoopPlanning:
                     self.slots[v_out] = self._use(v_in)
             return
         modes = _in_place(node)
+        stacked = self._stack_resident(node, trips, modes)
         order = body.topological_order()
         pos = {n: i for i, n in enumerate(order)}
         keep: list[Slot] = []
@@ -326,6 +333,17 @@ class LoopPlanning:
                     f, u = _row_add_parts(res, arg, order, pos) if mode == "row_add" \
                         else _outer_acc_parts(node, res, arg, order)
                     self.in_place_sums[f], self.in_place_sums[u] = (buf, u), None
+                keep.append(buf)
+                continue
+            if k in stacked:  # its entries are the stack's: the push copies nothing
+                buf, at, delta = stacked[k]
+                self._emit(Copy(node, src, self._entry(buf, at, 0)))
+                self.slots[arg] = self._entry(buf, at, delta)
+                nexts[k] = self._entry(buf, at + delta, delta)
+                if res.producer is not None and res not in self.preset and \
+                        res.producer.op not in STACK_OPS:
+                    self.preset[res] = nexts[k]
+                outputs[k] = self._entry(buf, at + delta * int(trips or 0), 0)
                 keep.append(buf)
                 continue
             buf = self._row_buffer(arg.type, 2)
@@ -391,6 +409,71 @@ class LoopPlanning:
         count = Offset.trips(key) if trips is None else trips
         for k, st, base, delta in stacks:
             self.cursor[node.outputs[k]] = (st, base + count * delta, 0)
+
+    def _stack_resident(self, node: Node, trips: int | None, modes: dict[int, str]
+                        ) -> dict[int, tuple[Slot, int, int]]:
+        """The loop variables of While `node` that live in a stack's entries (the
+        "stacked" form of the module docstring): loop variable -> (the stack's element
+        buffer, the entry ``at`` of iteration 0, the entries per iteration). Makes that
+        stack's buffers, with the spare rows holding the outputs. Only in a loop of known
+        trip count, not nested, pushing on a fresh stack of known bound only (no pops in
+        the body) and filling it to its bound, so the spare rows are past anything a
+        later push may write."""
+        body = node.regions[1]
+        if not trips or self.frames:
+            return {}
+        out: dict[int, tuple[Slot, int, int]] = {}
+        consumers = body.consumers()
+        for ks, v_in in enumerate(node.inputs):
+            found = self.cursor.get(v_in) if is_stack_type(v_in.type) else None
+            if found is None:
+                continue
+            st, base, step = found
+            delta = _stack_delta(body, ks)
+            if isinstance(base, Offset) or step or st.slots is not None or st.popped or \
+                    st.max_size < 0 or not delta:
+                continue
+            pushes, v, at = [], body.args[ks], base
+            while consumers.get(v):
+                n = consumers[v][0][0]
+                if n.op != "StackPush":
+                    break
+                pushes.append((n, at))
+                at += 1
+                v = n.outputs[0]
+            if len(pushes) != delta:  # (a pop on the way)
+                continue
+            pushed: dict[Value, list[tuple[int, int]]] = {}
+            for n, at in pushes:
+                for j, e in enumerate(n.inputs[1:]):
+                    pushed.setdefault(e, []).append((j, at))
+            picks = {}
+            for k, arg in enumerate(body.args):
+                where = pushed.get(arg, [])
+                if k in modes or is_stack_type(arg.type) or len(where) != 1 or k in out:
+                    continue
+                j, at = where[0]
+                final = at + delta * trips  # the output's entry
+                if at + delta * (trips - 1) >= st.max_size or final < st.max_size:
+                    continue  # (overfilled: the push refuses it; room left: a later
+                    #            push could overwrite the output)
+                picks[k] = (j, at, final)
+            if not picks:
+                continue
+            first = pushes[0][0]
+            types = self._stack_types(first, [e.type for e in first.inputs[1:]])
+            if any(len(n.inputs) != len(first.inputs) or
+                   [e.type for e in n.inputs[1:]] != types for n, _ in pushes):
+                continue
+            spare = max(final for _, _, final in picks.values()) + 1 - st.max_size
+            st.rows = st.max_size
+            st.slots = [self._row_buffer(t, st.rows + spare) for t in types]
+            for slot in st.slots:
+                self.stack_buffers[slot.storage.key] = (
+                    str(st.node.attrs.get("stack_name") or st.node.name), False)
+            for k, (j, at, _) in picks.items():
+                out[k] = (st.slots[j], at, delta)
+        return out
 
     def _cursor(self, node: Node, handle: Value) -> tuple[_Stack, int | Offset, int]:
         found = self.cursor.get(handle)
