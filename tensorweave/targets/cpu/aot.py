@@ -192,6 +192,14 @@ def emit_library_module(plan: StepPlan, name: str) -> ir.Module:
                            ir.Constant(ir.PointerType(CALLBACK_TYPE), None)])
     b.call(free, [ws])
     b.ret(status)
+    # Only the entry point is exported. A program may link several libraries, whose node
+    # functions share names ("n0.Fusion"); exported, the dynamic linker would bind every
+    # library's calls to the first library's definitions.
+    for gv in module.global_values:
+        defined = (not gv.is_declaration if isinstance(gv, ir.Function)
+                   else getattr(gv, "initializer", None) is not None)
+        if defined and gv is not fn:
+            gv.linkage = "internal"
     return module
 
 
