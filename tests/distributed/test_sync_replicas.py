@@ -71,43 +71,57 @@ def start_replicas(spec, tasks, m, n, grads, dead_after=10.0, coords=None):
 
 
 def test_sync_training_with_a_backup_worker_never_waits_for_the_straggler():
-    n, m, seconds = 3, 2, 3.0
+    """Two fast workers reach step K while the straggler's every gradient is stale.
+
+    Ordered by steps, not by the clock: it used to stop each fast worker at a wall-clock
+    time, and under load one of them could stop while the other still needed a partner's
+    gradient for its step's token (TensorFlow's protocol: m fresh gradients per step), so
+    it waited until the sessions closed and failed with CancelledError. Now every worker
+    stops on receiving a token of step K: each step pushes n tokens, one each, so nobody
+    waits for a step that will not come. The straggler only runs once its gradient can
+    no longer count (the global step passed its local step), instead of sleeping and
+    hoping the fast workers stepped meanwhile."""
+    n, m, last = 3, 2, 20
     grads = {0: 1.0, 1: 2.0, 2: STRAGGLER_GRAD}
     with servers(ps=1, worker=n) as (spec, tasks):
         sessions, models = start_replicas(spec, tasks, m, n, grads)
-        stop = time.monotonic() + seconds
+        acc = tasks["ps:0"].resources.lookup("w/grad_accum")
         steps = [0] * n
         errors = []
 
         def loop(task):
+            local_step = 0  # the local_step_init_op's global step
             try:
-                while time.monotonic() < stop:
-                    if task == 2:
-                        time.sleep(1.0)  # the straggler
-                    sessions[task].run(models[task]["train"])
+                while local_step < last:
+                    if task == 2:  # the straggler: wait until its gradient is stale
+                        deadline = time.monotonic() + 60
+                        while acc.global_step <= local_step:
+                            assert time.monotonic() < deadline, "the fast workers stalled"
+                            time.sleep(0.01)
+                    # the train op ends by taking a token: the step to compute at next
+                    local_step = int(sessions[task].run(models[task]["train"]))
                     steps[task] += 1
             except Exception as e:  # noqa: BLE001
-                if task != 2:  # the straggler is stopped by closing its session
-                    errors.append(e)
+                errors.append((task, e))
 
         threads = [threading.Thread(target=loop, args=(t,), daemon=True) for t in range(n)]
         for t in threads:
             t.start()
-        for t in threads[:2]:
-            t.join(30)
+        for t in threads:
+            t.join(60)
+        alive = [t.is_alive() for t in threads]
         global_step, w = sessions[0].run([models[0]["global_step"], models[0]["w"]])
         for s in sessions:
-            s.close()  # stops the chief's queue runner and releases the straggler
-        threads[2].join(30)
+            s.close()  # stops the chief's queue runner (and releases a hung worker)
         assert not errors, errors
-        # the fast workers kept going: many steps in 3 s despite a 1 s straggler
-        assert global_step >= 10, (global_step, steps)
+        assert not any(alive), (alive, steps, global_step)
+        # the fast workers made every step: the straggler never contributed one
+        assert global_step == last == acc.global_step, (global_step, steps)
+        assert steps[2] >= 1
         # each update applied the mean of 2 gradients of {1, 2}: never the straggler's
         # stale one (which would move w by ~5e5)
         assert 1.0 * global_step <= -w <= 2.0 * global_step, (w, global_step)
-        acc = tasks["ps:0"].resources.lookup("w/grad_accum")
-        assert acc.global_step >= global_step
-        assert acc.dropped >= 1  # the straggler's gradients arrived stale and were dropped
+        assert acc.dropped >= steps[2]  # the straggler's gradients were all dropped
 
 
 def test_a_sparse_accumulator_averages_the_rows_it_was_given():
