@@ -517,7 +517,7 @@ class MonitoredSession:
             if self._sess is None:
                 self._create()
             try:
-                return self._run_with_hooks(fetches, feed_dict, options)
+                return self._run_with_hooks(fetches, feed_dict, options, run_metadata)
             except (*RECOVERABLE, FailedPreconditionError) as e:
                 if isinstance(e, FailedPreconditionError) and "uninitialized" not in str(e):
                     raise
@@ -525,19 +525,19 @@ class MonitoredSession:
                 log.warning("a task was lost (%s): recreating the session", e)
                 self._drop_session()
 
-    def _run_with_hooks(self, fetches: Any, feed_dict: dict | None, options: Any) -> Any:
+    def _run_with_hooks(self, fetches: Any, feed_dict: dict | None, options: Any,
+                        run_metadata: Any = None) -> Any:
         args = SessionRunArgs(fetches, feed_dict, options)
         context = SessionRunContext(args, self._sess)
         extra = [h.before_run(context) for h in self._hooks]
-        feeds = dict(feed_dict or {})
-        for a in extra:
-            if a is not None and a.feed_dict:
-                feeds.update(a.feed_dict)
-        results = self._sess.run([fetches, [a.fetches if a is not None else [] for a in extra]],
-                                 feeds or None, options=options)
+        feeds = _merge_hook_feeds(feed_dict, extra)
+        # a hook asking for no fetches (only feeds) gets None back, as in TensorFlow 1
+        wanted = [a is not None and a.fetches is not None for a in extra]
+        results = self._sess.run([fetches, [a.fetches if w else [] for a, w in zip(extra, wanted)]],
+                                 feeds or None, options=options, run_metadata=run_metadata)
         outcome, hook_results = results
-        for h, a, r in zip(self._hooks, extra, hook_results):
-            h.after_run(context, SessionRunValues(r if a is not None else None))
+        for h, w, r in zip(self._hooks, wanted, hook_results):
+            h.after_run(context, SessionRunValues(r if w else None))
         if context.stop_requested:
             self._stop = True
         return outcome
@@ -545,8 +545,12 @@ class MonitoredSession:
     def should_stop(self) -> bool:
         return self._stop or self._coord.should_stop()
 
-    def close(self) -> None:
-        if self._sess is not None:
+    def close(self, _failed: bool = False) -> None:
+        """End the hooks (their final checkpoint, summaries...) and release the session.
+        When the training ended with an error (`_failed`), the hooks' ``end`` does not run,
+        as in TensorFlow 1: the state may be what the error was about (a NaN loss), and
+        must not become the newest checkpoint."""
+        if self._sess is not None and not _failed:
             for h in self._hooks:
                 try:
                     h.end(self._sess)
@@ -558,8 +562,27 @@ class MonitoredSession:
         return self
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> bool:
-        self.close()
+        normal_end = exc_type is None or exc_type in (OutOfRangeError, StopIteration)
+        self.close(_failed=not normal_end)
         return exc_type in (OutOfRangeError, StopIteration)
+
+
+def _merge_hook_feeds(feed_dict: dict | None, hook_args: list) -> dict:
+    """The caller's feeds with the hooks'; a tensor fed twice is an error (TensorFlow 1's
+    rule), never one value silently replacing the other."""
+    feeds = dict(feed_dict or {})
+    from_hook: dict[Any, int] = {}
+    for a in hook_args:
+        for key, value in ((a.feed_dict or {}) if a is not None else {}).items():
+            if key in from_hook:
+                raise RuntimeError(f"{getattr(key, 'name', key)!s} is fed by two "
+                                   f"SessionRunHooks")
+            if key in feeds:
+                raise RuntimeError(f"{getattr(key, 'name', key)!s} is fed by a SessionRunHook "
+                                   f"and the caller")
+            from_hook[key] = 1
+            feeds[key] = value
+    return feeds
 
 
 def MonitoredTrainingSession(master: str = "", is_chief: bool = True,  # noqa: N802

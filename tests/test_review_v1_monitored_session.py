@@ -1,0 +1,91 @@
+"""Adversarial review of ``tf.train.MonitoredSession``: what a hook adds to a run, and
+what is saved when training ends with an error."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tensorweave.compat.v1 as tf
+
+
+def _nan_graph():
+    g = tf.Graph()
+    with g.as_default():
+        gs = tf.train.get_or_create_global_step()
+        w = tf.Variable(np.float32(1.0), name="w")
+        x = tf.placeholder(tf.float32, [])
+        loss = tf.square(w * x)
+        train = tf.train.GradientDescentOptimizer(0.1).minimize(loss, global_step=gs)
+    return g, w, x, loss, train
+
+
+def test_an_error_in_the_block_does_not_save_a_final_checkpoint(tmp_path):
+    """As in TensorFlow 1 (hooks' ``end`` runs only when the session closes without an
+    error): NanTensorHook's error left the NaN weights in the session, and the
+    CheckpointSaverHook's final save made them the newest checkpoint, which the next
+    MonitoredTrainingSession restored (training restarted from NaN)."""
+    g, w, x, loss, train = _nan_graph()
+    with g.as_default():
+        with pytest.raises(tf.train.NanLossDuringTrainingError):
+            with tf.train.MonitoredTrainingSession(
+                    checkpoint_dir=str(tmp_path), save_checkpoint_steps=100,
+                    save_summaries_steps=None,
+                    hooks=[tf.train.NanTensorHook(loss)]) as sess:
+                sess.run(train, {x: 1.0})
+                sess.run(train, {x: np.nan})
+    assert tf.train.latest_checkpoint(str(tmp_path)).endswith("-0")
+    g, w, x, loss, train = _nan_graph()
+    with g.as_default():
+        with tf.train.MonitoredTrainingSession(checkpoint_dir=str(tmp_path),
+                                               save_checkpoint_secs=None,
+                                               save_summaries_steps=None) as sess:
+            assert sess.run(w) == 1.0  # the initial checkpoint, not NaN
+
+
+def test_end_of_input_still_saves_the_final_checkpoint(tmp_path):
+    """OutOfRangeError (the input is exhausted) is a normal end: hooks' ``end`` runs."""
+    g, w, x, loss, train = _nan_graph()
+    with g.as_default():
+        with tf.train.MonitoredTrainingSession(checkpoint_dir=str(tmp_path),
+                                               save_checkpoint_steps=100,
+                                               save_summaries_steps=None) as sess:
+            sess.run(train, {x: 1.0})
+            raise tf.errors.OutOfRangeError("end of input")
+    assert tf.train.latest_checkpoint(str(tmp_path)).endswith("-1")
+
+
+class _FeedingHook(tf.train.SessionRunHook):
+    def __init__(self, feeds):
+        self.feeds = feeds
+
+    def before_run(self, run_context):
+        return tf.train.SessionRunArgs(None, feed_dict=self.feeds)
+
+
+def test_a_tensor_fed_by_a_hook_and_the_caller_is_an_error():
+    """TensorFlow 1 refuses a tensor fed by both a hook and the caller, or by two hooks;
+    the hook's value silently replaced the caller's (a loss of 4 for x = 1)."""
+    g, w, x, loss, train = _nan_graph()
+    with g.as_default():
+        with tf.train.MonitoredTrainingSession(hooks=[_FeedingHook({x: 2.0})]) as sess:
+            with pytest.raises(RuntimeError, match="fed by a SessionRunHook and the caller"):
+                sess.run(loss, {x: 1.0})
+            assert sess.run(loss) == 4.0  # a feed of the hook alone is used
+        with tf.train.MonitoredTrainingSession(hooks=[_FeedingHook({x: 2.0}),
+                                              _FeedingHook({x: 3.0})]) as sess:
+            with pytest.raises(RuntimeError, match="fed by two SessionRunHooks"):
+                sess.run(loss)
+
+
+def test_run_metadata_reaches_the_session():
+    """A traced run records its timeline into the caller's RunMetadata (it was dropped)."""
+    g, w, x, loss, train = _nan_graph()
+    with g.as_default():
+        with tf.train.MonitoredTrainingSession() as sess:
+            meta = tf.RunMetadata()
+            got = sess.run(loss, {x: 1.0},
+                           options=tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE),
+                           run_metadata=meta)
+            assert got == 1.0
+            assert len(meta.step_stats) > 0
