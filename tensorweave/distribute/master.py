@@ -44,8 +44,9 @@ from ..passes.placement import placement_scope
 from ..runtime.dataflow import result_sources
 from ..runtime.devices import Device, DeviceSpec
 from ..runtime.distributed import rpc, wire
+from ..runtime.distributed import server as task_server
 from ..runtime.distributed.cluster import ClusterSpec, as_cluster_spec, default_token
-from ..runtime.distributed.server import GRAPH_IDLE_S, LocalClient, client_for
+from ..runtime.distributed.server import LocalClient, client_for
 
 CONNECT_TIMEOUT_S = float(os.environ.get("TW_CONNECT_TIMEOUT", "60"))
 """How long a client waits for the cluster's tasks to come up (``TW_CONNECT_TIMEOUT``)."""
@@ -380,8 +381,8 @@ def _partly_run_error(lost: list[str], changes: dict[str, list[str]]) -> Aborted
                     for task, ops in sorted(changes.items()))
     return AbortedError(
         f"the step was aborted: {', '.join(lost)} had lost the graph (the task was "
-        f"restarted, or dropped the graph after {GRAPH_IDLE_S / 3600:g} h idle). The step "
-        f"did not complete and may have partly run on the other tasks, whose parts change "
+        f"restarted, or dropped the graph after {task_server.GRAPH_IDLE_S:g} s idle). "
+        f"The step did not complete and may have partly run on the other tasks, whose parts change "
         f"state ({ran}), so it is not run again (that could apply their changes twice). "
         f"The graph is registered again: the next run works (MonitoredTrainingSession "
         f"recreates its session and runs the step again by itself)")

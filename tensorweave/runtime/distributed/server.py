@@ -422,9 +422,10 @@ class WorkerService:
         if entry is not None:
             entry[1][0] = time.monotonic()
         if exe is None:
+            # the master matches "<task> has no graph": it knows the task ran nothing
             raise NotFoundError(f"{self.task_name} has no graph {handle!r} (was the task "
-                                f"restarted? the client registers graphs again on its next "
-                                f"session)")
+                                f"restarted, or the graph idle for {GRAPH_IDLE_S:g} s? the "
+                                f"master registers it again)")
         step_id = int(header["step"])
         timeout = header.get("timeout")
         state = self.steps.begin(step_id, "run")
