@@ -45,14 +45,14 @@ def gpu_kernel_reason(node: Node, in_step: bool = False) -> str | None:
     if in_step and op in ("While", "If"):
         return _loop_reason(node)
     if op == "Fusion":  # a cluster (after placement): its members answer
-        return next((why for r in node.regions for m in r.nodes
-                     if (why := gpu_kernel_reason(m, in_step)) is not None), None)
+        return _members_reason(node, in_step)
+    if op in _FUSED_PRODUCTS:  # a product with its epilogue cluster (targets/gpu/epilogue.py)
+        return _types_reason(node) or _members_reason(node, in_step)
     if node.regions:
         return f"{op} runs its regions on the host"
-    for v in (*node.inputs, *node.outputs):
-        t = v.type
-        if isinstance(t, TensorType) and not has_gpu_type(t.dtype):
-            return f"no GPU code for {t.dtype.np.name} ({op})"
+    why = _types_reason(node)
+    if why is not None:
+        return why
     if in_step and (op in STACK_OPS or op == "DeduplicateSlices"):
         return None
     if op in _PLANNED or op in VIEW_OPS:
@@ -72,6 +72,24 @@ def gpu_kernel_reason(node: Node, in_step: bool = False) -> str | None:
         t = node.inputs[0].type
         if isinstance(t, TensorType) and t.dtype.np.name in _NO_ATOMIC_ADD:
             return f"no atomic add for UnsortedSegmentSum of {t.dtype.np.name}"
+    return None
+
+
+_FUSED_PRODUCTS = frozenset({"FusedMatMul", "FusedConv2D"})
+
+
+def _members_reason(node: Node, in_step: bool) -> str | None:
+    """The first reason of a member of `node`'s cluster region(s), or None."""
+    return next((why for r in node.regions for m in r.nodes
+                 if (why := gpu_kernel_reason(m, in_step)) is not None), None)
+
+
+def _types_reason(node: Node) -> str | None:
+    """Why `node`'s operand or result dtypes have no GPU code, or None."""
+    for v in (*node.inputs, *node.outputs):
+        t = v.type
+        if isinstance(t, TensorType) and not has_gpu_type(t.dtype):
+            return f"no GPU code for {t.dtype.np.name} ({node.op})"
     return None
 
 

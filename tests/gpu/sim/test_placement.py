@@ -266,3 +266,23 @@ def test_a_variable_placed_on_the_gpu_is_read_and_updated_there():
     placed = run_placed(cf, ())
     handle = next(n for n in placed.nodes if n.op == "VarHandle")
     assert handle.assigned_device == GPU0
+
+
+def test_a_gpu_product_fused_with_its_epilogue_runs_on_the_gpu():
+    """The cpu target's epilogue stage makes tanh(x @ w + b) on GPU:0 one FusedMatMul:
+    its product and cluster have GPU code, so the GPU partition runs it there (it ran
+    on the host: 'FusedMatMul runs its regions on the host')."""
+    def f(x, w, b):
+        with tw.device("/GPU:0"):
+            z = tw.tanh(tw.matmul(x, w) + b)
+        return tw.reduce_sum(z, axis=1)
+
+    args = _args(3)
+    known_fallbacks = dict(gpu_runtime().fallbacks)
+    fn = tw.compile(f, target="cpu")
+    np.testing.assert_allclose(fn(*args), np.tanh(args[0] @ args[1] + args[2]).sum(1),
+                               rtol=2e-5, atol=1e-6)
+    from tensorweave.compiler.pipeline import run_pipeline
+    graph = run_pipeline(fn.get_concrete_function(*args).graph, "epilogue", target="cpu")
+    assert [n.assigned_device for n in graph.nodes if n.op == "FusedMatMul"] == [GPU0]
+    assert gpu_runtime().fallbacks == known_fallbacks
