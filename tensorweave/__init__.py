@@ -47,6 +47,7 @@ double = float64
 # the tw.config, tw.debugging, tw.linalg, tw.math, tw.nn, tw.random, tw.optimizers,
 # tw.queue and tw.train namespaces
 from . import (  # noqa: E402, F401
+    bitwise,
     config,
     debugging,
     experimental,
@@ -84,7 +85,7 @@ __all__ = ["errors", "DType", "as_dtype", "bfloat16", "bool", "bool_", "float16"
            "GradientTape", "UnconnectedGradients", "custom_gradient", "map_fn", "vectorized_map",
            "vmap", "TensorArray", "print",
            "nn", "optimizers", "profiler", "random", "train", "config", "debugging", "math", "queue",
-           "summary", "experimental",
+           "summary", "bitwise", "experimental",
            "linalg", "compat", "distribute", *_ops_all]  # noqa: F405 (compat, distribute: __getattr__)
 
 

@@ -4,6 +4,7 @@ names (``tf.math``). The same functions are also top-level (``tw.add`` is
 
 from .frontend.ops.activations import softplus, softsign
 from .frontend.ops.array import unsorted_segment_sum
+from .frontend.ops.bitwise import logical_xor
 from .frontend.ops.math import *  # noqa: F403
 from .frontend.ops.math import __all__ as _math_all
 from .frontend.ops.nn import log_softmax
@@ -13,7 +14,7 @@ from .frontend.ops.segments import *  # noqa: F403
 from .frontend.ops.segments import __all__ as _segments_all
 
 __all__ = [*_math_all, "softplus", "softsign", "log_softmax", "l2_normalize", "top_k",
-           "in_top_k", "unsorted_segment_sum", *_segments_all]
+           "in_top_k", "unsorted_segment_sum", "logical_xor", *_segments_all]
 
 
 def __dir__() -> list[str]:

@@ -26,6 +26,11 @@ def _math():
     return math
 
 
+def _bitwise():
+    from .ops import bitwise
+    return bitwise
+
+
 def _array():
     from .ops import array
     return array
@@ -90,11 +95,18 @@ class TensorOps:
     def __le__(self, o): return _math().less_equal(self, o)
     def __gt__(self, o): return _math().greater(self, o)
     def __ge__(self, o): return _math().greater_equal(self, o)
-    def __and__(self, o): return _math().logical_and(self, o)
-    def __rand__(self, o): return _math().logical_and(o, self)
-    def __or__(self, o): return _math().logical_or(self, o)
-    def __ror__(self, o): return _math().logical_or(o, self)
-    def __invert__(self): return _math().logical_not(self)
+    # bitwise on integers, logical on bools (TensorFlow's operators)
+    def __and__(self, o): return _bitwise().and_operator(self, o)
+    def __rand__(self, o): return _bitwise().and_operator(o, self)
+    def __or__(self, o): return _bitwise().or_operator(self, o)
+    def __ror__(self, o): return _bitwise().or_operator(o, self)
+    def __xor__(self, o): return _bitwise().xor_operator(self, o)
+    def __rxor__(self, o): return _bitwise().xor_operator(o, self)
+    def __invert__(self): return _bitwise().invert_operator(self)
+    def __lshift__(self, o): return _bitwise().left_shift(self, o)
+    def __rlshift__(self, o): return _bitwise().left_shift(o, self)
+    def __rshift__(self, o): return _bitwise().right_shift(self, o)
+    def __rrshift__(self, o): return _bitwise().right_shift(o, self)
     def __getitem__(self, key): return _array().getitem(self, key)
 
     def __eq__(self, o):

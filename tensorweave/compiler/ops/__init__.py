@@ -3,6 +3,7 @@
 from . import (  # noqa: F401
     accumulator,
     array,
+    bitwise,
     candidate,
     control,
     convolution,

@@ -6,4 +6,4 @@ attributes as tensors) and one gradient per output, and returns one gradient per
 so gradient graphs are ordinary IR.
 """
 
-from . import array, control, core, indexing, linalg, math, nn, partition  # noqa: F401
+from . import array, bitwise, control, core, indexing, linalg, math, nn, partition  # noqa: F401

@@ -436,6 +436,51 @@ def _or(cx, info, a):
     return cx.b.or_(a[0], a[1])
 
 
+# Bitwise ops (compiler/ops/bitwise.py). A shift by y outside [0, bits) is poison in LLVM:
+# the amount is clamped first and the result replaced by NumPy's (0, or the sign fill).
+@emitter("BitwiseAnd")
+def _bit_and(cx, info, a):
+    return cx.b.and_(a[0], a[1])
+
+
+@emitter("BitwiseOr")
+def _bit_or(cx, info, a):
+    return cx.b.or_(a[0], a[1])
+
+
+@emitter("BitwiseXor")
+def _bit_xor(cx, info, a):
+    return cx.b.xor(a[0], a[1])
+
+
+@emitter("Invert")
+def _invert(cx, info, a):
+    return cx.b.xor(a[0], cx.dconst(info.out_dtype, -1))
+
+
+def _shift_in_range(cx: Lanes, dt: DType, y: ir.Value) -> ir.Value:
+    # unsigned compare: a negative y is a huge unsigned number, so out of range too
+    return cx.b.icmp_unsigned("<", y, cx.dconst(dt, dt.bits))
+
+
+@emitter("LeftShift")
+def _left_shift(cx, info, a):
+    x, y, dt = a[0], a[1], info.out_dtype
+    ok = _shift_in_range(cx, dt, y)
+    shifted = cx.b.shl(x, cx.b.select(ok, y, cx.dconst(dt, 0)))
+    return cx.b.select(ok, shifted, cx.dconst(dt, 0))
+
+
+@emitter("RightShift")
+def _right_shift(cx, info, a):
+    x, y, dt = a[0], a[1], info.out_dtype
+    ok = _shift_in_range(cx, dt, y)
+    if dt.kind == "int":  # a shift by bits - 1 is the sign fill NumPy gives
+        return cx.b.ashr(x, cx.b.select(ok, y, cx.dconst(dt, dt.bits - 1)))
+    shifted = cx.b.lshr(x, cx.b.select(ok, y, cx.dconst(dt, 0)))
+    return cx.b.select(ok, shifted, cx.dconst(dt, 0))
+
+
 def _arith(float_op: str, int_op: str) -> Emitter:
     def emit(cx, info, a):
         if _is_float(info):

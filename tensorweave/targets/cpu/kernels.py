@@ -11,7 +11,8 @@ Native today:
   Floor, Ceil, Reciprocal, LogicalNot, Tan, Asin, Acos, Atan, Sinh, Cosh, Round, IsNan,
   IsInf, IsFinite, Add, Sub, Mul, Div, FloorDiv, FloorMod, Pow, Atan2,
   Maximum, Minimum, SquaredDifference, Equal, NotEqual, Less, LessEqual, Greater,
-  GreaterEqual, LogicalAnd, LogicalOr, AddN, Select, Cast, Identity, StopGradient,
+  GreaterEqual, LogicalAnd, LogicalOr, BitwiseAnd, BitwiseOr, BitwiseXor, Invert, LeftShift,
+  RightShift, AddN, Select, Cast, Identity, StopGradient,
   BiasAdd, ZerosLike, OnesLike, BroadcastTo (`elementwise.EMITTERS`), and the
   reductions Sum, Mean, Max, Min, Prod, All, Any over trailing axes (`codegen`);
 - ``MatMul`` in f32/f64 through SciPy's BLAS (sgemm/dgemm by function pointer) and in
