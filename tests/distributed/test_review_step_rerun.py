@@ -188,3 +188,40 @@ def test_monitored_training_session_recovers_from_the_aborted_step():
             # no checkpoint: the chief's new session initialized the model again
             # (TensorFlow's rule too), then ran the step once
             assert value == 1.0 and counter_value(tasks["ps:0"]) == 1.0
+
+
+def test_state_changes_inside_a_loop_body_count():
+    """The PS lost the graph; the worker's part assigns inside a while loop's body (a
+    region): it may have run, so the step is aborted, and the loop counts 3 per
+    successful call."""
+    with servers(ps=1, worker=1) as (spec, tasks):
+        g = tf.Graph()
+        with g.as_default():
+            with tf.device("/job:ps/task:0"):
+                v = tf.Variable(np.float32(1.0), name="v")
+                r = v.read_value() + 0.0
+            with tf.device("/job:worker/task:0"):
+                w = tf.Variable(np.float32(0.0), name="w")
+
+                def body(i):
+                    with tf.control_dependencies([w.assign_add(np.float32(1.0))]):
+                        return i + 1
+
+                n = tf.while_loop(lambda i: i < 3, body, [tf.constant(0)])
+        with tf.Session(tasks["worker:0"].target, graph=g) as sess:
+            sess.run([v.initializer, w.initializer])
+            sess.run([r, n])
+            loops = [exe for exe in sess._steps.values()
+                     if any(node.op == "While" for p in exe.partitions for node in p.graph.nodes)]
+            assert len(loops) == 1 and len(loops[0].partitions) == 2
+            k = [p.device for p in loops[0].partitions].index(WORKER)
+            # the assignment is in the While's body region, not a top-level node
+            assert "AssignAddVariable" not in {n.op for n in loops[0].partitions[k].graph.nodes}
+            assert loops[0]._state_changes[k] == ["AssignAddVariable"]
+            tasks["ps:0"].service._graphs.clear()
+            with pytest.raises(AbortedError, match="AssignAddVariable"):
+                sess.run([r, n])
+            before = float(tasks["worker:0"].resources.variable("w").read())
+            assert before in (3.0, 6.0)  # the aborted call's loop ran, or not
+            sess.run([r, n])
+            assert float(tasks["worker:0"].resources.variable("w").read()) == before + 3.0
