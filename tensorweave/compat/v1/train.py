@@ -15,7 +15,13 @@ from ...frontend.context import colocate_with, control_dependencies
 from ...frontend.grouping import group
 from ...frontend.queue_runner import Coordinator, QueueRunner, add_queue_runner, start_queue_runners
 from ...runtime import checkpoint_index, checkpoint_io
-from .graph import get_default_graph, global_variables, in_default_graph, placeholder
+from .graph import (
+    get_default_graph,
+    global_variables,
+    in_default_graph,
+    placeholder,
+    trainable_variables,
+)
 from .var_scope import PartitionedVariable, slice_spec
 
 
@@ -31,7 +37,14 @@ class _GraphModeOptimizer:
                           colocate_gradients_with_ops: bool = False, grad_loss: Any = None,
                           **_: Any) -> Any:
         """TensorFlow 1's signature; `grad_loss` is the loss's gradient (default ones).
+        Without `var_list`, the variables of the graph's ``TRAINABLE_VARIABLES``
+        collection, as in TensorFlow 1 (users edit it to freeze or add variables).
         Gating, aggregation and colocation choices do not change the values: ignored."""
+        if var_list is None:
+            var_list = trainable_variables()
+            if not var_list:
+                raise ValueError(f"{type(self).__name__}: no variables to optimize (the "
+                                 f"graph's TRAINABLE_VARIABLES collection is empty)")
         return super().compute_gradients(loss, var_list, grad_loss=grad_loss)
 
     @in_default_graph
