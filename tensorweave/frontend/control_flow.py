@@ -644,22 +644,34 @@ def _leaf_paths(structure: Any) -> list[str]:
 # --------------------------------------------------------------------------- scan, foldl
 
 def scan(fn: Callable[[Any, Any], Any], elems: Any, initializer: Any = None,
-         parallel_iterations: int = 10, name: str | None = None) -> Any:
+         parallel_iterations: int = 10, name: str | None = None, *,
+         reverse: bool = False) -> Any:
     """``a = fn(a, x)`` for each slice ``x`` of `elems` along axis 0, returning every ``a``
     stacked along a new axis 0 (TensorFlow's ``tf.scan``). `elems` may be a nest of
     tensors with the same first dim; `initializer` (default: the first slice, which is
-    then also the first output) gives ``a``'s structure, dtypes and shapes."""
+    then also the first output) gives ``a``'s structure, dtypes and shapes.
+
+    ``reverse=True`` visits the slices from the last to the first (the default
+    initializer is then the last slice); output ``k`` is still the ``a`` computed from
+    slice ``k``, so the outputs stay in the order of `elems`, as in TensorFlow."""
     e_flat, e_tree, n, n_static = _elements(elems, "scan")
-    a_flat, a_tree, start = _initial(initializer, e_flat, e_tree)
+    a_flat, a_tree, start = _initial(initializer, e_flat, e_tree, n - 1 if reverse else 0)
     from .ops import array
     bufs = [_empty_rows(a, n_static, e_flat[0]) for a in a_flat]
+
+    def row(i: Any) -> Any:
+        # the slice visited at step i: i itself, or counted from the end
+        return n - 1 - i if reverse else i
+
     if start:
-        bufs = [apply_op1("DynamicUpdateRow", [b, np.int32(0), a]) for b, a in zip(bufs, a_flat)]
+        bufs = [apply_op1("DynamicUpdateRow", [b, row(np.int32(0)), a])
+                for b, a in zip(bufs, a_flat)]
 
     def body(i: Any, a: list[Any], b: list[Any]) -> tuple:
-        x = nest.unflatten(e_tree, [array.gather(e, i) for e in e_flat])
+        k = row(i)
+        x = nest.unflatten(e_tree, [array.gather(e, k) for e in e_flat])
         new = _step(fn, a, a_tree, x)
-        return i + 1, new, [apply_op1("DynamicUpdateRow", [buf, i, v]) for buf, v in zip(b, new)]
+        return i + 1, new, [apply_op1("DynamicUpdateRow", [buf, k, v]) for buf, v in zip(b, new)]
 
     _, _, bufs = while_loop(lambda i, a, b: i < n, body, (np.int32(start), a_flat, bufs),
                             maximum_iterations=n_static, parallel_iterations=parallel_iterations,
@@ -704,11 +716,15 @@ def _elements(elems: Any, fn: str) -> tuple[list[Any], Any, Any, int | None]:
     return flat, tree, n_static, n_static
 
 
-def _initial(initializer: Any, e_flat: list[Any], e_tree: Any) -> tuple[list[Any], Any, int]:
-    """The flat initial accumulator, its structure and the first element to visit."""
+def _initial(initializer: Any, e_flat: list[Any], e_tree: Any,
+             first_row: Any = 0) -> tuple[list[Any], Any, int]:
+    """The flat initial accumulator (slice `first_row` of the elements when there is no
+    `initializer`), its structure and the number of slices it used up (0 or 1)."""
     if initializer is None:
         from .ops import array
-        first = [array.gather(e, np.int32(0)) for e in e_flat]
+        if isinstance(first_row, int):
+            first_row = np.int32(first_row)
+        first = [array.gather(e, first_row) for e in e_flat]
         return first, e_tree, 1
     leaves, tree = nest.flatten(initializer)
     return [convert_to_tensor(x) for x in leaves], tree, 0

@@ -265,6 +265,51 @@ class TensorArray(tuple):
             buf = _unknown_rows(buf)
         return self._with(buf, shape if not self._known() else None)
 
+    def split(self, value: Any, lengths: Any, name: str | None = None) -> TensorArray:
+        """A new array whose elements are consecutive pieces of `value` along axis 0, of
+        the given `lengths` (TensorFlow's ``TensorArray.split``).
+
+        The array holds elements of one shape, so the `lengths` (static ints) must all be
+        equal, and the dims of `value` after axis 0 static; the pieces are then one
+        Reshape of `value`, differentiable like the rest. ``concat`` is the inverse."""
+        array = _array()
+        v = convert_to_tensor(value, dtype_hint=self.dtype)
+        if v.dtype is not self.dtype:
+            raise DTypeError(f"TensorArray.split: the array's dtype is {self.dtype.name} "
+                             f"but the value is {v.dtype.name}", location=_where())
+        if len(v.shape) < 1:
+            raise ShapeError("TensorArray.split needs a value of rank >= 1",
+                             location=_where())
+        from .ops.array import _static_ints
+        sizes = _static_ints(lengths, "TensorArray.split", "lengths")
+        if not sizes or any(k < 0 for k in sizes) or len(set(sizes)) > 1:
+            raise ShapeError(f"TensorArray.split: lengths must be one or more equal, "
+                             f"non-negative ints (this TensorArray holds elements of one "
+                             f"shape), got {list(sizes)}", location=_where())
+        n, length = len(sizes), sizes[0]
+        rest = tuple(v.shape[1:])
+        if None in rest:
+            raise ShapeError(f"TensorArray.split needs the value's dims after axis 0 known "
+                             f"when the graph is built, got {list(v.shape)}",
+                             location=_where())
+        if v.shape[0] is not None and v.shape[0] != n * length:
+            raise ShapeError(f"TensorArray.split: the lengths sum to {n * length} but the "
+                             f"value has {v.shape[0]} rows", location=_where())
+        shape = (length, *rest)
+        if self._known() and not _compatible(shape, self.element_shape):
+            raise ShapeError(f"TensorArray.split: pieces of shape {list(shape)} do not fit "
+                             f"the element shape {list(self.element_shape)}",
+                             location=_where())
+        size = self._rows()
+        if not self.dynamic_size and size is not None and size != n:
+            raise ShapeError(f"TensorArray.split: the array has size {size}, the value is "
+                             f"split into {n} pieces", location=_where())
+        # a static target shape: Reshape checks at run time that the rows are n * length
+        buf = array.reshape(v, [n, *shape], name=name)
+        if self.dynamic_size and current_builder() is not None:
+            buf = _unknown_rows(buf)
+        return self._with(buf, shape if not self._known() else None)
+
     def scatter(self, indices: Any, value: Any, name: str | None = None) -> TensorArray:
         """A new array whose elements ``indices[j]`` are ``value[j]``."""
         indices = convert_to_tensor(indices, dtype_hint=int32)
