@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from ...compiler.dtypes import DType, as_dtype, bool_, float32, int32
+from ...compiler.dtypes import DType, as_dtype, bool_, float32, int32, int64
 from ...compiler.ir import Value
 from ...errors import DTypeError, ShapeError
 from ..building import (
@@ -451,19 +451,24 @@ def range(start: Any, limit: Any = None, delta: Any = 1, dtype: Any = None,
           name: str | None = None) -> TensorLike:
     """``[start, start + delta, ...)`` up to but excluding `limit`; ``tw.range(n)`` counts
     from 0. The arguments are static scalars; `dtype` defaults to float32 when any of them
-    is a float, else int32 (TensorFlow's rule). The bounds are stored as float64
-    attributes, so integer bounds are exact up to 2**53."""
+    is a float, else int32 (TensorFlow's rule; int64 when a Python int bound does not fit
+    int32, as TensorFlow converts such an int). The bounds are stored as float64
+    attributes: integer bounds must be values of the dtype within +-2**53 (an error
+    otherwise, never a wrapped or rounded range)."""
     if limit is None:
         start, limit = 0, start
-    args = [_scalar(v, "range", a) for v, a in ((start, "start"), (limit, "limit"),
-                                                (delta, "delta"))]
+    names = ("start", "limit", "delta")
+    args = [_scalar(v, "range", a) for v, a in zip((start, limit, delta), names)]
     if dtype is None:
         kinds = [_python_dtype(v) for v in (start, limit, delta)]
         floats = [k for k in kinds if k.is_floating]
         dtype = floats[0] if floats else max(kinds, key=lambda k: k.bits)
+        if dtype == int32 and any(type(a) is int and not -2**31 <= a < 2**31 for a in args):
+            dtype = int64
     dtype = as_dtype(dtype)
     if dtype.is_integer:
-        args = [int(a) for a in args]  # TensorFlow casts the bounds to the dtype
+        # TensorFlow casts the bounds to the dtype; one that does not fit is an error
+        args = [_fill_value(int(a), dtype, "range", n) for a, n in zip(args, names)]
     start, limit, delta = (float(a) for a in args)
     return apply_op1("Range", [], {"start": start, "limit": limit, "delta": delta,
                                    "dtype": dtype}, name=name)
