@@ -89,3 +89,38 @@ def test_run_metadata_reaches_the_session():
                            run_metadata=meta)
             assert got == 1.0
             assert len(meta.step_stats) > 0
+
+
+def _failing_input_graph():
+    """A queue runner whose third enqueue fails (bad input), feeding a train op."""
+    g = tf.Graph()
+    with g.as_default():
+        gs = tf.train.get_or_create_global_step()
+        q = tf.FIFOQueue(4, [tf.float32], shapes=[[]])
+        count = tf.Variable(0.0, trainable=False, name="count")
+        nxt = count.assign_add(1.0)
+        with tf.control_dependencies([tf.debugging.assert_less(nxt, 3.0)]):
+            enqueue = q.enqueue([tf.identity(nxt)])
+        tf.train.add_queue_runner(tf.train.QueueRunner(q, [enqueue]))
+        w = tf.Variable(np.float32(0.0), name="w")
+        train = tf.train.GradientDescentOptimizer(0.1).minimize(w * q.dequeue(),
+                                                                global_step=gs)
+    return g, train
+
+
+def test_a_queue_runner_error_is_raised_not_a_quiet_end(tmp_path):
+    """As TensorFlow 1's coordinated session: the input thread's error is what the
+    training loop raises (its dequeue's OutOfRangeError, from the queue the failing
+    runner closed, is caused by it). Before, the loop ended as if the input were
+    exhausted, the error only logged, and a final checkpoint written."""
+    g, train = _failing_input_graph()
+    steps = 0
+    with g.as_default():
+        with pytest.raises(tf.errors.InvalidArgumentError, match="assert_less"):
+            with tf.train.MonitoredTrainingSession(checkpoint_dir=str(tmp_path),
+                                                   save_summaries_steps=None) as sess:
+                while not sess.should_stop():
+                    sess.run(train)
+                    steps += 1
+    assert steps <= 2
+    assert tf.train.latest_checkpoint(str(tmp_path)).endswith("-0")

@@ -494,7 +494,10 @@ class MonitoredSession:
                 time.sleep(delay)
                 delay = min(2 * delay, self._maker.recovery_wait_secs)
 
-    def _drop_session(self) -> None:
+    def _drop_session(self, raise_thread_error: bool = False) -> None:
+        """Close the session and join its threads. A thread's error is raised with
+        `raise_thread_error` (closing after training), only logged otherwise (a session
+        being replaced: its queue runners died with the lost task)."""
         sess, self._sess = self._sess, None
         if sess is None:
             return
@@ -506,7 +509,9 @@ class MonitoredSession:
         try:
             self._coord.join(self._threads, stop_grace_period_secs=self._grace,
                              ignore_live_threads=True)
-        except Exception as e:  # noqa: BLE001 - a queue runner that died with the task
+        except Exception as e:
+            if raise_thread_error:
+                raise
             log.warning("a queue runner of the lost session failed: %s", e)
 
     def run(self, fetches: Any, feed_dict: dict | None = None, options: Any = None,
@@ -517,13 +522,28 @@ class MonitoredSession:
             if self._sess is None:
                 self._create()
             try:
-                return self._run_with_hooks(fetches, feed_dict, options, run_metadata)
+                return self._run_coordinated(fetches, feed_dict, options, run_metadata)
             except (*RECOVERABLE, FailedPreconditionError) as e:
                 if isinstance(e, FailedPreconditionError) and "uninitialized" not in str(e):
                     raise
                 self.recoveries += 1
                 log.warning("a task was lost (%s): recreating the session", e)
                 self._drop_session()
+
+    def _run_coordinated(self, fetches: Any, feed_dict: dict | None, options: Any,
+                         run_metadata: Any) -> Any:
+        """One run; when it fails and a thread of the session (a queue runner) reported
+        an error to the coordinator, that error is raised instead: the run's own (the
+        OutOfRangeError of the queue the failing runner closed) only follows from it, and
+        would end the training loop as if the input were exhausted (TensorFlow 1's
+        coordinated session does the same)."""
+        try:
+            return self._run_with_hooks(fetches, feed_dict, options, run_metadata)
+        except RECOVERABLE:
+            raise
+        except Exception:
+            self._coord.raise_requested_exception()
+            raise
 
     def _run_with_hooks(self, fetches: Any, feed_dict: dict | None, options: Any,
                         run_metadata: Any = None) -> Any:
@@ -556,7 +576,9 @@ class MonitoredSession:
                     h.end(self._sess)
                 except (*RECOVERABLE, CancelledError) as e:
                     log.warning("hook %s could not finish: %s", type(h).__name__, e)
-        self._drop_session()
+        # a queue runner's error is raised here (TensorFlow 1: the coordinator's join),
+        # unless the block already ends with an error of its own
+        self._drop_session(raise_thread_error=not _failed)
 
     def __enter__(self) -> MonitoredSession:
         return self
