@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from ...compiler.dtypes import uint8
 from ...compiler.ops.io import encode_path
 from ...errors import NotFoundError
@@ -241,8 +243,14 @@ class Saver:
         """Write a checkpoint; returns its prefix (``save_path-global_step``). Sharded, each
         task writes the shard of its own variables, then the manifest is written."""
         if global_step is not None:
-            if not isinstance(global_step, int):
-                global_step = int(sess.run(global_step))
+            # a number (a NumPy integer, or the 0-d array a session returned for the
+            # step) names the checkpoint as it is; a tensor or variable is read
+            number = np.asarray(global_step) if isinstance(
+                global_step, (int, np.integer, np.ndarray)) else None
+            if number is not None and (number.ndim != 0 or number.dtype.kind not in "iub"):
+                raise TypeError(f"Saver.save: global_step must be an integer, a tensor or a "
+                                f"variable, got {global_step!r}")
+            global_step = int(number) if number is not None else int(sess.run(global_step))
             save_path = f"{save_path}-{global_step}"
         if self.sharded:
             count = len(self._shards)
