@@ -280,7 +280,9 @@ class SummarySaverHook(SessionRunHook):
         if self._writer is None:
             self._writer = FileWriter(self._output_dir)
         if self._summary_op is None:
-            self._summary_op = getattr(self._scaffold, "summary_op", None) or merge_all()
+            self._summary_op = getattr(self._scaffold, "summary_op", None)
+            if self._summary_op is None:
+                self._summary_op = merge_all()
         self._step = get_global_step()
         if self._step is None:
             raise InvalidArgumentError("SummarySaverHook needs a global step variable")
@@ -369,17 +371,39 @@ def latest_checkpoint(checkpoint_dir: str) -> str | None:
 
 class Scaffold:
     """The ops that make a model ready: `init_op` (default: initialize every global
-    variable), `local_init_op` (local variables), and the `saver`."""
+    variable), then `init_fn(scaffold, session)` when given (both only when no checkpoint
+    was restored: where pretrained weights are loaded), `local_init_op` (local
+    variables), the `saver`, and the `summary_op` the summary hook writes (default:
+    ``tf.summary.merge_all()``). Fields left None are taken from `copy_from_scaffold`."""
 
     def __init__(self, init_op: Any = None, init_feed_dict: dict | None = None,
-                 local_init_op: Any = None, saver: Any = None, ready_op: Any = None,
-                 ready_for_local_init_op: Any = None, **_: Any) -> None:
-        self.init_op = init_op
-        self.init_feed_dict = init_feed_dict
-        self.local_init_op = local_init_op
-        self.saver = saver
-        self.ready_op = ready_op
-        self.ready_for_local_init_op = ready_for_local_init_op
+                 init_fn: Any = None, ready_op: Any = None,
+                 ready_for_local_init_op: Any = None, local_init_op: Any = None,
+                 summary_op: Any = None, saver: Any = None, copy_from_scaffold: Any = None,
+                 local_init_feed_dict: dict | None = None) -> None:
+        given = {"init_op": init_op, "init_feed_dict": init_feed_dict, "init_fn": init_fn,
+                 "ready_op": ready_op, "ready_for_local_init_op": ready_for_local_init_op,
+                 "local_init_op": local_init_op, "summary_op": summary_op, "saver": saver,
+                 "local_init_feed_dict": local_init_feed_dict}
+        if copy_from_scaffold is not None:
+            if not isinstance(copy_from_scaffold, Scaffold):
+                raise TypeError("copy_from_scaffold must be a Scaffold")
+            for key, value in given.items():
+                if value is None:
+                    given[key] = getattr(copy_from_scaffold, "_init_fn_given" if
+                                         key == "init_fn" else key)
+        self.init_op = given["init_op"]
+        self.init_feed_dict = given["init_feed_dict"]
+        self._init_fn_given = given["init_fn"]
+        fn = given["init_fn"]
+        # TensorFlow 1 calls it as init_fn(scaffold, session)
+        self.init_fn = (lambda sess: fn(self, sess)) if fn is not None else None
+        self.ready_op = given["ready_op"]
+        self.ready_for_local_init_op = given["ready_for_local_init_op"]
+        self.local_init_op = given["local_init_op"]
+        self.local_init_feed_dict = given["local_init_feed_dict"]
+        self.summary_op = given["summary_op"]
+        self.saver = given["saver"]
 
     def finalize(self, graph: Graph) -> None:
         """Build the default ops in `graph` (called once, before the first session)."""
@@ -427,10 +451,12 @@ class _SessionMaker:
                         restored = True
                 if not restored and self.scaffold.init_op is not None:
                     sess.run(self.scaffold.init_op, self.scaffold.init_feed_dict)
+                if not restored and self.scaffold.init_fn is not None:
+                    self.scaffold.init_fn(sess)
             else:
                 self._wait_until_ready(sess)
             if self.scaffold.local_init_op is not None:
-                sess.run(self.scaffold.local_init_op)
+                sess.run(self.scaffold.local_init_op, self.scaffold.local_init_feed_dict)
             missing = sess.run(self.scaffold.ready_op) if self.scaffold.ready_op is not None \
                 else ()
             if len(missing):
@@ -629,10 +655,11 @@ def MonitoredTrainingSession(master: str = "", is_chief: bool = True,  # noqa: N
                 checkpoint_dir, save_secs=None if save_checkpoint_steps else save_checkpoint_secs,
                 save_steps=save_checkpoint_steps, saver=scaffold.saver))
         if checkpoint_dir and (save_summaries_steps or save_summaries_secs) and \
-                get_global_step(graph) is not None and graph.get_collection("summaries"):
+                get_global_step(graph) is not None and (
+                    scaffold.summary_op is not None or graph.get_collection("summaries")):
             all_hooks.append(SummarySaverHook(
                 save_steps=None if save_summaries_secs else save_summaries_steps,
-                save_secs=save_summaries_secs, output_dir=checkpoint_dir))
+                save_secs=save_summaries_secs, output_dir=checkpoint_dir, scaffold=scaffold))
         if log_step_count_steps and get_global_step(graph) is not None:
             all_hooks.append(StepCounterHook(every_n_steps=log_step_count_steps))
     maker = _SessionMaker(master, graph, scaffold, is_chief, checkpoint_dir, config,
@@ -655,11 +682,15 @@ class Supervisor:
                  global_step: Any = USE_DEFAULT, save_summaries_secs: Any = None,
                  save_model_secs: float = 600, recovery_wait_secs: float = 30,
                  stop_grace_secs: float = 120, checkpoint_basename: str = "model.ckpt",
-                 ready_for_local_init_op: Any = USE_DEFAULT, **_: Any) -> None:
+                 ready_for_local_init_op: Any = USE_DEFAULT, init_fn: Any = None,
+                 **_: Any) -> None:
         self._graph = graph or get_default_graph()
         use = Supervisor.USE_DEFAULT
         self._scaffold = Scaffold(init_op=None if init_op is use else init_op,
                                   init_feed_dict=init_feed_dict,
+                                  # TensorFlow 1's Supervisor calls init_fn(session)
+                                  init_fn=None if init_fn is None else
+                                  (lambda _scaffold, sess: init_fn(sess)),
                                   local_init_op=None if local_init_op is use else local_init_op,
                                   saver=None if saver is use else saver,
                                   ready_op=None if ready_op is use else ready_op,
