@@ -272,10 +272,14 @@ def _is_advanced_index(k: Any) -> bool:
 def getitem(tensor: TensorLike, key: Any) -> TensorLike:
     """``tensor[key]`` (`Tensor.__getitem__`): ints (negative count from the end), slices
     with any non-zero step, ``None``/``tw.newaxis`` and ``...``, or tuples of them. It maps
-    to one StridedSlice exactly as TensorFlow does. Indexing with tensors, lists or arrays
-    (advanced indexing) is not supported: use ``tw.gather``."""
+    to one StridedSlice exactly as TensorFlow does. One integer or bool tensor, list or
+    array among them (NumPy's advanced indexing) adds a Gather or a BooleanMask:
+    `advanced_indexing.py`."""
     if not isinstance(key, tuple):
         key = (key,)
+    if any(_is_advanced_index(k) for k in key):
+        from .advanced_indexing import advanced_getitem
+        return advanced_getitem(tensor, key)
     begin, end, strides = [], [], []
     masks = {"begin_mask": 0, "end_mask": 0, "ellipsis_mask": 0, "new_axis_mask": 0,
              "shrink_axis_mask": 0}
@@ -294,10 +298,6 @@ def getitem(tensor: TensorLike, key: Any) -> TensorLike:
             strides.append(1 if k.step is None else _index_int(k.step, "slice steps"))
             if strides[-1] == 0:
                 raise ValueError("slice step cannot be zero")
-        elif _is_advanced_index(k):
-            raise TypeError(f"indexing a tensor with {type(k).__name__} {k!r} (advanced indexing) "
-                            f"is not supported; use tw.gather(params, indices, axis) to pick "
-                            f"elements by an index tensor")
         else:
             index = _index_int(k, "indices")
             masks["shrink_axis_mask"] |= bit
