@@ -102,13 +102,16 @@ def test_every_out_of_range_shift_amount(dtype):
     def expected(a, b):
         return (np.bitwise_xor(np.left_shift(a, b), a), np.bitwise_or(np.right_shift(a, b), a))
 
-    want = expected(x, y)
-    for target in ("reference", "cpu"):
-        fn = tw.compile(both, target=target)
-        for g, w in zip(fn(x, y), want):
-            assert_same(g, w)
+    # broadcast, and flat (every pair in one long vector: the cpu loop's full vectors)
+    pairs = [(x, y), tuple(np.ascontiguousarray(a.ravel()) for a in np.broadcast_arrays(x, y))]
+    for a, b in pairs:
+        want = expected(a, b)
+        for target in ("reference", "cpu"):
+            fn = tw.compile(both, target=target)
+            for g, w in zip(fn(a, b), want):
+                assert_same(g, w)
     # the cpu target ran its own code for the shifts, not the reference kernels
-    step = fn.get_concrete_function(x, y).executable.native_step([x, y])
+    step = fn.get_concrete_function(a, b).executable.native_step([a, b])
     assert step is not None and not step.plan.callback_nodes
 
 
