@@ -6,21 +6,16 @@ that row, not by the number of gradients taken. A row only one of two workers lo
 gets that worker's gradient in TensorFlow; here it gets half of it, so under
 SyncReplicasOptimizer rarely-seen embedding rows learn at a fraction of the rate.
 
-Not fixed here: tests/distributed/test_sync_replicas.py (not this reviewer's file)
-asserts the divide-by-all behaviour (``sums / 2 gradients``, rows -0.5); the fix in
-runtime/accumulators.py must land together with those expectations."""
+Fixed in runtime/accumulators.py (tests/distributed/test_sync_replicas.py's expectations
+changed with it: they asserted the divide-by-all behaviour)."""
 
 from __future__ import annotations
 
 import numpy as np
-import pytest
 
 from tensorweave.runtime.accumulators import SparseConditionalAccumulator
 
 
-@pytest.mark.xfail(strict=True, reason="rows are divided by the number of gradients taken, "
-                   "TensorFlow divides each row by the gradients that held it; the fix "
-                   "changes tests/distributed/test_sync_replicas.py expectations (rdist2)")
 def test_mean_divides_each_row_by_the_gradients_that_held_it():
     acc = SparseConditionalAccumulator("emb", "f32", (10, 2))
     assert acc.apply_indexed_slices(0, np.array([1, 3]), np.float32([[1, 1], [2, 2]]))

@@ -125,8 +125,10 @@ class ConditionalAccumulator:
 class SparseConditionalAccumulator(ConditionalAccumulator):
     """Accumulates sparse gradients (rows `indices` of a tensor of shape `shape` hold
     `values`): the same stale-gradient and step rules; `take_indexed_slices` returns the
-    rows touched by any gradient, each the sum of its slices divided by the number of
-    gradients taken (MEAN) — only those rows move and get updated."""
+    rows touched by any gradient, each the sum of its slices divided (MEAN) by the
+    number of gradients that held that row — TensorFlow's element-wise average, so a
+    row one worker of n looked up moves by that worker's gradient, not 1/n of it. Only
+    those rows move and get updated."""
 
     def __init__(self, name: str, dtype: DType | str, shape: tuple,
                  reduction_type: str = "MEAN") -> None:
@@ -164,16 +166,21 @@ class SparseConditionalAccumulator(ConditionalAccumulator):
 
     def take_indexed_slices(self, num_required: int,
                             waiter: Waiter | None = None) -> tuple[np.ndarray, np.ndarray]:
-        """Wait for `num_required` gradients; (unique sorted indices, their averaged rows).
-        Resets and advances the global step."""
-        parts, count = self._take(num_required, waiter)
+        """Wait for `num_required` gradients; (unique sorted indices, their averaged rows:
+        each row over the gradients that held it). Resets and advances the global step."""
+        parts, _ = self._take(num_required, waiter)
         indices = np.concatenate([i for i, _ in parts])
         values = np.concatenate([v for _, v in parts])
         unique, where = np.unique(indices, return_inverse=True)
         summed = np.zeros((len(unique), *values.shape[1:]), values.dtype)
         np.add.at(summed, where, values)
         if self.reduction_type == "MEAN":
-            summed /= np.asarray(count, summed.dtype)
+            held = np.zeros(len(unique), np.int64)  # gradients holding each row
+            start = 0
+            for part_indices, _ in parts:
+                held[np.unique(where[start:start + len(part_indices)])] += 1
+                start += len(part_indices)
+            summed /= held.astype(summed.dtype).reshape(-1, *[1] * (summed.ndim - 1))
         return unique, summed
 
     def _reset(self) -> object:

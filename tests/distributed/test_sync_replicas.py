@@ -131,7 +131,8 @@ def test_a_sparse_accumulator_averages_the_rows_it_was_given():
     assert acc.apply_indexed_slices(0, np.array([3]), np.full((1, 2), 3.0, np.float32))
     indices, values = acc.take_indexed_slices(2)
     np.testing.assert_array_equal(indices, [1, 3])
-    np.testing.assert_array_equal(values, [[0.5, 0.5], [2.0, 2.0]])  # sums / 2 gradients
+    # each row over the gradients that held it (TensorFlow's element-wise average)
+    np.testing.assert_array_equal(values, [[1.0, 1.0], [2.0, 2.0]])
     assert not acc.apply_indexed_slices(0, np.array([0]), np.ones((1, 2), np.float32))
     with pytest.raises(InvalidArgumentError, match="out of range"):
         acc.apply_indexed_slices(1, np.array([10]), np.ones((1, 2), np.float32))
@@ -178,10 +179,12 @@ def test_sync_replicas_keep_embedding_gradients_sparse():
         for s in sessions:
             s.close()
     assert type(acc).__name__ == "SparseConditionalAccumulator"
-    # each worker's gradient: 1 for row t, 2 for row 10+t; the update: minus their mean
+    # each worker's gradient: 1 for row t, 2 for row 10+t; each row is held by one
+    # worker's gradient, so the update is minus that gradient (TensorFlow's element-wise
+    # average over the gradients that held the row)
     expected = np.zeros((1000, 4), np.float32)
-    expected[[0, 1]] = -0.5
-    expected[[10, 11]] = -1.0
+    expected[[0, 1]] = -1.0
+    expected[[10, 11]] = -2.0
     np.testing.assert_allclose(table, expected)
 
 
