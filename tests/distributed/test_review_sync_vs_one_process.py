@@ -1,7 +1,9 @@
 """SyncReplicasOptimizer against one process: two replicas, Adam, a dense weight and a
 sharded embedding (sparse gradients, duplicate ids) on two PS tasks, stepped in lock
 step. Each aggregated update must equal one process applying the mean of the two
-replicas' gradients, bitwise (the reference kernels everywhere), and the global step
+replicas' gradients (for the embedding, each row's mean over the replicas whose ids held
+it, as TensorFlow's SparseConditionalAccumulator averages element-wise), bitwise (the
+reference kernels everywhere), and the global step
 must count aggregated updates only. As in TensorFlow, the first tokens hold step 0, so
 the replicas' second gradients (computed at step 0 after step 0 was taken) are stale
 and dropped: 4 rounds make 3 updates."""
@@ -42,6 +44,9 @@ def one_process(updates):
         pairs = opt.compute_gradients(loss)
         dense = [tf.math.unsorted_segment_sum(gr.values, gr.indices, v.shape[0])
                  if isinstance(gr, tf.IndexedSlices) else gr for gr, v in pairs]
+        # the rows each sparse gradient holds (a dense one holds every row)
+        held = [gr.indices if isinstance(gr, tf.IndexedSlices) else tf.constant([-1])
+                for gr, _ in pairs]
         fed = [tf.placeholder(tf.float32, v.shape) for _, v in pairs]
         step = tf.train.get_or_create_global_step()
         apply = opt.apply_gradients(list(zip(fed, [v for _, v in pairs])), global_step=step)
@@ -50,8 +55,21 @@ def one_process(updates):
     with tf.Session(graph=g, compile_target="reference") as sess:
         sess.run(init)
         for _ in range(updates):
-            grads = [sess.run(dense, {x: X[t], y: Y[t], ids: IDS[t]}) for t in range(N)]
-            sess.run(apply, {p: (a + b) / np.float32(2) for p, a, b in zip(fed, *grads)})
+            runs = [sess.run([dense, held], {x: X[t], y: Y[t], ids: IDS[t]}) for t in range(N)]
+            feeds = {}
+            for k, p in enumerate(fed):
+                total = runs[0][0][k] + runs[1][0][k]
+                count = np.zeros(total.shape[0], np.float32)
+                for _, rows in runs:
+                    if rows[k].tolist() == [-1]:
+                        count += 1
+                    else:
+                        count[np.unique(rows[k])] += 1
+                shape = (-1,) + (1,) * (total.ndim - 1)
+                feeds[p] = np.where(count.reshape(shape) > 0,
+                                    total / np.maximum(count, 1).reshape(shape),
+                                    np.float32(0)).astype(np.float32)
+            sess.run(apply, feeds)
         return sess.run(probe)
 
 
