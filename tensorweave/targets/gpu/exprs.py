@@ -135,8 +135,9 @@ def _sign(cx, op, a):
     x, dt = a[0], op.out_dtype
     one, minus, zero = cx.const(dt, 1), cx.const(dt, -1 if dt.kind != "uint" else 0), \
         cx.const(dt, 0)
-    if dt.kind == "float":  # NaN and +-0 give themselves
-        return f"({one} if {x} > {zero} else ({minus} if {x} < {zero} else {x}))"
+    if dt.kind == "float":  # NaN gives itself, +-0 give +0 (np.sign, TensorFlow)
+        rest = f"({x} if {x} != {x} else {zero})"
+        return f"({one} if {x} > {zero} else ({minus} if {x} < {zero} else {rest}))"
     if dt.kind == "uint":
         return f"({one} if {x} != {zero} else {zero})"
     return f"({one} if {x} > {zero} else ({minus} if {x} < {zero} else {zero}))"
@@ -147,7 +148,8 @@ def _relu(cx, op, a):
     if op.out_dtype.kind == "uint":
         return a[0]
     zero = cx.const(op.out_dtype, 0)
-    return f"({zero} if {a[0]} < {zero} else {a[0]})"  # NaN stays NaN
+    # NaN stays NaN; -0.0 gives +0.0, as np.maximum(x, 0) and TensorFlow do
+    return f"({zero} if {a[0]} <= {zero} else {a[0]})"
 
 
 def _math(name: str) -> Emitter:
