@@ -172,3 +172,17 @@ def within(seconds: float, fn: Callable[[], object]) -> object:
     if "error" in box:
         raise box["error"]
     return box.get("result")
+
+
+def has_c_compiler() -> bool:
+    """Whether `tensorweave aot` finds a C compiler to link libraries with."""
+    from tensorweave.errors import CompileError
+    from tensorweave.targets.cpu.aot import c_compiler
+    try:
+        c_compiler()
+    except CompileError:
+        return False
+    return True
+
+
+needs_c_compiler = pytest.mark.skipif(not has_c_compiler(), reason="needs a C compiler")

@@ -9,21 +9,9 @@ import subprocess
 import sys
 import textwrap
 
-import pytest
+from tests.helpers import needs_c_compiler
 
-from tensorweave.errors import CompileError
-from tensorweave.targets.cpu.aot import c_compiler
-
-
-def _has_compiler() -> bool:
-    try:
-        c_compiler()
-    except CompileError:
-        return False
-    return True
-
-
-pytestmark = pytest.mark.skipif(not _has_compiler(), reason="needs a C compiler")
+pytestmark = needs_c_compiler
 
 MODULE = textwrap.dedent("""
     import tensorweave as tw

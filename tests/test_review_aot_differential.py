@@ -19,7 +19,6 @@ import ctypes
 import os
 
 import numpy as np
-import pytest
 from hypothesis import HealthCheck, given, settings
 
 import tensorweave as tw
@@ -27,19 +26,12 @@ from tensorweave.compiler.equality import graph_diff
 from tensorweave.compiler.parser import parse_graph
 from tensorweave.compiler.pipeline import run_pipeline
 from tensorweave.compiler.printer import print_graph
-from tensorweave.errors import CompileError, UnimplementedError
+from tensorweave.errors import UnimplementedError
 from tensorweave.runtime.dataflow import DataflowExecutable
 from tensorweave.targets import cpu
-from tensorweave.targets.cpu.aot import build_library, c_compiler
+from tensorweave.targets.cpu.aot import build_library
 from tests import differential as D
-
-
-def _has_compiler() -> bool:
-    try:
-        c_compiler()
-    except CompileError:
-        return False
-    return True
+from tests.helpers import needs_c_compiler
 
 
 def _examples(n: int):
@@ -80,7 +72,7 @@ def _check_library(prog: D.Program, out_dir: str) -> None:
     D.compare(got, want, prog.tolerances(), "aot library vs reference", prog)
 
 
-needs_cc = pytest.mark.skipif(not _has_compiler(), reason="needs a C compiler")
+needs_cc = needs_c_compiler
 
 
 @needs_cc

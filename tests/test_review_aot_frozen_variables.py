@@ -19,18 +19,10 @@ import pytest
 import tensorweave as tw
 from tensorweave.errors import CompileError
 from tensorweave.frontend.ops import scatter
-from tensorweave.targets.cpu.aot import build_library, c_compiler
+from tensorweave.targets.cpu.aot import build_library
+from tests.helpers import needs_c_compiler
 
-
-def _has_compiler() -> bool:
-    try:
-        c_compiler()
-    except CompileError:
-        return False
-    return True
-
-
-pytestmark = pytest.mark.skipif(not _has_compiler(), reason="needs a C compiler")
+pytestmark = needs_c_compiler
 S = tw.TensorSpec
 
 
