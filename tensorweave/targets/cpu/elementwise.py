@@ -426,25 +426,16 @@ def _not(cx, info, a):
     return cx.b.xor(a[0], cx.const(I1, 1))
 
 
-@emitter("LogicalAnd")
+# Bitwise ops (compiler/ops/bitwise.py) share the logical ops' instructions (a bool is an
+# i1). A shift by y outside [0, bits) is poison in LLVM: the amount is clamped first and
+# the result replaced by NumPy's (0, or the sign fill).
+@emitter("LogicalAnd", "BitwiseAnd")
 def _and(cx, info, a):
     return cx.b.and_(a[0], a[1])
 
 
-@emitter("LogicalOr")
+@emitter("LogicalOr", "BitwiseOr")
 def _or(cx, info, a):
-    return cx.b.or_(a[0], a[1])
-
-
-# Bitwise ops (compiler/ops/bitwise.py). A shift by y outside [0, bits) is poison in LLVM:
-# the amount is clamped first and the result replaced by NumPy's (0, or the sign fill).
-@emitter("BitwiseAnd")
-def _bit_and(cx, info, a):
-    return cx.b.and_(a[0], a[1])
-
-
-@emitter("BitwiseOr")
-def _bit_or(cx, info, a):
     return cx.b.or_(a[0], a[1])
 
 
