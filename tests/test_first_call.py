@@ -113,7 +113,7 @@ def test_llvm_pipeline_level_defaults_to_o2_and_keys_the_cache(monkeypatch):
     }
     """
     monkeypatch.delenv("TW_LLVM_OPT", raising=False)
-    assert jit.opt_level() == 2
+    assert jit.opt_level() == 3
     keys, compiled = {}, {}
     for level in ("1", "2", "3"):
         monkeypatch.setenv("TW_LLVM_OPT", level)
@@ -126,6 +126,6 @@ def test_llvm_pipeline_level_defaults_to_o2_and_keys_the_cache(monkeypatch):
             module.address("tw_test_opt_level"))
         assert fn(1.5) == 1.5 * 3.0 + 0.25  # every level computes the same
     assert len(set(keys.values())) == 3  # code of one level is never loaded for another
-    for bad, want in (("9", 3), ("0", 1), ("fast", 2)):
+    for bad, want in (("9", 3), ("0", 1), ("fast", 3)):
         monkeypatch.setenv("TW_LLVM_OPT", bad)
         assert jit.opt_level() == want

@@ -1,8 +1,8 @@
 """LLVM through llvmlite: the host target machine, the optimization pipeline and the JIT.
 
 `compile_module(ir_text, names)` optimizes one module of LLVM IR for the host CPU (its
-name and features, as LLVM detects them) with the new pass manager at O2 (`opt_level`:
-``TW_LLVM_OPT=3`` for O3; identical functions merged first, SLP vectorization on, the
+name and features, as LLVM detects them) with the new pass manager at O3 (`opt_level`:
+``TW_LLVM_OPT`` 1-3; identical functions merged first, SLP vectorization on, the
 loop vectorizer with `loop_vectorize`, LLVM's loop unrolling off), JIT-compiles it with
 MCJIT and returns the addresses of the named functions. Results are cached in memory,
 keyed by the IR text (and `loop_vectorize`, the pipeline): two kernels that generate the
@@ -150,17 +150,20 @@ def target_machine() -> llvm.TargetMachine:
 
 
 def opt_level() -> int:
-    """The speed level of the module pipeline: ``TW_LLVM_OPT`` (1-3), default 2.
+    """The speed level of the module pipeline: ``TW_LLVM_OPT`` (1-3), default 3.
 
-    The kernels are vectorized and blocked by the code generator itself, so O3's extra
-    passes bought nothing at run time while costing a fifth of a cold first call
-    (measured on the AVX-512 host, CPU time: the W3 step 1.58-1.71 s -> 1.21-1.33 s to
-    compile, 72-73 ms per step either way; W2 and gelu the same). The code generator
-    (instruction selection, scheduling, register allocation) stays at -O3."""
+    O2 was the default for a while (O3's extra passes bought nothing at run time and cost
+    a fifth of a cold first call: W3 1.21-1.33 s to compile instead of 1.58-1.71 s), but
+    LLVM 22's O2 pipeline, as configured here, miscompiled a DepthwiseConv2dNative node
+    function (H=2, W=1, a 2x1 filter, explicit padding (0, 1) on the right: its second
+    filter row was dropped; O1 and O3 compute it, and the IR has no undefined behaviour
+    we could find): tests/test_review_cpu_depthwise_opt_level.py. Back to O3 until that
+    is understood. The code generator (instruction selection, scheduling, register
+    allocation) is at -O3 either way."""
     try:
-        level = int(os.environ.get("TW_LLVM_OPT", "2"))
+        level = int(os.environ.get("TW_LLVM_OPT", "3"))
     except ValueError:
-        level = 2
+        level = 3
     return min(3, max(1, level))
 
 
