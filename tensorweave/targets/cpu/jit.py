@@ -154,12 +154,15 @@ def opt_level() -> int:
 
     O2 was the default for a while (O3's extra passes bought nothing at run time and cost
     a fifth of a cold first call: W3 1.21-1.33 s to compile instead of 1.58-1.71 s), but
-    LLVM 22's O2 pipeline, as configured here, miscompiled a DepthwiseConv2dNative node
-    function (H=2, W=1, a 2x1 filter, explicit padding (0, 1) on the right: its second
-    filter row was dropped; O1 and O3 compute it, and the IR has no undefined behaviour
-    we could find): tests/test_review_cpu_depthwise_opt_level.py. Back to O3 until that
-    is understood. The code generator (instruction selection, scheduling, register
-    allocation) is at -O3 either way."""
+    LLVM 22's O2 pipeline with its loop unroller off (`LOOP_UNROLLING`, as here)
+    miscompiled a DepthwiseConv2dNative node function (H=2, W=1, a 2x1 filter, explicit
+    padding (0, 1) on the right: its second filter row was dropped). The node function
+    alone reproduces it through llvmlite: O2 without unrolling is wrong with or without
+    the loop vectorizer; O2 with unrolling, O1 and O3 (unrolling on or off) are right;
+    the IR has no undefined behaviour we could find
+    (tests/test_review_cpu_depthwise_opt_level.py). Back to O3 until that LLVM bug is
+    isolated and reported. The code generator (instruction selection, scheduling,
+    register allocation) is at -O3 either way."""
     try:
         level = int(os.environ.get("TW_LLVM_OPT", "3"))
     except ValueError:
