@@ -186,3 +186,15 @@ def has_c_compiler() -> bool:
 
 
 needs_c_compiler = pytest.mark.skipif(not has_c_compiler(), reason="needs a C compiler")
+
+
+def call_library(lib, args: list[np.ndarray]) -> tuple[int, list[np.ndarray]]:
+    """Call an AOT library's NAME_run through ctypes: (its status, its results, which
+    start as NaN so that an unwritten one shows)."""
+    import ctypes
+    run = getattr(ctypes.CDLL(lib.library), f"{lib.name}_run")
+    run.restype = ctypes.c_int
+    results = [np.full(v.type.shape, np.nan, v.type.dtype.np) for v in lib.plan.graph.results]
+    arg_ptrs = (ctypes.c_void_p * len(args))(*[a.ctypes.data for a in args])
+    res_ptrs = (ctypes.c_void_p * len(results))(*[r.ctypes.data for r in results])
+    return run(arg_ptrs, res_ptrs), results

@@ -6,14 +6,12 @@ with status 0."""
 
 from __future__ import annotations
 
-import ctypes
-
 import numpy as np
 import pytest
 
 import tensorweave as tw
 from tensorweave.targets.cpu.aot import build_library
-from tests.helpers import needs_c_compiler
+from tests.helpers import call_library, needs_c_compiler
 
 pytestmark = needs_c_compiler
 S = tw.TensorSpec
@@ -25,15 +23,6 @@ def two_cpus():
     tw.config.set_logical_devices("CPU", 2)
     yield
     tw.config.set_logical_devices("CPU", before)
-
-
-def _call(lib, args: list[np.ndarray]) -> tuple[int, list[np.ndarray]]:
-    run = getattr(ctypes.CDLL(lib.library), f"{lib.name}_run")
-    run.restype = ctypes.c_int
-    results = [np.full(v.type.shape, np.nan, v.type.dtype.np) for v in lib.plan.graph.results]
-    arg_ptrs = (ctypes.c_void_p * len(args))(*[a.ctypes.data for a in args])
-    res_ptrs = (ctypes.c_void_p * len(results))(*[r.ctypes.data for r in results])
-    return run(arg_ptrs, res_ptrs), results
 
 
 def test_a_function_placed_on_two_cpus_is_compiled_whole(two_cpus, tmp_path):
@@ -49,7 +38,7 @@ def test_a_function_placed_on_two_cpus_is_compiled_whole(two_cpus, tmp_path):
     b = np.eye(3, dtype=np.float32) * 2
     lib = build_library(f.get_concrete_function(), str(tmp_path), name="f")
     assert len(lib.plan.graph.results) == 2
-    status, got = _call(lib, [a, b])
+    status, got = call_library(lib, [a, b])
     assert status == 0
     want = f(a, b)
     np.testing.assert_allclose(got[0], want[0], rtol=1e-6)
@@ -64,6 +53,6 @@ def test_a_request_for_a_device_this_process_lacks_does_not_matter(tmp_path):
         return y + 1.0
 
     lib = build_library(g.get_concrete_function(), str(tmp_path), name="g")
-    status, (got,) = _call(lib, [np.array([1, 2, 3], np.float32)])
+    status, (got,) = call_library(lib, [np.array([1, 2, 3], np.float32)])
     assert status == 0
     np.testing.assert_array_equal(got, [4, 7, 10])

@@ -11,8 +11,6 @@ table):
 
 from __future__ import annotations
 
-import ctypes
-
 import numpy as np
 import pytest
 
@@ -20,19 +18,10 @@ import tensorweave as tw
 from tensorweave.errors import CompileError
 from tensorweave.frontend.ops import scatter
 from tensorweave.targets.cpu.aot import build_library
-from tests.helpers import needs_c_compiler
+from tests.helpers import call_library, needs_c_compiler
 
 pytestmark = needs_c_compiler
 S = tw.TensorSpec
-
-
-def _call(lib, args: list[np.ndarray]) -> tuple[int, list[np.ndarray]]:
-    run = getattr(ctypes.CDLL(lib.library), f"{lib.name}_run")
-    run.restype = ctypes.c_int
-    results = [np.full(v.type.shape, np.nan, v.type.dtype.np) for v in lib.plan.graph.results]
-    arg_ptrs = (ctypes.c_void_p * len(args))(*[a.ctypes.data for a in args])
-    res_ptrs = (ctypes.c_void_p * len(results))(*[r.ctypes.data for r in results])
-    return run(arg_ptrs, res_ptrs), results
 
 
 def test_rows_gathered_from_a_variable_are_frozen(tmp_path):
@@ -44,7 +33,7 @@ def test_rows_gathered_from_a_variable_are_frozen(tmp_path):
 
     lib = build_library(lookup.get_concrete_function(), str(tmp_path), name="lookup")
     table.assign(np.zeros((4, 3), np.float32))  # the library keeps the value it was built with
-    status, (got,) = _call(lib, [np.array([1, 3], np.int32)])
+    status, (got,) = call_library(lib, [np.array([1, 3], np.int32)])
     assert status == 0
     np.testing.assert_array_equal(got, np.array([[6, 8, 10], [18, 20, 22]], np.float32))
 
@@ -59,7 +48,7 @@ def test_embedding_lookup_in_an_optimized_graph_is_frozen(tmp_path):
         return tw.gather(table, ids)
 
     lib = build_library(lookup.get_concrete_function(), str(tmp_path), name="emb")
-    status, (got,) = _call(lib, [np.array([5, 0, 2], np.int64)])
+    status, (got,) = call_library(lib, [np.array([5, 0, 2], np.int64)])
     assert status == 0
     np.testing.assert_array_equal(got, np.arange(12.0).reshape(6, 2)[[5, 0, 2]])
 
