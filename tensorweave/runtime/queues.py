@@ -301,26 +301,35 @@ class QueueBase:
     # -- dequeue ------------------------------------------------------------------------
     def dequeue(self, waiter: Waiter | None = None) -> tuple[np.ndarray, ...]:
         """Remove and return one element; blocks while the queue is empty."""
-        return self._dequeue(1, waiter or Waiter(), up_to=False)[0]
+        return self._dequeue(1, waiter or Waiter(), up_to=False, batched=False)
 
     def dequeue_many(self, n: int, waiter: Waiter | None = None) -> tuple[np.ndarray, ...]:
-        """Remove `n` elements and return them batched along a new first dimension."""
+        """Remove `n` elements and return them batched along a new first dimension (a
+        batch that cannot be assembled raises and leaves the elements in the queue)."""
         self._check_n(n)
-        return self._batch(self._dequeue(n, waiter or Waiter(), up_to=False), n)
+        return self._dequeue(n, waiter or Waiter(), up_to=False, batched=True)
 
     def dequeue_up_to(self, n: int, waiter: Waiter | None = None) -> tuple[np.ndarray, ...]:
         """Like `dequeue_many`, but once the queue is closed return what is left (at least
         one element) instead of failing."""
         self._check_n(n)
-        elements = self._dequeue(n, waiter or Waiter(), up_to=True)
-        return self._batch(elements, len(elements))
+        return self._dequeue(n, waiter or Waiter(), up_to=True, batched=True)
 
     def _check_n(self, n: int) -> None:
         if n < 0:
             raise InvalidArgumentError(f"queue '{self.name}': cannot dequeue {n} elements")
 
-    def _dequeue(self, n: int, waiter: Waiter, up_to: bool) -> list[Element]:
+    def _dequeue(self, n: int, waiter: Waiter, up_to: bool, batched: bool
+                 ) -> tuple[np.ndarray, ...]:
+        """Take `n` elements (fewer with `up_to` once closed): one element, or with
+        `batched` the batch of them. The batch is assembled before the lock is let go, so
+        that a batch that fails (elements of two shapes) puts its elements back where they
+        were instead of losing them."""
         what = f"dequeue from queue '{self.name}'"
+
+        def result() -> tuple[np.ndarray, ...]:
+            return self._batch(taken, len(taken)) if batched else taken[0]
+
         with waiter.wake_on_cancel(self._wake) as poll, self._lock:
             ticket = object()
             self._dequeuers.append(ticket)
@@ -332,13 +341,14 @@ class QueueBase:
                         for _ in range(min(n - len(taken), self._available())):
                             taken.append(self._take())
                         if len(taken) == n:
+                            out = result()
                             self._changed.notify_all()
-                            return taken
+                            return out
                         if taken:
                             self._changed.notify_all()  # room for blocked enqueuers
                         if self._closed and self._available() == 0:
                             if up_to and taken:
-                                return taken
+                                return result()
                             raise OutOfRangeError(
                                 f"queue '{self.name}' is closed and has insufficient elements "
                                 f"(requested {n}, current size {len(self._items) + len(taken)})")

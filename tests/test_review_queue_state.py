@@ -1,0 +1,98 @@
+"""Review: queue state is never lost or made unreproducible by the queue itself.
+
+- A ``dequeue_many`` / ``dequeue_up_to`` whose batch cannot be assembled (a FIFOQueue with
+  None dims holding elements of two shapes) must fail *without* taking the elements: they
+  stay in the queue, in order, for a dequeue that can take them (TensorFlow checks before
+  it dequeues). They used to be removed first and then dropped by the failed batch.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tensorweave as tw
+import tensorweave.compat.v1 as tf
+from tensorweave.runtime import queues as rq
+from tests.helpers import within
+
+
+def f32(*xs: float) -> np.ndarray:
+    return np.array(xs, np.float32)
+
+
+@pytest.fixture(autouse=True)
+def no_global_seed():
+    tw.random.set_seed(None)
+    tf.reset_default_graph()
+    yield
+    tw.random.set_seed(None)
+
+
+# ----------------------------------------------------------------------- failed batches
+
+@pytest.mark.parametrize("up_to", [False, True])
+def test_runtime_failed_batch_keeps_the_elements_in_order(up_to: bool) -> None:
+    q = rq.FIFOQueue(10, [tw.float32], shapes=[[None]], name="q")
+    q.enqueue([f32(1, 2)])
+    q.enqueue([f32(3, 4, 5)])
+    q.enqueue([f32(6, 7)])
+    if up_to:
+        q.close()
+    with pytest.raises(tw.errors.InvalidArgumentError, match="one shape"):
+        within(10, lambda: (q.dequeue_up_to if up_to else q.dequeue_many)(2))
+    assert q.size() == 3
+    # still all there, first one first
+    for want in (f32(1, 2), f32(3, 4, 5), f32(6, 7)):
+        np.testing.assert_array_equal(within(10, q.dequeue)[0], want)
+
+
+def test_eager_failed_dequeue_many_keeps_the_elements() -> None:
+    q = tw.queue.FIFOQueue(10, [tw.float32], shapes=[[None]])
+    q.enqueue(f32(1, 2))
+    q.enqueue(f32(3, 4, 5))
+    with pytest.raises(tw.errors.InvalidArgumentError, match="one shape"):
+        within(10, lambda: q.dequeue_many(2))
+    assert int(q.size()) == 2
+    np.testing.assert_array_equal(within(10, q.dequeue), f32(1, 2))
+
+
+def test_compiled_failed_dequeue_many_keeps_the_elements() -> None:
+    q = tw.queue.FIFOQueue(10, [tw.float32], shapes=[[None]])
+    q.enqueue(f32(1, 2))
+    q.enqueue(f32(3, 4, 5))
+
+    @tw.compile
+    def take_two():
+        return q.dequeue_many(2)
+
+    with pytest.raises(tw.errors.InvalidArgumentError, match="one shape"):
+        within(60, take_two)
+    assert int(q.size()) == 2
+    np.testing.assert_array_equal(within(10, q.dequeue), f32(1, 2))
+    np.testing.assert_array_equal(within(10, q.dequeue), f32(3, 4, 5))
+
+
+def test_failed_batch_of_a_shuffle_queue_keeps_every_element() -> None:
+    q = rq.RandomShuffleQueue(10, 0, [tw.float32], shapes=[[None]], seed=3, name="s")
+    for k in range(4):
+        q.enqueue([np.full(1 + k % 2, k, np.float32)])
+    with pytest.raises(tw.errors.InvalidArgumentError, match="one shape"):
+        within(10, lambda: q.dequeue_many(4))
+    assert q.size() == 4
+    got = sorted(float(within(10, q.dequeue)[0][0]) for _ in range(4))
+    assert got == [0.0, 1.0, 2.0, 3.0]
+
+
+def test_good_batches_are_unchanged() -> None:
+    q = rq.FIFOQueue(10, [tw.float32, tw.int32], shapes=[[None], []], name="ok")
+    q.enqueue_many([np.arange(6, dtype=np.float32).reshape(3, 2), np.arange(3, dtype=np.int32)])
+    a, b = within(10, lambda: q.dequeue_many(2))
+    np.testing.assert_array_equal(a, [[0, 1], [2, 3]])
+    np.testing.assert_array_equal(b, [0, 1])
+    q.close()
+    a, b = within(10, lambda: q.dequeue_up_to(5))
+    np.testing.assert_array_equal(a, [[4, 5]])
+    np.testing.assert_array_equal(b, [2])
+    with pytest.raises(tw.errors.OutOfRangeError):
+        within(10, lambda: q.dequeue_up_to(1))
