@@ -4,6 +4,9 @@
   None dims holding elements of two shapes) must fail *without* taking the elements: they
   stay in the queue, in order, for a dequeue that can take them (TensorFlow checks before
   it dequeues). They used to be removed first and then dropped by the failed batch.
+- A ``RandomShuffleQueue`` created without a seed after ``tw.random.set_seed`` (or in a
+  v1 graph with a graph seed) must shuffle the same way every time, as TensorFlow derives
+  the queue's seed from the global seed; it used to draw from OS entropy.
 """
 
 from __future__ import annotations
@@ -96,3 +99,59 @@ def test_good_batches_are_unchanged() -> None:
     np.testing.assert_array_equal(b, [2])
     with pytest.raises(tw.errors.OutOfRangeError):
         within(10, lambda: q.dequeue_up_to(1))
+
+
+# ------------------------------------------------------------------- shuffle seeding
+
+def _drain_order(make) -> list[int]:
+    q = make()
+    q.enqueue_many(np.arange(16, dtype=np.int32))
+    q.close()
+    return within(10, lambda: [int(q.dequeue()) for _ in range(16)])
+
+
+def _unseeded() -> tw.queue.RandomShuffleQueue:
+    return tw.queue.RandomShuffleQueue(32, 0, [tw.int32], shapes=[[]])
+
+
+def test_global_seed_makes_an_unseeded_shuffle_queue_reproducible() -> None:
+    tw.random.set_seed(1234)
+    first = _drain_order(_unseeded)
+    tw.random.set_seed(1234)
+    again = _drain_order(_unseeded)
+    assert first == again
+    assert sorted(first) == list(range(16))
+    assert first != list(range(16))  # (shuffled: 1/16! odds of a false failure)
+
+
+def test_global_seed_gives_successive_queues_different_orders() -> None:
+    # two queues of one program are two ops: TensorFlow gives them different seeds
+    tw.random.set_seed(1234)
+    assert _drain_order(_unseeded) != _drain_order(_unseeded)
+
+
+def test_explicit_seed_is_unchanged_by_the_global_seed_rule() -> None:
+    def seeded() -> tw.queue.RandomShuffleQueue:
+        return tw.queue.RandomShuffleQueue(32, 0, [tw.int32], shapes=[[]], seed=7)
+
+    plain = _drain_order(seeded)
+    tw.random.set_seed(99)
+    assert _drain_order(seeded) == plain
+
+
+def _v1_order(graph_seed: int) -> list[int]:
+    g = tf.Graph()
+    with g.as_default():
+        tf.set_random_seed(graph_seed)
+        q = tf.RandomShuffleQueue(32, 0, [tw.int32], shapes=[[]])
+        enq = q.enqueue_many([np.arange(16, dtype=np.int32)])
+        close = q.close()
+        out = q.dequeue()
+        with tf.Session() as sess:
+            sess.run(enq)
+            sess.run(close)
+            return within(30, lambda: [int(sess.run(out)) for _ in range(16)])
+
+
+def test_v1_graph_seed_makes_an_unseeded_shuffle_queue_reproducible() -> None:
+    assert _v1_order(5) == _v1_order(5)

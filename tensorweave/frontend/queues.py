@@ -338,7 +338,9 @@ class FIFOQueue(QueueBase):
 class RandomShuffleQueue(QueueBase):
     """A queue that dequeues elements in random order. Until it is closed, a dequeue
     leaves at least `min_after_dequeue` elements behind (so that they mix with later
-    ones); `capacity` must exceed `min_after_dequeue`."""
+    ones); `capacity` must exceed `min_after_dequeue`. Without a `seed` the order is
+    random, unless a global (or v1 graph) seed is set: then the queue's seed is derived
+    from it as a random op's is, and the same program shuffles the same way."""
 
     _kind = "random_shuffle"
 
@@ -349,8 +351,23 @@ class RandomShuffleQueue(QueueBase):
         if not 0 <= min_after_dequeue < capacity:
             raise ValueError(f"min_after_dequeue ({min_after_dequeue}) must be >= 0 and less "
                              f"than capacity ({capacity})")
+        if seed is None:
+            seed = _seed_from_global()
         super().__init__(capacity, dtypes, shapes, names, shared_name, name,
                          min_after_dequeue=min_after_dequeue, seed=seed, resources=resources)
+
+
+def _seed_from_global() -> int | None:
+    """The seed of a RandomShuffleQueue created without one: None (a random order) unless
+    a global or graph seed is set (``tw.random.set_seed``), in which case it is derived
+    from that seed and the op count by TensorFlow's rule (`get_seed`), so that the same
+    program shuffles the same way on every run."""
+    from .ops.random import _graph_seed, get_seed
+    if _graph_seed() is None:
+        return None
+    seed, seed2 = get_seed(None)
+    # one 63-bit int for the queue's rng and the handle's int64 "seed" attribute
+    return (seed * 0x9E3779B97F4A7C15 + seed2) % (1 << 63)
 
 
 class PaddingFIFOQueue(QueueBase):
