@@ -154,15 +154,16 @@ def opt_level() -> int:
 
     O2 was the default for a while (O3's extra passes bought nothing at run time and cost
     a fifth of a cold first call: W3 1.21-1.33 s to compile instead of 1.58-1.71 s), but
-    LLVM 22's O2 pipeline with its loop unroller off (`LOOP_UNROLLING`, as here)
-    miscompiled a DepthwiseConv2dNative node function (H=2, W=1, a 2x1 filter, explicit
-    padding (0, 1) on the right: its second filter row was dropped). The node function
-    alone reproduces it through llvmlite: O2 without unrolling is wrong with or without
-    the loop vectorizer; O2 with unrolling, O1 and O3 (unrolling on or off) are right;
-    the IR has no undefined behaviour we could find
-    (tests/test_review_cpu_depthwise_opt_level.py). Back to O3 until that LLVM bug is
-    isolated and reported. The code generator (instruction selection, scheduling,
-    register allocation) is at -O3 either way."""
+    with its loop unroller off (`LOOP_UNROLLING`, as here) it miscompiled a
+    DepthwiseConv2dNative node function (H=2, W=1, a 2x1 filter, explicit padding (0, 1)
+    on the right: its second filter row was dropped;
+    tests/test_review_cpu_depthwise_opt_level.py). The cause is an LLVM bug, not undefined
+    behaviour in our IR: InstCombine's store merging (`mergeStoreIntoSuccessor`) deletes a
+    store on a loop back edge (docs/llvm_o2_miscompile.md). Its minimal reproducer is
+    wrong at O1, O2 and O3 alike (tests/test_review_llvm_instcombine_store_merge.py); O3
+    computes the depthwise case right only because its pipeline shapes that function
+    differently, so it stays the default. The code generator (instruction selection,
+    scheduling, register allocation) is at -O3 either way."""
     try:
         level = int(os.environ.get("TW_LLVM_OPT", "3"))
     except ValueError:
