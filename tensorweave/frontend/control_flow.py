@@ -442,7 +442,7 @@ def while_loop(cond: Callable[..., Any], body: Callable[..., Any], loop_vars: An
     structure with the same dtypes. A loop variable keeps its shape from one iteration to
     the next unless `shape_invariants` (the same structure, a shape per tensor) leaves
     the changing dims as None. `maximum_iterations` (an int or an integer scalar tensor)
-    bounds the number of iterations. While tracing, the loop becomes one ``While`` node;
+    bounds the number of iterations (a bound past 2**31 - 1 counts as 2**31 - 1). While tracing, the loop becomes one ``While`` node;
     outside any graph it runs eagerly."""
     if not callable(cond) or not callable(body):
         raise TypeError("tw.while_loop: cond and body must be callables")
@@ -558,6 +558,8 @@ class _Loop:
             raise TracingError(f"tw.while_loop: maximum_iterations must be an integer scalar, "
                                f"got {limit.type}", location=_where())
         from .ops import math
+        if limit.dtype.name == "i64":  # clamp first: a cast would wrap 2**32 + 2 to 2
+            limit = math.minimum(limit, np.int64(_MAX_ITERATIONS))
         limit = math.cast(limit, int32)
 
         def cond_fn(flat: list[Any]) -> Any:
@@ -575,12 +577,18 @@ def _arg_name(path: str, index: int) -> str:
     return last if last and not last.isdigit() and path != "loop_vars" else f"loop_var{index}"
 
 
+# The largest iteration bound: loop counters (the bound's own, the gradient's) are int32,
+# so a bigger one bounds nothing more and is clamped to this.
+_MAX_ITERATIONS = np.iinfo(np.int32).max
+
+
 def _static_int(value: Any) -> int | None:
-    """`value` as a Python int when it is one (or a concrete array); None for a tensor."""
+    """`value` as a Python int in [0, 2**31 - 1] when it is one (or a concrete array);
+    None for a tensor."""
     if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
-        return max(int(value), 0)
+        return min(max(int(value), 0), _MAX_ITERATIONS)
     if isinstance(value, (np.ndarray, EagerTensor)) and np.ndim(value) == 0:
-        return max(int(value), 0)
+        return min(max(int(value), 0), _MAX_ITERATIONS)
     return None
 
 

@@ -17,8 +17,10 @@ element 64-byte aligned); the push and the pop of one stack have the same types.
 
 Memory comes from the call's *arena* (48 bytes in the workspace header, at
 `ARENA_OFFSET`): a bump allocator over a malloc'd chunk. A stack whose bound is known
-(``maximum_iterations``: every ``tw.scan``) takes exactly `max_size` entries on its first
-push; an unbounded one starts with 16 and doubles (moving its entries). When a chunk is
+(``maximum_iterations``: every ``tw.scan``) takes `max_size` entries on its first push,
+up to `BOUNDED_FIRST_BYTES` (a bound is only a bound: a ``tw.while_loop`` with
+``maximum_iterations=10**9`` as a safety net may stop after 3 iterations); an unbounded
+one starts with 16 entries; both double when full (moving their entries). When a chunk is
 full a bigger one is allocated and the full one retired (still in use: entries of a
 nested loop's stacks live until the backward pass pops them). At the start of each call
 the arena is reset: when the last call retired chunks, they are freed and one chunk of
@@ -51,6 +53,7 @@ ARENA_MAGIC = 0x414E4552415754  # "TWARENA": set once the header holds an arena
 ALIGN = 64
 MIN_CHUNK = 1 << 20
 UNBOUNDED_FIRST = 16      # entries of an unbounded stack's first allocation
+BOUNDED_FIRST_BYTES = 64 << 20  # at most this much for a bounded stack's first allocation
 ARENA_RELEASE_NAME = "tw_arena_release"
 
 STATUS_FULL = 1
@@ -263,8 +266,11 @@ def emit_stack_function(module: ir.Module, op: str, name: str, attrs: dict,
         store = b.append_basic_block("store")
         b.cbranch(b.icmp_unsigned(">", need, cap), grow, store)
         b.position_at_end(grow)
-        # a bounded stack takes all its entries at once; an unbounded one doubles
-        first = b.select(bounded, b.mul(limit, I64(entry)), I64(UNBOUNDED_FIRST * entry))
+        # a bounded stack takes all its entries at once (up to BOUNDED_FIRST_BYTES: the
+        # bound need not be the trip count); an unbounded one starts small; both double
+        most = max(UNBOUNDED_FIRST, BOUNDED_FIRST_BYTES // entry)
+        few = b.select(b.icmp_signed("<", limit, I64(most)), limit, I64(most))
+        first = b.select(bounded, b.mul(few, I64(entry)), I64(UNBOUNDED_FIRST * entry))
         size = b.select(b.icmp_unsigned("==", cap, I64(0)), first, b.shl(cap, I64(1)))
         size = b.select(b.icmp_unsigned(">", need, size), need, size)
         new = b.call(arena_alloc(module), [arena, size])
@@ -307,6 +313,6 @@ def emit_stack_function(module: ir.Module, op: str, name: str, attrs: dict,
     return fn
 
 
-__all__ = ["ARENA_OFFSET", "ARENA_RELEASE_NAME", "HANDLE_BYTES", "MESSAGES", "STACK_OPS",
-           "arena_alloc", "element_bytes", "emit_arena_release", "emit_arena_reset",
+__all__ = ["ARENA_OFFSET", "ARENA_RELEASE_NAME", "BOUNDED_FIRST_BYTES", "HANDLE_BYTES",
+           "MESSAGES", "STACK_OPS", "arena_alloc", "element_bytes", "emit_arena_release", "emit_arena_reset",
            "emit_stack_function", "entry_layout", "is_stack_type", "register_symbols"]
