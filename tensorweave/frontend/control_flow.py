@@ -442,8 +442,8 @@ def while_loop(cond: Callable[..., Any], body: Callable[..., Any], loop_vars: An
     structure with the same dtypes. A loop variable keeps its shape from one iteration to
     the next unless `shape_invariants` (the same structure, a shape per tensor) leaves
     the changing dims as None. `maximum_iterations` (an int or an integer scalar tensor)
-    bounds the number of iterations (a bound past 2**31 - 1 counts as 2**31 - 1). While tracing, the loop becomes one ``While`` node;
-    outside any graph it runs eagerly."""
+    bounds the number of iterations (a bound past 2**31 - 1 counts as 2**31 - 1). While
+    tracing, the loop becomes one ``While`` node; outside any graph it runs eagerly."""
     if not callable(cond) or not callable(body):
         raise TypeError("tw.while_loop: cond and body must be callables")
     leaves, tree = nest.flatten(loop_vars)
