@@ -73,8 +73,19 @@ def _argsort_infer(values, *, axis, descending):
     return TensorType(int32, t.shape)
 
 
+def sortable(x: np.ndarray) -> np.ndarray:
+    """`x` in a dtype whose NumPy sorts and searches put NaN above every number: float32
+    for the half-precision floats (exact, same order). NumPy compares ml_dtypes'
+    bfloat16 with a plain `<`, so a NaN there scrambled the numbers around it."""
+    if as_dtype(x.dtype).is_floating and x.dtype.itemsize < 4:
+        return x.astype(np.float32)
+    return x
+
+
 def stable_argsort(x: np.ndarray, axis: int, descending: bool) -> np.ndarray:
-    """Stable argsort along `axis` in either direction (int32)."""
+    """Stable argsort along `axis` in either direction (int32); NaN sorts above every
+    number."""
+    x = sortable(x)
     if not descending:
         return np.argsort(x, axis=axis, kind="stable").astype(np.int32)
     n = x.shape[axis]
@@ -530,8 +541,8 @@ def _searchsorted_infer(sorted_sequence, values, *, side, out_type):
 def _searchsorted_kernel(seq, values, *, side, out_type):
     (t,) = _runtime_types(_searchsorted_infer, seq, values, side=side, out_type=out_type)
     batch = int(np.prod(seq.shape[:-1], dtype=np.int64))
-    rows = seq.reshape(batch, seq.shape[-1])
-    vals = values.reshape(batch, values.shape[-1])
+    rows = sortable(seq).reshape(batch, seq.shape[-1])
+    vals = sortable(values).reshape(batch, values.shape[-1])
     out = np.empty(vals.shape, out_type.np)
     for r in range(rows.shape[0]):
         out[r] = np.searchsorted(rows[r], vals[r], side=side)

@@ -36,6 +36,7 @@ from ..dtypes import int32
 from ..registry import attr, def_op
 from ..types import TensorType, format_shape
 from .common import check_dtype, expect_tensor, normalize_axis, same_dtype
+from .indexing import stable_argsort
 
 Dim = int | None
 
@@ -745,12 +746,9 @@ def _top_k_infer(x, *, k, sorted):  # noqa: A002 - TensorFlow's attribute name
 
 
 def top_k_indices(x: np.ndarray, k: int) -> np.ndarray:
-    """Indices of the `k` largest entries of each last-axis row, ties by lower index."""
-    n = x.shape[-1]
-    # a stable ascending sort of the reversed row, read backwards, is descending with
-    # ties in index order, for integers too (no negation to overflow)
-    order = np.argsort(x[..., ::-1], axis=-1, kind="stable")[..., ::-1]
-    return (n - 1 - order[..., :k]).astype(np.int32)
+    """Indices of the `k` largest entries of each last-axis row, ties by lower index
+    (NaN above every number)."""
+    return np.ascontiguousarray(stable_argsort(x, x.ndim - 1, True)[..., :k])
 
 
 @TopK.kernel("reference")
