@@ -119,12 +119,14 @@ def nce_loss(weights: Any, biases: Any, labels: Any, inputs: Any, num_sampled: i
              remove_accidental_hits: bool = False, partition_strategy: str = "mod",
              name: str = "nce_loss", seed: int | None = None) -> Any:
     """Noise-contrastive estimation: logistic regression telling true classes from
-    sampled noise classes; per example, shape ``[batch]``."""
+    sampled noise classes; per example, shape ``[batch]``. With ``num_true > 1`` each true
+    class's target probability is ``1 / num_true``, as in TensorFlow."""
     logits, out_labels = _sampled_logits(weights, biases, labels, inputs, num_sampled,
                                          num_classes, num_true, sampled_values,
                                          remove_accidental_hits, partition_strategy, seed)
-    labels01 = m.cast(m.greater(out_labels, 0.0), out_labels.dtype)
-    losses = sigmoid_cross_entropy_with_logits(labels=stop_gradient(labels01), logits=logits)
+    # each true class's target is 1 / num_true, as in TensorFlow ("so that the target
+    # probabilities sum to 1 per-example"), not 1
+    losses = sigmoid_cross_entropy_with_logits(labels=stop_gradient(out_labels), logits=logits)
     return m.reduce_sum(losses, axis=1)
 
 
