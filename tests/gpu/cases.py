@@ -64,7 +64,7 @@ BINARY: dict[str, tuple[Callable, list[np.dtype], bool]] = {  # (fn, dtypes, non
     "subtract": (tw.subtract, [F32, F64, I32], False),
     "multiply": (tw.multiply, [F32, F64, I32, I8], False),
     "div": (lambda x, y: apply_op1("Div", [x, y]), [F32, F64, I32], True),
-    "floordiv": (tw.floordiv, [F32, F64, I32], True),
+    "floordiv": (tw.floordiv, [F32, F64, I32, I64], True),
     "floormod": (tw.floormod, [F32, F64, I32], True),
     "pow": (tw.pow, [F32, F64, I32], False),
     "maximum": (tw.maximum, [F32, F64, I32], False),

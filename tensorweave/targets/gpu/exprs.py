@@ -302,6 +302,16 @@ def _safe_divisor(cx: Scope, op: Op, y: str) -> str:
     return safe
 
 
+def _floor_quotient(op: Op, x: str, y: str) -> str:
+    """``x // y`` of integers (y nonzero). numba's division gives 0 for the int64 minimum
+    divided by -1 (its guard against the x86 trap), NumPy the wrapped quotient, the
+    minimum itself: so a divisor of -1 negates, wrapping. Narrower ints are divided in
+    int64 by numba, where the quotient is exact and the output conversion wraps it."""
+    if op.in_dtypes[0].kind == "int" and op.in_dtypes[0].bits == 64:
+        return f"(-{x} if {y} == -1 else {x} // {y})"
+    return f"{x} // {y}"
+
+
 @emitter("Div")
 def _div(cx, op, a):
     x, y = a
@@ -309,7 +319,7 @@ def _div(cx, op, a):
         return f"{x} / {y}"
     y = _safe_divisor(cx, op, y)
     q = cx.w.tmp("q")
-    cx.w(f"{q} = {x} // {y}")
+    cx.w(f"{q} = {_floor_quotient(op, x, y)}")
     # floor and truncation differ by one where the division is inexact and signs differ
     cx.w(f"if {x} % {y} != 0 and (({x} < 0) != ({y} < 0)):")
     cx.w(f"    {q} += 1")
@@ -323,7 +333,7 @@ def _floor_div_mod(cx, op, a):
         div, mod = _float_divmod(cx, op, x, y)
         return div if op.op == "FloorDiv" else mod
     y = _safe_divisor(cx, op, y)
-    return f"{x} // {y}" if op.op == "FloorDiv" else f"{x} % {y}"
+    return _floor_quotient(op, x, y) if op.op == "FloorDiv" else f"{x} % {y}"
 
 
 @emitter("Pow")
