@@ -91,7 +91,10 @@ def map_fn(fn: Callable[[Any], Any], elems: Any, dtype: Any = None,
 
     if sig is not None and all(s is not None and None not in s for _, s in sig):
         outs, o_tree, start = [], nest.flatten(signature)[1], 0
-        bufs = [_empty_rows(TensorType(d, s), n_static, e_flat[0]) for d, s in sig]
+        # (a count known only at run time makes the rows from a tensor of the row's shape)
+        bufs = [_empty_rows(TensorType(d, s) if n_static is not None
+                            else array.zeros(list(s), dtype=d), n_static, e_flat[0])
+                for d, s in sig]
     else:
         if n_static == 0:
             raise ShapeError("tw.map_fn: elems are empty, so fn_output_signature must give "
