@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import tensorweave as tw
+import tensorweave.compat.v1 as tf
 from tests.helpers import TARGETS
 
 V, D, B = 12, 5, 3
@@ -43,3 +44,29 @@ def test_nce_loss_gives_each_true_class_the_target_one_over_num_true(target, num
             + _sigmoid_xent(sampled_logits, np.zeros_like(sampled_logits)).sum(1))
     got = tw.compile(loss, target=target)(w, b, x)
     np.testing.assert_allclose(got, want, rtol=1e-10)
+
+
+def test_v1_softmax_cross_entropy_sends_no_gradient_to_the_labels():
+    """TensorFlow 1's tf.nn.softmax_cross_entropy_with_logits stops the gradient at the
+    labels ("Backpropagation will happen only into logits"; only the _v2 function
+    differentiates them). It let the gradient through: labels computed by a trained
+    network (distillation) or held in a variable moved by -log_softmax(logits)."""
+    tf.reset_default_graph()
+    try:
+        labels = tf.Variable(np.array([[0.2, 0.3, 0.5]], np.float32))
+        logits = tf.Variable(np.array([[1.0, 2.0, 3.0]], np.float32))
+        loss = tf.reduce_sum(tf.nn.softmax_cross_entropy_with_logits(labels=labels,
+                                                                     logits=logits))
+        loss_v2 = tf.reduce_sum(tf.nn.softmax_cross_entropy_with_logits_v2(labels=labels,
+                                                                           logits=logits))
+        assert tf.gradients(loss, [labels]) == [None]
+        d_logits, = tf.gradients(loss, [logits])
+        d_labels_v2, = tf.gradients(loss_v2, [labels])
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            got_logits, got_labels_v2 = sess.run([d_logits, d_labels_v2])
+        p = np.exp([1.0, 2.0, 3.0]) / np.exp([1.0, 2.0, 3.0]).sum()
+        np.testing.assert_allclose(got_logits, [p - [0.2, 0.3, 0.5]], rtol=1e-5)
+        np.testing.assert_allclose(got_labels_v2, [-np.log(p)], rtol=1e-5)
+    finally:
+        tf.reset_default_graph()

@@ -283,11 +283,13 @@ def _nn_extras() -> dict[str, Any]:
                                           logits: Any = None, dim: int = -1,
                                           name: str | None = None, axis: Any = None) -> Any:
         """Cross entropy of ``softmax(logits)`` against `labels` (keyword arguments only,
-        as TensorFlow 1 insists)."""
+        as TensorFlow 1 insists). As in TensorFlow 1, no gradient reaches `labels` (only
+        ``softmax_cross_entropy_with_logits_v2`` differentiates them)."""
         if _sentinel is not None:
             raise ValueError("call softmax_cross_entropy_with_logits with labels= and logits=")
         return _nn_src.softmax_cross_entropy_with_logits(
-            labels=labels, logits=logits, axis=dim if axis is None else axis, name=name)
+            labels=_autodiff.stop_gradient(labels), logits=logits,
+            axis=dim if axis is None else axis, name=name)
 
     dropout = in_default_graph(_dropout_v1)
 
