@@ -593,9 +593,17 @@ def _compile_digest(key: str, build_ir: Callable[[], str], names: Sequence[str],
         return compiled
 
 
+# files outside this directory whose code runs while the code generator makes IR (the
+# epilogue's operand kinds, dtypes, types, the graph): hashed with it, so that a fix in
+# one of them never loads the code made before (tests/test_review_cache_codegen_inputs.py)
+CODEGEN_DEPENDENCIES = ("passes/epilogue.py", "compiler/dtypes.py", "compiler/types.py",
+                        "compiler/ir.py")
+
+
 @lru_cache(maxsize=1)
 def codegen_fingerprint() -> str:
-    """A hash of the cpu target's source files (what turns graphs into LLVM IR).
+    """A hash of the cpu target's source files (what turns graphs into LLVM IR) and of
+    `CODEGEN_DEPENDENCIES`.
 
     The files are read at the first compile, not at import. If the package's files
     changed since this process imported it (`tensorweave._source`), the code running
@@ -610,6 +618,9 @@ def codegen_fingerprint() -> str:
             if name.endswith(".py"):
                 with open(os.path.join(dirpath, name), "rb") as f:
                     h.update(name.encode() + b"\0" + f.read())
+    for rel in CODEGEN_DEPENDENCIES:
+        with open(os.path.join(os.path.dirname(os.path.dirname(root)), rel), "rb") as f:
+            h.update(rel.encode() + b"\0" + f.read())
     if _source.files_digest(_source.PACKAGE_ROOT) != _source.AT_IMPORT:
         h.update(f"\0edited after import: process {os.getpid()} {os.urandom(8).hex()}".encode())
     return h.hexdigest()
