@@ -23,15 +23,18 @@ import secrets
 import threading
 import weakref
 from collections.abc import Sequence
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
 
 from ...compiler.dtypes import DType, as_dtype, float32
+from ...compiler.ops.random import UNIFORM_BITS
 from ...errors import DTypeError, InvalidArgumentError, UnimplementedError
 from ..building import apply_op1, convert_to_tensor, user_location
 from ..context import current_builder
 from ..tensor import EagerTensor, Tensor
+from . import math as _m
 
 DEFAULT_GRAPH_SEED = 87654321
 
@@ -174,10 +177,36 @@ def uniform(shape: Sequence[int] | Any, minval: TensorLike = 0, maxval: TensorLi
                          f"{dtype!r}", location=str(user_location()))
     maxval = 1 if maxval is None else maxval
     rnd = _random_op("RandomUniform", shape, dtype, seed, name)
+    return _scaled_uniform(rnd, minval, maxval, dtype)
+
+
+def _scaled_uniform(rnd: Tensor, minval: Any, maxval: Any, dtype: DType) -> Tensor:
+    """Uniforms in [0, 1) scaled to [minval, maxval). With Python-number bounds the
+    result is clamped below maxval where rounding ``u * span + minval`` can reach it."""
     if isinstance(minval, (int, float)) and isinstance(maxval, (int, float)):
-        return _affine(rnd, maxval - minval, minval, dtype)
+        x = _affine(rnd, maxval - minval, minval, dtype)
+        below = _largest_below(minval, maxval, dtype)
+        return x if below is None else _m.minimum(x, below)
     lo, hi = convert_to_tensor(minval, dtype=dtype), convert_to_tensor(maxval, dtype=dtype)
     return rnd * (hi - lo) + lo
+
+
+def _largest_below(minval: float, maxval: float, dtype: DType) -> Any:
+    """The largest `dtype` value below maxval when ``u * (maxval - minval) + minval``
+    for the largest raw uniform u = 1 - 2**-bits can round up to maxval (rounded once,
+    fused, or twice), else None: e.g. bounds (1, 1.5) in float32 give 1.5 - 2**-24, a
+    tie that rounds to 1.5 (TensorFlow's issue 51465). Other bounds keep their graph."""
+    t = dtype.np.type
+    hi, lo, span = t(maxval), t(minval), t(maxval - minval)
+    if not (np.isfinite(float(hi)) and np.isfinite(float(lo)) and float(lo) < float(hi)):
+        return None  # (reversed or equal bounds scale as they are, as in TensorFlow)
+    below = np.nextafter(hi, t(-np.inf))
+    top = t(1.0 - 2.0 ** -UNIFORM_BITS[dtype.name])
+    exact = Fraction(float(top)) * Fraction(float(span)) + Fraction(float(lo))
+    twice = Fraction(float(t(top * span))) + Fraction(float(lo))
+    if max(exact, twice) <= Fraction(float(below)):
+        return None  # every rounding of the largest value stays at or below `below`
+    return float(below)
 
 
 def _uniform_int(shape: Any, minval: Any, maxval: Any, dtype: DType, seed: int | None,
@@ -282,10 +311,7 @@ def stateless_uniform(shape: Sequence[int] | Any, seed: Any, minval: TensorLike 
     maxval = 1 if maxval is None else maxval
     rnd = apply_op1("StatelessRandomUniform", [seed_t], {"shape": _shape_attr(shape),
                                                          "dtype": dtype}, name=name)
-    if isinstance(minval, (int, float)) and isinstance(maxval, (int, float)):
-        return _affine(rnd, maxval - minval, minval, dtype)
-    lo, hi = convert_to_tensor(minval, dtype=dtype), convert_to_tensor(maxval, dtype=dtype)
-    return rnd * (hi - lo) + lo
+    return _scaled_uniform(rnd, minval, maxval, dtype)
 
 
 def stateless_normal(shape: Sequence[int] | Any, seed: Any, mean: TensorLike = 0.0,
