@@ -11,6 +11,7 @@ from ..compiler.ir import Value
 from ..compiler.types import format_shape
 from ..errors import DTypeError, TracingError
 from ..runtime.resources import ResourceManager, VariableState, default_resource_manager
+from . import building
 from .building import apply_op, apply_op1, convert_to_tensor
 from .context import current_builder
 from .tensor import EagerTensor, TensorOps
@@ -116,12 +117,18 @@ class Variable(TensorOps):
         return self._state
 
     def _as_tensor(self) -> Any:
+        # (convert_to_tensor tells the eager tapes about this read itself)
+        if current_builder() is None:
+            return EagerTensor(self._state.read())
         return self.read_value()
 
     def read_value(self) -> Any:
         """The current value (a tensor in a graph, an eager tensor outside)."""
         if current_builder() is None:
-            return EagerTensor(self._state.read())
+            value = EagerTensor(self._state.read())
+            for observer in list(building.eager_observers):  # differentiable, as traced
+                observer.record_read(self, value)
+            return value
         return apply_op1("ReadVariable", [self.handle()], name="read_" + self._shared_name)
 
     value = read_value
