@@ -5,7 +5,8 @@ a log-uniform (Zipfian: ``P(k) = log((k + 2) / (k + 1)) / log(range_max + 1)``, 
 vocabularies sorted by frequency) distribution, with or without repeats (`unique`), and
 returns the expected count of every true and every sampled class among the draws (what
 a sampled loss subtracts, in log space, to stay unbiased): ``num_sampled * P(k)``, or
-for unique draws after ``n`` tries, ``1 - (1 - P(k))**n``, as TensorFlow computes them.
+for unique draws that took ``n > num_sampled`` tries, ``1 - (1 - P(k))**n``, as
+TensorFlow computes them.
 
 Draws use the project's Philox stream (`random.random_words`): reproducible across
 targets and thread counts for the same seeds and call index.
@@ -95,9 +96,11 @@ def sample_candidates(kind: str, num_sampled: int, unique: bool, range_max: int,
 
 def expected_count(kind: str, ids: np.ndarray, num_sampled: int, tries: int, unique: bool,
                    range_max: int) -> np.ndarray:
-    """Expected occurrences of each id among the draws (TensorFlow's formulas)."""
+    """Expected occurrences of each id among the draws (TensorFlow's ExpectedCountHelper):
+    ``num_sampled * P(k)`` when the draws took no retry (always, without `unique`), else
+    ``1 - (1 - P(k))**tries``."""
     p = class_probability(kind, ids, range_max)
-    if unique:
+    if unique and tries != num_sampled:
         return -np.expm1(tries * np.log1p(-np.minimum(p, 1.0 - 1e-12)))
     return num_sampled * p
 
