@@ -24,7 +24,7 @@ from ...frontend import queues as _queues
 from ...frontend.building import constant as _constant
 from ...frontend.ops import scatter as _scatter
 from ...frontend.ops.dropout import dropout_v1 as _dropout_v1
-from . import layers, operation_run, summary, train  # noqa: F401
+from . import layers, losses, operation_run, summary, train  # noqa: F401
 from .graph import (  # noqa: F401  (the public names of this module)
     Graph,
     GraphKeys,
