@@ -207,6 +207,19 @@ def _static_key(x: Any) -> Any:
         return ("id", Reference(x))
 
 
+def _same_key(a: Any, b: Any) -> bool:
+    """Whether two parts of trace cache keys are the same key as the cache's dict finds
+    it: by hash first, then ``==``. ``==`` alone is not that: a hashable static argument
+    whose ``==`` reaches tensors (a frozen dataclass holding a variable, hashed by the
+    variable's identity) equals another model's whenever their values are equal."""
+    if a is b:
+        return True
+    try:
+        return hash(a) == hash(b) and bool(a == b)
+    except (TypeError, ValueError):  # (an elementwise comparison: not the same key)
+        return False
+
+
 class ConcreteFunction:
     """One trace of a `Function`: the graph, its compiled executable and how to map
     Python arguments onto it."""
@@ -625,7 +638,8 @@ class Function:
         or the key of a new one whose dims are None where the last trace of the same
         structure had other sizes (TensorFlow's shape relaxation)."""
         tree, (_, statics) = key
-        same = [(k, cf) for k, cf in self._cache.items() if k[0] == tree and k[1][1] == statics]
+        same = [(k, cf) for k, cf in self._cache.items()
+                if _same_key((k[0], k[1][1]), (tree, statics))]
         concrete = [a for a in arrays if not isinstance(a, TensorSpec)]
         if len(concrete) == len(arrays):
             for k, cf in reversed(same):
