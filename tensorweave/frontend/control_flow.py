@@ -26,6 +26,7 @@ index, so differentiating a scan saves no copies of the buffer.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -717,11 +718,33 @@ def _elements(elems: Any, fn: str) -> tuple[list[Any], Any, Any, int | None]:
         if len(t.shape) < 1:
             raise ShapeError(f"tw.{fn}: elems must have rank >= 1 (they are sliced along "
                              f"axis 0), got a scalar", location=_where())
-    n_static = flat[0].shape[0]
-    if n_static is None:
+    counts = [t.shape[0] for t in flat]
+    known = sorted({c for c in counts if c is not None})
+    what = (f"tw.{fn}: the tensors of elems must have the same first dim (the number of "
+            f"elements), got shapes {', '.join(format_shape(t.shape) for t in flat)}")
+    if len(known) > 1:
+        raise ShapeError(what, location=_where())
+    if None in counts and len(flat) > 1:
+        # a count known only at run time (the loop would drop the other tensors' extra
+        # rows without a word): checked before any element is read
+        flat = _checked_counts(flat, what)
+    if not known:
         from .ops import array
         return flat, tree, array.shape(flat[0])[0], None
-    return flat, tree, n_static, n_static
+    return flat, tree, known[0], known[0]
+
+
+def _checked_counts(flat: list[Any], message: str) -> list[Any]:
+    """`flat` through identities that run after asserting that every tensor has the
+    first one's number of rows (built into a TensorFlow 1 graph if they belong to one)."""
+    from .ops import array
+    from .ops.debugging import assert_equal
+    v1 = _v1_builder(flat) if current_builder() is None else None
+    with building(v1) if v1 is not None else contextlib.nullcontext():
+        first = array.shape(flat[0])[0]
+        checks = [assert_equal(array.shape(t)[0], first, message=message) for t in flat[1:]]
+        with control_dependencies([c for c in checks if c is not None]):
+            return [array.identity(t) for t in flat]
 
 
 def _initial(initializer: Any, e_flat: list[Any], e_tree: Any,
