@@ -178,6 +178,11 @@ def _outputs(out: Any, sig: list | None) -> tuple[list[Any], Any]:
         if want is not None and t.dtype is not want:
             raise TracingError(f"tw.map_fn: output {k} of fn is {t.dtype.name}, "
                                f"fn_output_signature says {want.name}", location=_where())
+        shape = sig[k][1] if sig is not None else None
+        if shape is not None and not (len(shape) == len(t.shape) and all(
+                a is None or b is None or a == b for a, b in zip(t.shape, shape))):
+            raise ShapeError(f"tw.map_fn: output {k} of fn has shape {list(t.shape)}, "
+                             f"fn_output_signature says {list(shape)}", location=_where())
         tensors.append(t)
     return tensors, tree
 
