@@ -58,6 +58,7 @@ from .initializers import (  # noqa: F401
     truncated_normal_initializer,
     zeros_initializer,
 )
+from .moving_averages import moving_average_variables  # noqa: F401
 from .partitioners import (  # noqa: F401
     fixed_size_partitioner,
     min_max_variable_partitioner,
@@ -387,7 +388,8 @@ _public_only(queue)
 # names bound here that are how this module is built, not TensorFlow 1's API
 _IMPLEMENTATION = frozenset({"annotations", "graph", "session", "in_default_graph", "compat",
                              "initializers", "partitioners", "var_scope",
-                             "operation_run"})
+                             "operation_run", "checkpoint_utils",
+                             "moving_averages"})
 
 
 def _is_api(name: str, obj: Any) -> bool:

@@ -300,6 +300,11 @@ class Variable(_Variable):
 
     value = read_value
 
+    def _as_tensor(self) -> Tensor:
+        # a v1 variable converts to a read in its graph, never to an eager value (the
+        # base class reads the eager state outside a builder: `w * w` at top level)
+        return self.read_value()
+
     def snapshot(self) -> Tensor:
         """One read of the variable kept for fetching and feeding (``var/read:0``)."""
         snap = getattr(self, "_snapshot", None)
@@ -428,6 +433,8 @@ class GraphKeys:
     TRAINABLE_VARIABLES = TRAINABLE_VARIABLES
     LOCAL_VARIABLES = LOCAL_VARIABLES
     MODEL_VARIABLES = "model_variables"
+    MOVING_AVERAGE_VARIABLES = "moving_average_variables"
+    METRIC_VARIABLES = "metric_variables"
     GLOBAL_STEP = "global_step"
     QUEUE_RUNNERS = "queue_runners"
     SUMMARIES = "summaries"

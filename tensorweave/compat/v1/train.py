@@ -183,6 +183,24 @@ def inverse_time_decay(learning_rate: Any, global_step: Any, decay_steps: Any, d
                     learning_rate, decay_steps, decay_rate, staircase, name)
 
 
+class _NaturalExpDecay(_schedules._StepDecay):
+    """``initial_learning_rate * exp(-decay_rate * step / decay_steps)`` (floored
+    exponent with `staircase`)."""
+
+    def _decayed(self, lr: Any, rate: Any, p: Any) -> Any:
+        from ...frontend.ops import math as m
+        return lr * m.exp(-rate * p)
+
+
+@in_default_graph
+def natural_exp_decay(learning_rate: Any, global_step: Any, decay_steps: Any, decay_rate: Any,
+                      staircase: bool = False, name: str | None = None) -> Any:
+    """``learning_rate * exp(-decay_rate * global_step / decay_steps)`` (floored exponent
+    with `staircase`), as a tensor recomputed at every run."""
+    return _decayed(_NaturalExpDecay, "natural_exp_decay", global_step, learning_rate,
+                    decay_steps, decay_rate, staircase, name)
+
+
 class Saver:
     """Saves and restores variables of the default graph with Save/Restore ops.
 
@@ -328,6 +346,14 @@ def __getattr__(name: str) -> Any:
 
 
 # -- fault-tolerant training loops (tf.train.MonitoredTrainingSession, hooks, Supervisor) --
+from .checkpoint_utils import (  # noqa: E402
+    NewCheckpointReader,
+    init_from_checkpoint,
+    list_variables,
+    load_checkpoint,
+    load_variable,
+)
+from .moving_averages import ExponentialMovingAverage  # noqa: E402
 from .sync_replicas import SyncReplicasOptimizer  # noqa: E402
 from .training import (  # noqa: E402
     CheckpointSaverHook,
@@ -353,8 +379,10 @@ from .training import (  # noqa: E402
 __all__ = ["Optimizer", "GradientDescentOptimizer", "MomentumOptimizer", "AdagradOptimizer",
            "AdadeltaOptimizer", "RMSPropOptimizer", "AdamOptimizer", "FtrlOptimizer", "Saver",
            "latest_checkpoint", "exponential_decay", "piecewise_constant", "cosine_decay",
-           "polynomial_decay", "inverse_time_decay", "Coordinator", "QueueRunner", "add_queue_runner",
-           "start_queue_runners", "SyncReplicasOptimizer", *_DISTRIBUTED,
+           "polynomial_decay", "inverse_time_decay", "natural_exp_decay",
+           "ExponentialMovingAverage", "NewCheckpointReader", "init_from_checkpoint",
+           "list_variables", "load_checkpoint", "load_variable", "Coordinator", "QueueRunner",
+           "add_queue_runner", "start_queue_runners", "SyncReplicasOptimizer", *_DISTRIBUTED,
            "CheckpointSaverHook", "LoggingTensorHook", "MonitoredSession",
            "MonitoredTrainingSession", "NanLossDuringTrainingError", "NanTensorHook", "Scaffold",
            "SessionRunArgs", "SessionRunContext", "SessionRunHook", "SessionRunValues",
