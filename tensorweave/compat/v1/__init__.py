@@ -24,7 +24,28 @@ from ...frontend import queues as _queues
 from ...frontend.building import constant as _constant
 from ...frontend.ops import scatter as _scatter
 from ...frontend.ops.dropout import dropout_v1 as _dropout_v1
+from . import assertions as _assertions
 from . import layers, losses, operation_run, summary, train  # noqa: F401
+from .assertions import (  # noqa: F401
+    Assert,
+    assert_equal,
+    assert_greater,
+    assert_greater_equal,
+    assert_integer,
+    assert_less,
+    assert_less_equal,
+    assert_near,
+    assert_negative,
+    assert_non_negative,
+    assert_non_positive,
+    assert_none_equal,
+    assert_positive,
+    assert_rank,
+    assert_scalar,
+    assert_type,
+    verify_tensor_all_finite,
+)
+from .control_flow_v1 import switch_case, tuple  # noqa: F401, A004
 from .graph import (  # noqa: F401  (the public names of this module)
     Graph,
     GraphKeys,
@@ -81,6 +102,7 @@ from .var_scope import (  # noqa: F401
     get_variable_scope,
     variable_scope,
 )
+from .variable_collections import get_local_variable, model_variables  # noqa: F401
 
 _PASS_THROUGH = (_tw.DType, type)
 
@@ -368,6 +390,7 @@ nn = _graph_mode_module("nn", _nn_src, _nn_extras())
 random = _graph_mode_module("random", _random_src, {})
 math = _graph_mode_module("math", importlib.import_module("tensorweave.math"), {})
 linalg = _graph_mode_module("linalg", importlib.import_module("tensorweave.linalg"), {})
+debugging = _graph_mode_module("debugging", None, _assertions.debugging_namespace())
 
 
 @in_default_graph
@@ -388,8 +411,8 @@ _public_only(queue)
 # names bound here that are how this module is built, not TensorFlow 1's API
 _IMPLEMENTATION = frozenset({"annotations", "graph", "session", "in_default_graph", "compat",
                              "initializers", "partitioners", "var_scope",
-                             "operation_run", "checkpoint_utils",
-                             "moving_averages"})
+                             "operation_run", "assertions", "checkpoint_utils",
+                             "control_flow_v1", "moving_averages", "variable_collections"})
 
 
 def _is_api(name: str, obj: Any) -> bool:

@@ -148,6 +148,30 @@ class Session:
         return nest.unflatten(tree, [o if fin is None else fin(r)
                                      for r, o, fin in zip(out, owned, finish)])
 
+    def make_callable(self, fetches: Any, feed_list: Any = None,
+                      accept_options: bool = False) -> Any:
+        """A function that runs `fetches` (any structure `run` takes) with its positional
+        arguments fed to the tensors of `feed_list`, in order: ``f(x_value, y_value)``
+        is ``run(fetches, {x: x_value, y: y_value})``, without rebuilding the feed
+        dict. With `accept_options`, it also takes ``options=`` and ``run_metadata=``.
+        Fetches are checked now (an invalid one is an error here, not at the call)."""
+        feed_list = list(feed_list or [])
+        for leaf in nest.flatten(fetches)[0]:
+            fetch = getattr(leaf, "_session_fetch", None)
+            self._resolve_fetch(leaf if fetch is None else fetch())
+
+        def run_callable(*feed_args: Any, options: Any = None, run_metadata: Any = None) -> Any:
+            if len(feed_args) != len(feed_list):
+                raise TypeError(f"Session.make_callable: the callable takes "
+                                f"{len(feed_list)} feed values (one per feed_list tensor), "
+                                f"got {len(feed_args)}")
+            if not accept_options and (options is not None or run_metadata is not None):
+                raise TypeError("Session.make_callable: options and run_metadata need "
+                                "accept_options=True")
+            return self.run(fetches, dict(zip(feed_list, feed_args)), options, run_metadata)
+
+        return run_callable
+
     def _resolve_fetch(self, f: Any) -> tuple[str, Any]:
         g = self.graph
         if isinstance(f, str):

@@ -1,0 +1,99 @@
+"""TensorFlow 1's ``tf.switch_case`` (an integer-indexed conditional) and ``tf.tuple``
+(tensors that are ready only when all of them are), on ``tw.case`` and control
+dependencies."""
+
+from __future__ import annotations
+
+import builtins
+from typing import Any
+
+from ...compiler import ir
+from ...frontend.context import control_dependencies
+from ...frontend.control_flow import case
+from ...frontend.grouping import group
+from ...frontend.ops import array as _array
+from ...frontend.ops import math as _math
+from ...frontend.tensor import Tensor
+from .graph import in_default_graph
+
+
+def _branches(branch_fns: Any) -> list[Any]:
+    """`branch_fns` (callables, ``(int, callable)`` pairs or ``{int: callable}``) as the
+    list of callables in key order, checked as TensorFlow checks them."""
+    if not branch_fns:
+        raise ValueError("switch_case: must provide at least one item in 'branch_fns'")
+    if not isinstance(branch_fns, (list, builtins.tuple, dict)):
+        raise TypeError(f"switch_case: 'branch_fns' must be a list, tuple, or dict, got "
+                        f"{type(branch_fns).__name__}")
+    pairs = list(branch_fns.items()) if isinstance(branch_fns, dict) else list(branch_fns)
+    if all(callable(fn) for fn in pairs):
+        pairs = list(enumerate(pairs))
+    for pair in pairs:
+        if not isinstance(pair, builtins.tuple) or len(pair) != 2:
+            raise TypeError(f"switch_case: each entry in 'branch_fns' must be a 2-tuple, "
+                            f"got {pair!r}")
+        key, fn = pair
+        if not isinstance(key, int) or isinstance(key, bool):
+            raise TypeError(f"switch_case: key must be a Python `int`, got {type(key).__name__}")
+        if not callable(fn):
+            raise TypeError(f"switch_case: fn for key {key} must be callable")
+    keys = [k for k, _ in pairs]
+    if min(keys) < 0 or max(keys) >= len(keys) or len(set(keys)) != len(keys):
+        raise ValueError(f"switch_case: branch indices (keys) must form contiguous range of "
+                         f"[0 to {len(keys)}) but found {{{','.join(map(str, sorted(keys)))}}}")
+    return [fn for _, fn in sorted(pairs, key=lambda p: p[0])]
+
+
+@in_default_graph
+def switch_case(branch_index: Any, branch_fns: Any, default: Any = None,
+                name: str = "switch_case") -> Any:
+    """The result of ``branch_fns[branch_index]()``; an index out of range runs
+    `default`, or without one the last branch (TensorFlow's ``tf.switch_case``). Only the
+    chosen branch runs. `branch_index` is an integer scalar tensor."""
+    if not isinstance(branch_index, Tensor):
+        raise TypeError(f"switch_case: 'branch_index' must be a Tensor, got "
+                        f"{type(branch_index).__name__}")
+    if not branch_index.dtype.is_integer or len(branch_index.shape):
+        raise TypeError(f"switch_case: 'branch_index' must be an integer scalar tensor, got "
+                        f"{branch_index.dtype.name}{list(branch_index.shape)}")
+    fns = _branches(branch_fns)
+    if default is not None:
+        if not callable(default):
+            raise TypeError("switch_case: default must be callable")
+        fns.append(default)
+    last = len(fns) - 1
+    index = branch_index
+    out_of_range = _math.logical_or(_math.less(index, 0), _math.greater_equal(index, last + 1))
+    index = _math.where(out_of_range, _math.cast(last, index.dtype), index)
+    if last == 0:
+        return fns[0]()
+    pairs = [(_math.equal(index, _math.cast(k, index.dtype)), fn) for k, fn in
+             enumerate(fns[:-1])]
+    return case(pairs, default=fns[-1], name=name)
+
+
+@in_default_graph
+def tuple(tensors: Any, name: str | None = None,  # noqa: A001 (TensorFlow's name)
+          control_inputs: Any = None) -> list[Any]:
+    """`tensors` again, each available only after every one of them (and every op of
+    `control_inputs`) has been computed: a barrier (TensorFlow's ``tf.tuple``). None
+    entries stay None; an op entry becomes an op that runs after the barrier."""
+    tensors = list(tensors)
+    gating = [t for t in tensors if t is not None] + list(control_inputs or [])
+    for t in gating:
+        if not isinstance(t, (Tensor, ir.Node)):
+            raise TypeError(f"tf.tuple: expected tensors or ops, got {t!r}")
+    gate = group(*gating, name=name or "tuple")
+    out: list[Any] = []
+    with control_dependencies([gate]):
+        for t in tensors:
+            if isinstance(t, Tensor):
+                out.append(_array.identity(t))
+            elif isinstance(t, ir.Node):
+                out.append(group(t))
+            else:
+                out.append(None)
+    return out
+
+
+__all__ = ["switch_case", "tuple"]
