@@ -11,6 +11,7 @@ thread per GPU thread.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
 
 import numpy as np
@@ -80,6 +81,36 @@ BINARY: dict[str, tuple[Callable, list[np.dtype], bool]] = {  # (fn, dtypes, non
     "logical_or": (tw.logical_or, [BOOL], False),
 }
 
+BITWISE_DTYPES = [np.dtype(t) for t in (np.int8, np.int16, np.int32, np.int64, np.uint8)]
+
+
+def bitwise_chain(a, b):
+    """Every bitwise op in one cluster: the shifts feeding the others and arithmetic."""
+    return ((a << b) ^ (a >> b)) + (~a & b) - (a | b)
+
+
+BITWISE_OPS = {  # (x, y) -> result; invert ignores y
+    "and": lambda x, y: x & y,
+    "or": lambda x, y: x | y,
+    "xor": lambda x, y: x ^ y,
+    "invert": lambda x, y: tw.bitwise.invert(x),
+    "left_shift": lambda x, y: x << y,
+    "right_shift": lambda x, y: x >> y,
+}
+
+
+def bitwise_edge_pairs(dtype: np.dtype) -> tuple[np.ndarray, np.ndarray]:
+    """Every pair of edge values and shift amounts: negative ones, 0, bits - 1, bits,
+    beyond, and the dtype's extremes."""
+    info, bits = np.iinfo(dtype), dtype.itemsize * 8
+    xs = [info.min, info.min + 1, -77, -1, 0, 1, 77, info.max]
+    ys = [info.min, -3, -1, 0, 1, bits - 1, bits, bits + 1, info.max]
+    pairs = itertools.product([v for v in xs if info.min <= v <= info.max],
+                              [v for v in ys if info.min <= v <= info.max])
+    x, y = zip(*pairs)
+    return np.array(x, dtype), np.array(y, dtype)
+
+
 REDUCE = {"sum": tw.reduce_sum, "mean": tw.reduce_mean, "max": tw.reduce_max,
           "min": tw.reduce_min, "prod": tw.reduce_prod}
 
@@ -94,6 +125,8 @@ def _cases() -> dict[str, tuple[Callable, list[np.ndarray]]]:
             lo, hi = (0, 3) if name == "pow" else (-4, 4)
             y = _values(dt, (3,), 2, lo, hi, nonzero)  # broadcast along the rows
             out[f"{name}_{dt.name}"] = (fn, [_values(dt, (2, 3), 1, -4, 4), y])
+    for dt in BITWISE_DTYPES:
+        out[f"bitwise_chain_{dt.name}"] = (bitwise_chain, list(bitwise_edge_pairs(dt)))
     out["cast_f32_i32"] = (lambda x: tw.cast(x, tw.int32), [_values(F32, (2, 3), 1)])
     out["cast_i32_f64"] = (lambda x: tw.cast(x, tw.float64), [_values(I32, (2, 3), 1)])
     out["cast_f32_bool"] = (lambda x: tw.cast(tw.floor(x), tw.bool), [_values(F32, (2, 3), 1)])

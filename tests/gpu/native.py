@@ -6,8 +6,11 @@ differs from NumPy: the int64 minimum floor-divided by -1 is 0 there (numba guar
 trap that way) and INT64_MIN in NumPy; a shift by at least the bit width is LLVM poison.
 Those are wrong answers only a GPU would show. This runs the generated source of
 grid-stride kernels (elementwise Fusion clusters: no shared memory, no barriers) under
-``numba.njit`` with the whole grid as one thread, so such differences show on any
-machine. Only plans of such kernels on argument and temporary buffers are accepted.
+``numba.njit``, one call per thread of the launch, so such differences show on any
+machine. One call per thread, not one loop over the grid: a loop over elements is
+vectorized on the CPU, and x86's vector shifts give 0 for out-of-range amounts where
+its scalar ones (and PTX's 32-bit ones) do not. Only plans of such kernels on argument
+and temporary buffers are accepted.
 """
 
 from __future__ import annotations
@@ -23,17 +26,21 @@ from tests.gpu.plans import plan_of
 
 # numba's CUDA target has math.fmod and a float-valued math.floor/ceil (libdevice); its
 # CPU target has neither, NumPy's ufuncs compute the same there
-_CPU_NAMES = {"cuda.grid(1)": "0", "cuda.gridsize(1)": "1", "math.fmod(": "np.fmod(",
+_CPU_NAMES = {"cuda.grid(1)": "thread", "math.fmod(": "np.fmod(",
               "math.floor(": "np.floor(", "math.ceil(": "np.ceil("}
 
 
 def _cpu_function(kernel: Kernel) -> Callable:
-    """`kernel`'s function compiled by ``numba.njit``: one thread covering the grid."""
+    """`kernel`'s function compiled by ``numba.njit``, with the thread's index in the
+    grid as a first parameter."""
     if "cuda.shared" in kernel.source or "syncthreads" in kernel.source \
             or "cuda.atomic" in kernel.source:
         raise ValueError(f"{kernel.name} is not a grid-stride elementwise kernel")
     src = kernel.source.replace("@cuda.jit", '@numba.njit(error_model="numpy")')
-    for cuda_name, cpu_name in _CPU_NAMES.items():
+    threads = kernel.grid[0] * kernel.block[0]
+    names = _CPU_NAMES | {"cuda.gridsize(1)": str(threads),
+                          f"def {kernel.name}(": f"def {kernel.name}(thread, "}
+    for cuda_name, cpu_name in names.items():
         src = src.replace(cuda_name, cpu_name)
     if "cuda." in src.split("@numba.njit", 1)[1]:
         raise ValueError(f"{kernel.name} uses CUDA intrinsics this runner cannot emulate")
@@ -69,7 +76,12 @@ def run_natively(fn: Callable, arrays: list[np.ndarray]) -> tuple[list[np.ndarra
         args = [buffer(s) for s in action.args]
         if action.kernel.can_fail:
             args.append(np.zeros(action.kernel.status_width, np.int32))
-        _cpu_function(action.kernel)(*args)
+        kernel = action.kernel
+        if len(kernel.grid) != 1 or len(kernel.block) != 1:
+            raise ValueError(f"{kernel.name} has a grid of several dimensions")
+        thread_function = _cpu_function(kernel)
+        for thread in range(kernel.grid[0] * kernel.block[0]):
+            thread_function(thread, *args)
         if action.kernel.can_fail and status == 0:
             status = int(args[-1][0])
     results = [buffer(s).reshape(s.shape).copy() for s in plan.results]

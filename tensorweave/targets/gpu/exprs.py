@@ -249,6 +249,59 @@ def _or(cx, op, a):
     return f"({a[0]} or {a[1]})"
 
 
+# Bitwise ops of integers (compiler/ops/bitwise.py). numba shifts in 64 bits (the wider
+# of the operand's type and int64/uint64: sign- or zero-extended), so a shift by y in
+# [0, bits) of the dtype, converted back, is the dtype's shift. A shift by y outside
+# that range is poison in LLVM (and PTX clamps it at the register's width, not the
+# dtype's), so the amount is replaced by one in range and the result by NumPy's: 0, or
+# for a right shift of a signed value the sign fill, which a shift by bits - 1 gives (the
+# cpu target's emitters do the same in LLVM IR).
+@emitter("BitwiseAnd")
+def _bit_and(cx, op, a):
+    return f"{a[0]} & {a[1]}"
+
+
+@emitter("BitwiseOr")
+def _bit_or(cx, op, a):
+    return f"{a[0]} | {a[1]}"
+
+
+@emitter("BitwiseXor")
+def _bit_xor(cx, op, a):
+    return f"{a[0]} ^ {a[1]}"
+
+
+@emitter("Invert")
+def _invert(cx, op, a):
+    return f"~{a[0]}"
+
+
+def _shift_in_range(op: Op, y: str) -> str:
+    bits = op.out_dtype.bits
+    return f"{y} < {bits}" if op.in_dtypes[1].kind == "uint" else f"0 <= {y} < {bits}"
+
+
+@emitter("LeftShift")
+def _left_shift(cx, op, a):
+    x, y = a
+    ok = cx.w.tmp("ok")
+    cx.w(f"{ok} = {_shift_in_range(op, y)}")
+    zero = cx.const(op.out_dtype, 0)
+    return f"(({x} << ({y} if {ok} else {cx.const(op.in_dtypes[1], 0)})) if {ok} else {zero})"
+
+
+@emitter("RightShift")
+def _right_shift(cx, op, a):
+    x, y = a
+    ok = cx.w.tmp("ok")
+    cx.w(f"{ok} = {_shift_in_range(op, y)}")
+    if op.out_dtype.kind == "int":
+        fill = cx.const(op.in_dtypes[1], op.out_dtype.bits - 1)
+        return f"({x} >> ({y} if {ok} else {fill}))"
+    amount = f"({y} if {ok} else {cx.const(op.in_dtypes[1], 0)})"
+    return f"(({x} >> {amount}) if {ok} else {cx.const(op.out_dtype, 0)})"
+
+
 def _binary(symbol: str) -> Emitter:
     def emit(cx, op, a):
         return f"{a[0]} {symbol} {a[1]}"
