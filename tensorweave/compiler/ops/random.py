@@ -331,17 +331,20 @@ def categorical_values(logits: np.ndarray, num_samples: int, dtype: np.dtype, se
     """Multinomial's output ``[batch, num_samples]``: class ``k`` of row ``r`` with
     probability ``softmax(logits[r])[k]``, by inverting the row's CDF.
 
-    Recipe: ``p = exp(logits - max(logits))`` per row (in float64; -inf logits have
-    p = 0 and are never drawn), ``c = cumsum(p)``; sample ``s`` of row ``r`` takes the
-    float64 uniform ``u`` of element ``r * num_samples + s`` of the op's word stream
-    (52 bits from two words, as RandomUniform's f64), and is the first class ``k``
-    with ``c[k] > u * c[-1]``."""
+    Recipe: ``p = exp(logits - max(finite logits))`` per row (in float64; as in
+    TensorFlow's CPU kernel only finite logits count: -inf, +inf and NaN have p = 0 and
+    are never drawn), ``c = cumsum(p)``; sample ``s`` of row ``r`` takes the float64
+    uniform ``u`` of element ``r * num_samples + s`` of the op's word stream (52 bits
+    from two words, as RandomUniform's f64), and is the first class ``k`` with
+    ``c[k] > u * c[-1]`` (the last class when no logit of the row is finite)."""
     batch, classes = logits.shape
     u = uniform_values(batch * num_samples, np.dtype(np.float64), "f64", seed, seed2,
                        call_index).reshape(batch, num_samples)
     lg = logits.astype(np.float64)
+    finite = np.isfinite(lg)
+    top = np.where(finite, lg, -np.inf).max(axis=1, keepdims=True)
     with np.errstate(invalid="ignore", over="ignore"):
-        p = np.exp(lg - lg.max(axis=1, keepdims=True))
+        p = np.where(finite, np.exp(lg - top), 0.0)
     cdf = np.cumsum(p, axis=1)
     out = np.empty((batch, num_samples), np.int64)
     for r in range(batch):
