@@ -74,6 +74,11 @@ def sparse_gradients(ys: Any, xs: Any, grad_ys: Any = None, name: str = "gradien
         gy_list = list(grad_ys) if isinstance(grad_ys, (list, tuple)) else [grad_ys]
         gy = [None if g is None else convert_to_tensor(g).value for g in gy_list]
     x_vals = [_values_of(x) for x in xs_list]
+    from .control_flow import check_no_region_reads_reach
+    # (reads inside a region that assigns the variable: no gradient, an error)
+    check_no_region_reads_reach(current_builder().graph,
+                                [x.shared_name for x in xs_list if isinstance(x, Variable)],
+                                y_vals)
     flat = [v for vs in x_vals for v in vs]
     stops = [convert_to_tensor(s).value for s in (stop_gradients or [])]
     with name_scope(name):

@@ -15,7 +15,9 @@ How a body becomes a region
   input: the value is the same in every iteration, and gradients with respect to the
   variable flow through the node like any other input. A body that assigns a variable
   keeps its reads and updates inside the region (through its own ``VarHandle``), so each
-  iteration sees the previous one's update; those reads carry no gradient.
+  iteration sees the previous one's update; those reads carry no gradient (a gradient
+  with respect to the variable through them is a CompileError:
+  `check_no_region_reads_reach`, called by tapes and `tw.gradients`).
 - The node is stateful; with automatic control dependencies it is ordered after earlier
   stateful ops on the variables and resources its regions touch, and later ones after it.
 
@@ -36,7 +38,7 @@ from ..compiler.dtypes import bool_, int32
 from ..compiler.ir import Graph, Node, Value
 from ..compiler.registry import get_op
 from ..compiler.types import TensorType, format_shape
-from ..errors import DTypeError, ShapeError, TracingError
+from ..errors import CompileError, DTypeError, ShapeError, TracingError
 from . import nest
 from .building import _as_value, _resource_keys, apply_op, apply_op1, convert_to_tensor, user_location
 from .context import GraphBuilder, building, control_dependencies, current_builder
@@ -185,6 +187,87 @@ def region_resource_keys(regions: Sequence[Graph]) -> list[Any]:
                     keys.append(key)
     return keys
 
+
+
+# ------------------------------------------------- gradients of variables read in regions
+
+def check_no_region_reads_reach(graph: Graph, names: Sequence[str], targets: Sequence[Value],
+                                only: set[int] | None = None) -> None:
+    """Raise CompileError if a value of `targets` (in `graph`) depends on a read of one
+    of the variables `names` that sits inside a region (see the module docstring: a
+    region that assigns a variable keeps its reads, which carry no gradient), so that a
+    gradient with respect to the variable is never a silent None or a partial sum.
+    `only`: the ids of the nodes to consider (a tape's recorded nodes), default all."""
+    wanted = set(names)
+    if not wanted:
+        return
+    ancestors: set[Value] = set()
+    stack = list(targets)
+    while stack:
+        v = stack.pop()
+        if v in ancestors or v.graph is not graph:
+            continue
+        ancestors.add(v)
+        if v.producer is not None:
+            stack.extend(v.producer.inputs)
+    for node in graph.nodes:
+        if not node.regions or (only is not None and id(node) not in only) or \
+                not any(v in ancestors for v in node.outputs):
+            continue
+        read = {n.attrs["shared_name"] for r in node.regions for n in r.walk()
+                if n.op == "VarHandle"} & wanted
+        for name in sorted(read):
+            if any(node.outputs[k] in ancestors for k in _outputs_reading(node, name)):
+                where = "branches" if node.op == "If" else "cond or body"
+                api = "tw.cond" if node.op == "If" else "tw.while_loop"
+                raise CompileError(
+                    f"cannot differentiate with respect to variable '{name}' through "
+                    f"{node.op} '{node.name}': its {where} assign the variable and read "
+                    f"it, and those reads carry no gradient (they stay inside so that each "
+                    f"sees the assignments before it); read the variable outside the {api} "
+                    f"and pass the value in, or take the gradient inside it",
+                    **node.error_context())
+
+
+def _outputs_reading(node: Node, name: str) -> set[int]:
+    """Indices of `node`'s float outputs that depend on a read of variable `name` inside
+    its regions (for a loop, through any number of iterations)."""
+    if node.op == "While":
+        body = node.regions[1]
+        carried: set[int] = set()
+        while True:  # a read in one iteration reaches the next through loop variables
+            more = _results_reading(body, name, carried) - carried
+            if not more:
+                break
+            carried |= more
+        found = carried
+    else:
+        found = set()
+        for region in node.regions:
+            found |= _results_reading(region, name, set())
+    return {k for k in found if k < len(node.outputs) and _is_float_value(node.outputs[k])}
+
+
+def _results_reading(region: Graph, name: str, args: set[int]) -> set[int]:
+    """Indices of `region`'s results that depend on a read of variable `name` in it (or
+    in regions nested in it), or on the arguments numbered `args`."""
+    dep = {region.args[i] for i in args if i < len(region.args)}
+    for n in region.topological_order():
+        if n.op == "StopGradient":
+            continue
+        if n.op == "ReadVariable":
+            h = n.inputs[0].producer
+            if h is not None and h.op == "VarHandle" and h.attrs.get("shared_name") == name:
+                dep.update(n.outputs)
+        elif any(v in dep for v in n.inputs):
+            dep.update(n.outputs)
+        elif n.regions:
+            dep.update(n.outputs[k] for k in _outputs_reading(n, name))
+    return {k for k, v in enumerate(region.results) if v in dep}
+
+
+def _is_float_value(v: Value) -> bool:
+    return isinstance(v.type, TensorType) and v.type.dtype.is_floating
 
 
 # ---------------------------------------------------------------------- tracing regions

@@ -465,6 +465,13 @@ class GradientTape:
             raise RuntimeError("GradientTape.gradient must be called in the function (or "
                                "graph) the tape recorded")
         reads, _, tracked = self._traced_reads()
+        from .control_flow import check_no_region_reads_reach
+        # (reads inside a region that assigns the variable: no gradient, an error)
+        check_no_region_reads_reach(
+            self._builder.graph,
+            [s.shared_name for s in sources if isinstance(s, Variable) and (
+                s.shared_name in self._watched_vars or (self._watch_accessed and s.trainable))],
+            [convert_to_tensor(t).value for t in targets], self._recorded_now())
         ys, gys = [], []
         for i, t in enumerate(targets):
             v = convert_to_tensor(t).value
