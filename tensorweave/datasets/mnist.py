@@ -29,18 +29,41 @@ class DataSet:
         self._rng = np.random.default_rng(seed)
         self._order = self._rng.permutation(len(images))
         self._pos = 0
+        self._epochs_completed = 0
 
     @property
     def num_examples(self) -> int:
         return len(self.images)
 
+    @property
+    def epochs_completed(self) -> int:
+        """Epochs whose every example `next_batch` has returned."""
+        return self._epochs_completed
+
     def next_batch(self, batch_size: int) -> tuple[np.ndarray, np.ndarray]:
-        """The next `batch_size` examples; reshuffles at the end of each epoch."""
-        if self._pos + batch_size > len(self._order):
-            self._order = self._rng.permutation(len(self.images))
-            self._pos = 0
-        idx = self._order[self._pos:self._pos + batch_size]
-        self._pos += batch_size
+        """The next `batch_size` examples. As in TensorFlow, a batch that crosses the
+        end of an epoch takes the examples left in it, then the first ones of the next
+        epoch (reshuffled): every epoch shows every example exactly once."""
+        n = len(self._order)
+        if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) \
+                or batch_size < 0:
+            raise ValueError(f"next_batch: batch_size must be a non-negative int, got "
+                             f"{batch_size!r}")
+        if batch_size and not n:
+            raise ValueError("next_batch: the data set has no examples")
+        parts = [self._order[:0]]
+        need = int(batch_size)
+        while need:
+            if self._pos == n:  # (only now: a batch that ends an epoch ends it exactly)
+                self._order = self._rng.permutation(n)
+                self._pos = 0
+            part = self._order[self._pos:self._pos + need]
+            self._pos += len(part)
+            need -= len(part)
+            parts.append(part)
+            if self._pos == n:
+                self._epochs_completed += 1
+        idx = np.concatenate(parts)
         return self.images[idx], self.labels[idx]
 
 
