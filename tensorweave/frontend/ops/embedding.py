@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from ...compiler.dtypes import int32
 from ...errors import ShapeError
 from ..building import apply_op1, convert_to_tensor
 from ..context import colocate_with
@@ -124,6 +125,10 @@ def embedding_lookup(params: Any, ids: TensorLike, partition_strategy: str = "mo
 
     flat_ids = a.reshape(ids, [-1])
     shard_of, row_of = _assign(flat_ids, shards, partition_strategy)
+    if shard_of.dtype is not int32:
+        # an out-of-range id's shard number stays out of range in int32 (DynamicPartition
+        # names it) instead of wrapping into [0, n) and reading another id's row
+        shard_of = m.minimum(m.maximum(shard_of, -1), len(shards))
     shard_of = m.cast(shard_of, "int32")
     positions = apply_op1("FlatIndexLike", [flat_ids])
     rows_per_shard = a.dynamic_partition(row_of, shard_of, len(shards))
