@@ -80,12 +80,16 @@ def batch_normalization(x: TensorLike, mean: TensorLike, variance: TensorLike,
 def l2_normalize(x: TensorLike, axis: Axes = None, epsilon: float = 1e-12,
                  name: str | None = None, dim: Axes = None) -> Tensor:
     """``x / sqrt(max(sum(x**2, axis), epsilon))`` (``tf.math.l2_normalize``); `dim` is
-    TensorFlow 1's name for `axis`; None normalizes over every axis."""
+    TensorFlow 1's name for `axis`; None normalizes over every axis. Half-precision `x`
+    is normalized in float32 and rounded back: in float16 the squares of ordinary values
+    overflow (300) or underflow (1e-4) and epsilon is 0."""
     with name_scope(name or "l2_normalize"):
         x = convert_to_tensor(x)
         axis = dim if axis is None else axis
-        square_sum = m.reduce_sum(m.square(x), axis=_axes(axis, len(x.shape)), keepdims=True)
-        return x * m.rsqrt(m.maximum(square_sum, epsilon))
+        xc = m.cast(x, float32) if _is_half(x.dtype) else x
+        square_sum = m.reduce_sum(m.square(xc), axis=_axes(axis, len(x.shape)), keepdims=True)
+        y = xc * m.rsqrt(m.maximum(square_sum, epsilon))
+        return m.cast(y, x.dtype) if xc is not x else y
 
 
 _CHANNEL_AXIS = {"NHWC": -1, "NDHWC": -1, "NCHW": 1, "NCDHW": 1}
