@@ -397,6 +397,25 @@ debugging = _graph_mode_module("debugging", None, _assertions.debugging_namespac
 def boolean_mask(tensor: Any, mask: Any, name: str = "boolean_mask", axis: Any = None) -> Any:
     """``tf.boolean_mask`` with TensorFlow 1's argument order (`name` third)."""
     return _tw.boolean_mask(tensor, mask, axis=axis, name=name)
+
+
+@in_default_graph
+def where(condition: Any, x: Any = None, y: Any = None, name: str | None = None) -> Any:
+    """TensorFlow 1's ``tf.where``: the coordinates of the true entries, or with `x` and `y`
+    a selection where a rank-1 `condition` picks whole rows (its length is x's first dim),
+    as TensorFlow 1's Select; other conditions are elementwise. ``where_v2`` broadcasts
+    (``tw.where``), which would line a vector up with the last dim instead."""
+    if x is None and y is None:
+        return _tw.where(condition, name=name)
+    condition = _tw.convert_to_tensor(condition)
+    rank = max(len(_tw.convert_to_tensor(v).shape) for v in (x, y))
+    if condition.ndim == 1 and rank > 1:
+        condition = _tw.reshape(condition, [-1] + [1] * (rank - 1))
+    return _tw.where(condition, x, y, name=name)
+
+
+where_v2 = in_default_graph(_tw.where)
+
 if _random_src is not None:
     for _name in ("random_normal", "random_uniform", "truncated_normal", "random_shuffle",
                   "multinomial"):
