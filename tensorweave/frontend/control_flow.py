@@ -516,10 +516,13 @@ def _assert(condition: Any, message: str) -> Node | None:
 # ---------------------------------------------------------------------------- while_loop
 
 def while_loop(cond: Callable[..., Any], body: Callable[..., Any], loop_vars: Any,
-               shape_invariants: Any = None, maximum_iterations: Any = None,
-               parallel_iterations: int = 10, name: str | None = None) -> Any:
+               shape_invariants: Any = None, parallel_iterations: int = 10,
+               back_prop: bool = True, swap_memory: bool = False,
+               maximum_iterations: Any = None, name: str | None = None) -> Any:
     """Repeat ``loop_vars = body(*loop_vars)`` while ``cond(*loop_vars)`` is true
-    (TensorFlow's ``tf.while_loop``); returns the final loop variables.
+    (TensorFlow's ``tf.while_loop``, its parameters in its order); returns the final loop
+    variables. ``back_prop=False`` stops the gradient at the results (TensorFlow 2's
+    reading of the deprecated flag); `swap_memory` is accepted and ignored.
 
     `loop_vars` is a tensor or any nest of tuples, lists and dicts of tensors (a tuple or
     list is unpacked into the arguments of `cond` and `body`); `body` returns the same
@@ -538,8 +541,15 @@ def while_loop(cond: Callable[..., Any], body: Callable[..., Any], loop_vars: An
                          f"{parallel_iterations}")
     if current_builder() is None and _v1_builder(leaves) is not None:
         with building(_v1_builder(leaves)):  # TensorFlow 1 semantics
-            return while_loop(cond, body, loop_vars, shape_invariants, maximum_iterations,
-                              parallel_iterations, name)
+            return while_loop(cond, body, loop_vars, shape_invariants, parallel_iterations,
+                              back_prop, swap_memory, maximum_iterations, name)
+    if not back_prop:
+        from .autodiff import stop_gradient
+        out_leaves, out_tree = nest.flatten(while_loop(
+            cond, body, loop_vars, shape_invariants, parallel_iterations,
+            maximum_iterations=maximum_iterations, name=name))
+        return nest.unflatten(out_tree, [stop_gradient(x) if _is_float_tensor(x) else x
+                                         for x in out_leaves])
     loop = _Loop(cond, body, loop_vars, tree, _leaf_paths(loop_vars))
     tensors = [convert_to_tensor(x) for x in leaves]
     loop.types = _invariant_types(tensors, shape_invariants, loop)
@@ -655,6 +665,10 @@ class _Loop:
         return cond_fn, body_fn
 
 
+def _is_float_tensor(x: Any) -> bool:
+    return isinstance(x, (Tensor, EagerTensor)) and x.dtype.is_floating
+
+
 def _arg_name(path: str, index: int) -> str:
     """A region argument name for the loop variable at `path` (its dict key if any)."""
     last = path.rsplit("[", 1)[-1].rstrip("]").strip("'\"")
@@ -736,16 +750,19 @@ def _leaf_paths(structure: Any) -> list[str]:
 # --------------------------------------------------------------------------- scan, foldl
 
 def scan(fn: Callable[[Any, Any], Any], elems: Any, initializer: Any = None,
-         parallel_iterations: int = 10, name: str | None = None, *,
-         reverse: bool = False) -> Any:
+         parallel_iterations: int = 10, back_prop: bool = True, swap_memory: bool = False,
+         infer_shape: bool = True, reverse: bool = False, name: str | None = None) -> Any:
     """``a = fn(a, x)`` for each slice ``x`` of `elems` along axis 0, returning every ``a``
     stacked along a new axis 0 (TensorFlow's ``tf.scan``). `elems` may be a nest of
     tensors with the same first dim; `initializer` (default: the first slice, which is
-    then also the first output) gives ``a``'s structure, dtypes and shapes.
+    then also the first output) gives ``a``'s structure, dtypes and shapes. The parameters
+    are TensorFlow's, in its order: ``back_prop=False`` stops the gradient at the results;
+    `swap_memory` and `infer_shape` (shapes are always inferred) are ignored.
 
     ``reverse=True`` visits the slices from the last to the first (the default
     initializer is then the last slice); output ``k`` is still the ``a`` computed from
     slice ``k``, so the outputs stay in the order of `elems`, as in TensorFlow."""
+    del swap_memory, infer_shape  # no host swapping; shapes are always inferred
     e_flat, e_tree, n, n_static = _elements(elems, "scan")
     a_flat, a_tree, start = _initial(initializer, e_flat, e_tree, n - 1 if reverse else 0)
     from .ops import array
@@ -767,15 +784,17 @@ def scan(fn: Callable[[Any, Any], Any], elems: Any, initializer: Any = None,
 
     _, _, bufs = while_loop(lambda i, a, b: i < n, body, (np.int32(start), a_flat, bufs),
                             maximum_iterations=n_static, parallel_iterations=parallel_iterations,
-                            name=name or "scan")
+                            back_prop=back_prop, name=name or "scan")
     return nest.unflatten(a_tree, bufs)
 
 
 def foldl(fn: Callable[[Any, Any], Any], elems: Any, initializer: Any = None,
-          parallel_iterations: int = 10, name: str | None = None) -> Any:
+          parallel_iterations: int = 10, back_prop: bool = True, swap_memory: bool = False,
+          name: str | None = None) -> Any:
     """``a = fn(a, x)`` for each slice ``x`` of `elems` along axis 0, left to right;
-    returns the last ``a`` (TensorFlow's ``tf.foldl``). Without `initializer` the first
-    slice is the initial ``a``."""
+    returns the last ``a`` (TensorFlow's ``tf.foldl``, its parameters in its order:
+    ``back_prop=False`` stops the gradient, `swap_memory` is ignored). Without
+    `initializer` the first slice is the initial ``a``."""
     e_flat, e_tree, n, n_static = _elements(elems, "foldl")
     a_flat, a_tree, start = _initial(initializer, e_flat, e_tree)
     from .ops import array
@@ -786,7 +805,7 @@ def foldl(fn: Callable[[Any, Any], Any], elems: Any, initializer: Any = None,
 
     _, a_flat = while_loop(lambda i, a: i < n, body, (np.int32(start), a_flat),
                            maximum_iterations=n_static, parallel_iterations=parallel_iterations,
-                           name=name or "foldl")
+                           back_prop=back_prop, name=name or "foldl")
     return nest.unflatten(a_tree, a_flat)
 
 
