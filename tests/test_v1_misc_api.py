@@ -275,7 +275,7 @@ def test_natural_exp_decay(staircase):
 
 
 def test_new_names_are_in_the_namespaces():
-    for name in ("losses", "switch_case", "tuple", "assert_equal", "Assert",
+    for name in ("losses", "metrics", "switch_case", "tuple", "assert_equal", "Assert",
                  "get_local_variable", "model_variables", "moving_average_variables"):
         assert name in dir(tf), name
     for name in ("ExponentialMovingAverage", "natural_exp_decay", "list_variables",

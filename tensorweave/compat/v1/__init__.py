@@ -25,7 +25,7 @@ from ...frontend.building import constant as _constant
 from ...frontend.ops import scatter as _scatter
 from ...frontend.ops.dropout import dropout_v1 as _dropout_v1
 from . import assertions as _assertions
-from . import layers, losses, operation_run, summary, train  # noqa: F401
+from . import layers, losses, metrics, operation_run, summary, train  # noqa: F401
 from .assertions import (  # noqa: F401
     Assert,
     assert_equal,
