@@ -207,6 +207,15 @@ def _static_key(x: Any) -> Any:
         return ("id", Reference(x))
 
 
+def _holds_container(value: Any) -> bool:
+    """Whether a default value holds a dict or list (in tuples too): `nest` flattens
+    them into static values of the trace key, which change when the container is
+    mutated in place."""
+    if isinstance(value, (dict, list)):
+        return True
+    return isinstance(value, tuple) and any(_holds_container(v) for v in value)
+
+
 def _same_key(a: Any, b: Any) -> bool:
     """Whether two parts of trace cache keys are the same key as the cache's dict finds
     it: by hash first, then ``==``. ``==`` alone is not that: a hashable static argument
@@ -399,6 +408,17 @@ class Function:
         self.timeout = timeout
         self.lower_control_flow = lower_control_flow
         self._signature = inspect.signature(fn)
+        # A default that holds a dict or list is flattened into static values of the
+        # key when a call is bound, and changes when mutated in place: a call that
+        # leaves such a parameter out never takes the fast path, which skips binding.
+        # The fast path needs at least this many positional arguments (inf: never).
+        self._fast_min_args: float = 0
+        for i, p in enumerate(self._signature.parameters.values()):
+            if p.default is not inspect.Parameter.empty and _holds_container(p.default):
+                given_by_position = p.kind in (inspect.Parameter.POSITIONAL_ONLY,
+                                               inspect.Parameter.POSITIONAL_OR_KEYWORD)
+                self._fast_min_args = max(self._fast_min_args,
+                                          i + 1 if given_by_position else float("inf"))
         self.reduce_retracing = bool(reduce_retracing)
         self._cache = TraceCache(default_max_traces() if max_traces is None else max_traces)
         # calls with only arrays as positional arguments: (shape, dtype) per array ->
@@ -690,7 +710,8 @@ class Function:
             return self.python_function(*args, **kwargs)
         cf, arrays, cache_key = self._concrete(args, kwargs)
         if not kwargs and all(type(a) is np.ndarray for a in args) and \
-                len(arrays) == len(args) and all(x is y for x, y in zip(arrays, args)):
+                len(arrays) == len(args) and all(x is y for x, y in zip(arrays, args)) \
+                and len(args) >= self._fast_min_args:
             # the arrays are the arguments, in order: later calls skip binding
             if len(self._fast) >= 4 * self._cache.max_size:  # many shapes, one relaxed trace
                 self._fast.clear()
