@@ -47,3 +47,8 @@ def test_where_v2_broadcasts_and_tw_where_is_unchanged():
         got = _run(tf.where_v2(cond, x, y))
     np.testing.assert_array_equal(got, np.where(cond, x, y))
     np.testing.assert_array_equal(tw.where(cond, x, y), np.where(cond, x, y))
+
+
+def test_a_vector_condition_of_another_length_than_the_rows_is_an_error():
+    with tf.Graph().as_default(), pytest.raises(tw.errors.ShapeError, match="selects rows"):
+        tf.where(np.array([True, False, True]), np.ones((1, 3)), np.zeros((1, 3)))

@@ -408,8 +408,16 @@ def where(condition: Any, x: Any = None, y: Any = None, name: str | None = None)
     if x is None and y is None:
         return _tw.where(condition, name=name)
     condition = _tw.convert_to_tensor(condition)
-    rank = max(len(_tw.convert_to_tensor(v).shape) for v in (x, y))
+    # (`tuple` is tf.tuple here)
+    shapes = [[*_tw.convert_to_tensor(v).shape] for v in (x, y)]
+    rank = max(len(s) for s in shapes)
     if condition.ndim == 1 and rank > 1:
+        rows = {s[0] for s in shapes if s and s[0] is not None} | (
+            {condition.shape[0]} if condition.shape[0] is not None else set())
+        if len(rows) > 1:  # broadcasting would make a bigger result instead
+            raise errors.ShapeError(f"tf.where: a rank-1 condition selects rows: its length "
+                                    f"must be the first dim of x and y, got condition "
+                                    f"{[*condition.shape]}, x {shapes[0]}, y {shapes[1]}")
         condition = _tw.reshape(condition, [-1] + [1] * (rank - 1))
     return _tw.where(condition, x, y, name=name)
 
