@@ -265,3 +265,43 @@ def test_gradient_matches_finite_differences_in_float64():
         np.testing.assert_allclose(got, fd, rtol=1e-5, atol=1e-6)
     # the example weighted 0 gets no gradient; labels get none either (stop_gradient)
     assert np.all(g[1] == 0)
+
+
+@pytest.mark.parametrize("name", sorted(ELEMENTWISE) + ["cosine_distance"])
+def test_every_regression_loss_has_the_gradient_of_its_formula(name):
+    # d loss / d predictions through the float32 computation TensorFlow 1 does, against
+    # float64 central differences of the NumPy formula; points are kept away from the
+    # kinks (|e| = delta, margin 1, e = 0) where the one-sided slopes differ
+    rng = np.random.RandomState(7)
+    shape = (3, 2)
+    labels = (rng.rand(*shape) > 0.5).astype(np.float64)
+    if name == "log_loss":
+        x0 = rng.uniform(0.1, 0.9, shape)
+    else:
+        x0 = np.where(rng.rand(*shape) > 0.5, 1, -1) * rng.uniform(0.2, 0.8, shape) + labels
+        if name == "hinge_loss":
+            x0 = np.where(labels == 1, 1, -1) * rng.uniform(0.2, 0.8, shape) \
+                * np.where(rng.rand(*shape) > 0.5, 1, 3)
+    weights = rng.uniform(0.5, 2.0, (3, 1))
+    preds = tf.placeholder(tf.float64, shape)
+    if name == "cosine_distance":
+        loss = losses.cosine_distance(labels, preds, axis=1, weights=weights)
+
+        def f(x):
+            return reduce_np(1 - (labels * x).sum(1, keepdims=True), weights,
+                             R.SUM_BY_NONZERO_WEIGHTS)
+    else:
+        loss = getattr(losses, name)(labels, preds, weights)
+
+        def f(x):
+            return reduce_np(ELEMENTWISE[name](labels, x), weights, R.SUM_BY_NONZERO_WEIGHTS)
+    grad, = tf.gradients(loss, [preds])
+    with tf.Session() as sess:
+        g = sess.run(grad, {preds: x0})
+    assert g.dtype == np.float64
+    fd = np.zeros_like(x0)
+    for idx in np.ndindex(*shape):
+        e = np.zeros_like(x0)
+        e[idx] = 1e-6
+        fd[idx] = (f(x0 + e) - f(x0 - e)) / 2e-6
+    np.testing.assert_allclose(g, fd, rtol=1e-5, atol=1e-6)
