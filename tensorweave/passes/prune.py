@@ -14,6 +14,10 @@ from ..compiler.ir import Graph, Node, Value
 from ..errors import InvalidArgumentError
 
 
+def _fed_placeholder(node: Node, fed: set[Value]) -> bool:
+    return node.op == "Placeholder" and any(v in fed for v in node.outputs)
+
+
 def extract_subgraph(graph: Graph, fetches: Sequence[Value], targets: Sequence[Node] = (),
                      feeds: Sequence[Value] = (), feed_names: Sequence[str] | None = None,
                      name: str = "subgraph") -> Graph:
@@ -29,7 +33,9 @@ def extract_subgraph(graph: Graph, fetches: Sequence[Value], targets: Sequence[N
             continue
         needed.add(id(n))
         stack.extend(v.producer for v in n.inputs if v not in fed and v.producer is not None)
-        stack.extend(n.control_inputs)
+        # A control edge from a fed placeholder is satisfied by the feed, as TensorFlow
+        # rewires it to the feed's node: the placeholder itself never runs.
+        stack.extend(c for c in n.control_inputs if not _fed_placeholder(c, fed))
     out = Graph(name)
     vmap: dict[Value, Value] = {}
     names = feed_names or [v.name for v in feeds]
