@@ -128,6 +128,11 @@ def _cases() -> dict[str, tuple[Callable, list[np.ndarray]]]:
     for dt in BITWISE_DTYPES:
         out[f"bitwise_chain_{dt.name}"] = (bitwise_chain, list(bitwise_edge_pairs(dt)))
     out["cast_f32_i32"] = (lambda x: tw.cast(x, tw.int32), [_values(F32, (2, 3), 1)])
+    # NaN, out of range and wrapping values: the reference's answers, not PTX's
+    # saturating ones (sim/test_review_gpu_float_to_int_cast.py)
+    edges = np.array([np.nan, -1.0, 300.7, -3e9, 3e9, 70000.0], F32)
+    out["cast_f32_u8"] = (lambda x: tw.cast(x, tw.uint8), [edges])
+    out["cast_f64_i64"] = (lambda x: tw.cast(x, tw.int64), [edges.astype(F64) * 4e9])
     out["cast_i32_f64"] = (lambda x: tw.cast(x, tw.float64), [_values(I32, (2, 3), 1)])
     out["cast_f32_bool"] = (lambda x: tw.cast(tw.floor(x), tw.bool), [_values(F32, (2, 3), 1)])
     out["cast_bool_f32"] = (lambda x: tw.cast(x, tw.float32), [_values(BOOL, (2, 3), 1)])

@@ -413,11 +413,30 @@ def _pow(cx, op, a):
     return r
 
 
+def _float_to_int(cx: Scope, x: str, src: DType, dst: DType) -> str:
+    """Truncation toward zero, with the reference's (NumPy's on x86, the cpu target's)
+    answer where C leaves it undefined: NaN and values outside a 32-bit (64-bit for
+    int64) integer give that integer's minimum, and narrower integers wrap the 32-bit
+    value. PTX's conversions saturate instead (NaN gives 0), and numba converts to int8
+    and uint8 through 16 bits (cvt.rzi.s16/u16): uint8(-1.0) would be 0, not 255. So only
+    in-range values are converted; the caller's conversion to `dst` is integer
+    truncation."""
+    bits = max(dst.bits, 32)
+    lo = -(2 ** (bits - 1))
+    ft, it = numba_type(src), f"int{bits}"
+    ok, v = cx.w.tmp("ok"), cx.w.tmp("i")
+    cx.w(f"{ok} = {ft}({float(lo)!r}) <= {x} < {ft}({float(-lo)!r})")  # NaN: False
+    cx.w(f"{v} = {it}({x} if {ok} else {ft}(0.0)) if {ok} else {it}({lo})")
+    return v
+
+
 @emitter("Cast")
 def _cast(cx, op, a):
-    x, dst = a[0], op.out_dtype
+    x, src, dst = a[0], op.in_dtypes[0], op.out_dtype
     if dst is bool_:
         return f"{x} != 0"
+    if src.kind == "float" and dst.kind != "float":
+        return _float_to_int(cx, x, src, dst)
     return x  # the caller's conversion to the output type does the rest
 
 
