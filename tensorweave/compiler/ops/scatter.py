@@ -16,7 +16,7 @@ import numpy as np
 
 from ...errors import DTypeError, FailedPreconditionError, InvalidArgumentError, ShapeError
 from ...runtime.resources import VariableState
-from ..dtypes import int32, int64
+from ..dtypes import NUMERIC_DTYPES, int32, int64
 from ..registry import OpDef, def_op, not_differentiable
 from ..types import format_shape
 from .common import check_dtype, expect_resource, expect_tensor
@@ -86,9 +86,19 @@ def _scatter(var: VariableState, indices: np.ndarray, updates: np.ndarray, sign:
         value[rows] = (old + delta if sign > 0 else old - delta).astype(value.dtype)
 
 
+def _numeric_scatter_infer(resource, indices, updates):
+    """`_scatter_infer`, for the ops that add: numeric variables only (TensorFlow's)."""
+    out = _scatter_infer(resource, indices, updates)
+    dtype = expect_resource(resource).value_type.dtype
+    if dtype not in NUMERIC_DTYPES:
+        raise DTypeError(f"adds into the variable, which needs a numeric dtype (integer "
+                         f"or floating point), got {dtype.name}")
+    return out
+
+
 def _declare(name: str, sign: int, doc: str) -> OpDef:
     op = def_op(name, ["resource", "indices", "updates"], stateful=True, doc=doc)
-    op.infer(_scatter_infer)
+    op.infer(_scatter_infer if sign == 0 else _numeric_scatter_infer)
 
     @op.kernel("reference", context=True)
     def _kernel(ctx, var, indices, updates):
