@@ -24,7 +24,6 @@ from .building import constant, convert_to_tensor, user_location
 from .context import colocate_with, current_builder, name_scope
 from .grouping import group
 from .indexed_slices import IndexedSlices, to_dense
-from .ops.array import ones_like
 from .ops.scatter import deduplicate, gather_rows, scatter_sub, scatter_update
 from .variables import Variable
 
@@ -315,7 +314,7 @@ class Optimizer:
     def _clip(self, pairs: list) -> list:
         """The pairs with clipped gradients (Keras' ``_clip_gradients``)."""
         if self.clipnorm is not None:
-            return [(_map_values(g, lambda t: _clip_by_norm(t, self.clipnorm)), v)
+            return [(_map_values(g, lambda t: _math().clip_by_norm(t, self.clipnorm)), v)
                     for g, v in pairs]
         if self.clipvalue is not None:
             m = _math()
@@ -323,7 +322,7 @@ class Optimizer:
             return [(_map_values(g, lambda t: m.minimum(m.maximum(t, -c), c)), v)
                     for g, v in pairs]
         if self.global_clipnorm is not None:
-            grads = _clip_by_global_norm([g for g, _ in pairs], self.global_clipnorm)
+            grads = _math().clip_by_global_norm([g for g, _ in pairs], self.global_clipnorm)[0]
             return list(zip(grads, [v for _, v in pairs]))
         return pairs
 
@@ -411,31 +410,6 @@ def _map_values(g: Any, fn: Callable[[Any], Any]) -> Any:
     if isinstance(g, IndexedSlices):
         return IndexedSlices(fn(g.values), g.indices, g.dense_shape)
     return fn(g)
-
-
-def _clip_by_norm(t: Any, clip_norm: float) -> Any:
-    """``t * clip_norm / max(norm(t), clip_norm)`` (tf.clip_by_norm; a zero tensor's
-    norm is computed without the sqrt of 0 so that its gradient stays finite)."""
-    m = _math()
-    l2sum = m.reduce_sum(m.square(t))
-    pred = m.greater(l2sum, 0.0)
-    l2norm = m.where(pred, m.sqrt(m.where(pred, l2sum, ones_like(l2sum))), l2sum)
-    return t * clip_norm / m.maximum(l2norm, clip_norm)
-
-
-def _clip_by_global_norm(grads: list, clip_norm: float) -> list:
-    """tf.clip_by_global_norm: every gradient times
-    ``clip_norm * min(1 / global_norm, 1 / clip_norm)``, the global norm over all of them
-    (NaN or inf gradients make every result NaN, as in TensorFlow)."""
-    m = _math()
-    dtypes = {(g.values if isinstance(g, IndexedSlices) else g).dtype for g in grads}
-    # mixed precisions: sum the squared norms in the widest one
-    wide = max(dtypes, key=lambda d: d.np.itemsize)
-    sq = [m.cast(m.reduce_sum(m.square(g.values if isinstance(g, IndexedSlices) else g)), wide)
-          for g in grads]
-    norm = m.sqrt(m.add_n(sq) if len(sq) > 1 else sq[0])
-    scale = clip_norm * m.minimum(1.0 / norm, 1.0 / clip_norm) + (norm - norm)
-    return [_map_values(g, lambda t: t * m.cast(scale, t.dtype)) for g in grads]
 
 
 class SGD(Optimizer):

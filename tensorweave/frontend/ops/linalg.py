@@ -220,7 +220,8 @@ def norm(tensor: TensorLike, ord: Any = "euclidean", axis: int | Sequence[int] |
     matrices 'euclidean'/'fro' (Frobenius), 1 (max column sum), ``np.inf`` (max row sum)
     or 2 (largest singular value). `keepdims` keeps the reduced axes as size 1. Built from
     other ops, so its gradient is theirs, as in TensorFlow: NaN where a 'euclidean' norm is
-    0, shared between ties for 1 and inf, distinct largest singular values for 2."""
+    0, shared between ties for 1 and inf, distinct largest singular values for 2.
+    float16/bfloat16 are computed in float32 and the norm rounded back."""
     x = convert_to_tensor(tensor)
     rank = len(x.shape)
     is_matrix = isinstance(axis, (tuple, list)) and len(axis) == 2
@@ -247,30 +248,43 @@ def norm(tensor: TensorLike, ord: Any = "euclidean", axis: int | Sequence[int] |
     if not x.dtype.is_floating:
         raise _usage_error("norm", f"tensor must be floating point, got {x.dtype.name}")
     keep = bool(keepdims)
+    out_dtype = x.dtype
+    if _math._is_half(x.dtype):
+        # in float16 the squares (powers) of ordinary values overflow or underflow where
+        # the norm does not: compute in float32 and round the norm back
+        x = _math.cast(x, "float32")
     with name_scope(name or "norm"):
-        if is_matrix and ord == 2:
-            result = _matrix_2_norm(x, axes)
-        elif ord in ("euclidean", "fro", 2):
-            result = _math.sqrt(_math.reduce_sum(x * x, axis=axes, keepdims=True))
-        elif ord == 1:
-            result = _math.reduce_sum(_math.abs(x), axis=None if axes is None else axes[0],
-                                      keepdims=True)
-            if is_matrix:
-                result = _math.reduce_max(result, axis=axes[1], keepdims=True)
-        elif ord == np.inf:
-            result = _math.abs(x)
-            if is_matrix:
-                result = _math.reduce_sum(result, axis=axes[1], keepdims=True)
-            result = _math.reduce_max(result, axis=None if axes is None else axes[0],
-                                      keepdims=True)
-        else:
-            p = float(ord)
-            result = _math.pow(_math.reduce_sum(_math.pow(_math.abs(x), p), axis=axes,
-                                                keepdims=True), 1.0 / p)
+        result = _norm(x, ord, axes, is_matrix)
+        if result.dtype is not out_dtype:
+            result = _math.cast(result, out_dtype)
         if keep:
             return result
         return _array.reshape(result, []) if axes is None else \
             _array.squeeze(result, axis=axes)
+
+
+def _norm(x: Result, ord: Any, axes: list[int] | None, is_matrix: bool) -> Result:  # noqa: A002
+    """`norm`'s value with the reduced axes kept (as size 1), in x's dtype."""
+    if is_matrix and ord == 2:
+        result = _matrix_2_norm(x, axes)
+    elif ord in ("euclidean", "fro", 2):
+        result = _math.sqrt(_math.reduce_sum(x * x, axis=axes, keepdims=True))
+    elif ord == 1:
+        result = _math.reduce_sum(_math.abs(x), axis=None if axes is None else axes[0],
+                                  keepdims=True)
+        if is_matrix:
+            result = _math.reduce_max(result, axis=axes[1], keepdims=True)
+    elif ord == np.inf:
+        result = _math.abs(x)
+        if is_matrix:
+            result = _math.reduce_sum(result, axis=axes[1], keepdims=True)
+        result = _math.reduce_max(result, axis=None if axes is None else axes[0],
+                                  keepdims=True)
+    else:
+        p = float(ord)
+        result = _math.pow(_math.reduce_sum(_math.pow(_math.abs(x), p), axis=axes,
+                                            keepdims=True), 1.0 / p)
+    return result
 
 
 def _matrix_2_norm(x: Result, axes: list[int]) -> Result:

@@ -455,6 +455,12 @@ def _floating(x: TensorLike, fn: str, role: str) -> Result:
     return t
 
 
+def _is_half(dtype: DType) -> bool:
+    """Whether `dtype` is float16 or bfloat16, which norms and normalizations compute in
+    float32 (in float16 the squares of ordinary values, 300 or 1e-4, leave the format)."""
+    return dtype.name in ("f16", "bf16")
+
+
 def _axes_of(axis: Axis, x: Result, fn: str) -> list[int]:
     """The non-negative axes of `x` that `axis` (None: every axis) reduces; an axis out
     of range is an error naming `fn` (the composite function the user called, not the
@@ -579,35 +585,48 @@ def clip_by_norm(t: TensorLike, clip_norm: TensorLike, axes: Axis = None,
     `clip_norm`: ``t * clip_norm / max(norm, clip_norm)``; unchanged where the norm is
     already small enough. A zero `t` stays zero (with a finite gradient), as in TF.
     IndexedSlices clip their values (the norm is that of the values). Floating point
-    only."""
+    only; float16/bfloat16 are computed in float32 and rounded back."""
     if isinstance(t, IndexedSlices):
         return IndexedSlices(clip_by_norm(t.values, clip_norm, axes, name), t.indices,
                              t.dense_shape)
     from . import array
     values = _floating(t, "clip_by_norm", "t")
     clip_norm = convert_to_tensor(clip_norm, dtype=values.dtype)
-    l2sum = reduce_sum(values * values, axis=axes, keepdims=True)
+    half = _is_half(values.dtype)
+    work = cast(values, float32) if half else values
+    clip = cast(clip_norm, float32) if half else clip_norm
+    l2sum = reduce_sum(work * work, axis=axes, keepdims=True)
     # sqrt's gradient at 0 is infinite: keep 0 out of it so a zero t has gradient 1
     positive = l2sum > 0
     l2norm = where(positive, sqrt(where(positive, l2sum, array.ones_like(l2sum))), l2sum)
-    result = divide(values * clip_norm, maximum(l2norm, clip_norm), name=name)
+    if half:  # in float16, t * clip_norm alone can overflow (300 * 1000)
+        result = cast(work * clip / maximum(l2norm, clip), values.dtype, name=name)
+    else:
+        result = divide(work * clip, maximum(l2norm, clip), name=name)
     _static_shape_kept("clip_by_norm", result, values, "clip_norm")
     return result
 
 
+def _values_of(t: Any) -> Any:
+    """A dense tensor itself, or the values of an IndexedSlices."""
+    return convert_to_tensor(t.values if isinstance(t, IndexedSlices) else t)
+
+
 def _global_norm(t_list: list, fn: str) -> Result:
     """sqrt of the sum of the squares of every element of every (non-None) tensor, in the
-    widest float dtype among them."""
+    widest float dtype among them (float32 when that is a half-precision dtype)."""
     tensors = []
     for i, t in enumerate(t_list):
         if t is None:
             continue
-        v = t.values if isinstance(t, IndexedSlices) else t
-        tensors.append(_floating(v, fn, f"t_list[{i}]"))
+        tensors.append(_floating(_values_of(t), fn, f"t_list[{i}]"))
     if not tensors:
         # ShapeError is a ValueError, which TF raises here
         raise _error(ShapeError, fn, "t_list holds no tensors (only None entries)")
     dtype = max((t.dtype for t in tensors), key=lambda d: d.bits)
+    if _is_half(dtype):
+        dtype = float32
+        tensors = [cast(v, float32) for v in tensors]
     squares = [cast(reduce_sum(v * v), dtype) for v in tensors]
     return sqrt(add_n(squares) if len(squares) > 1 else squares[0])
 
@@ -620,7 +639,9 @@ def clip_by_global_norm(t_list: Sequence[TensorLike | IndexedSlices | None],
     and return ``(list_clipped, global_norm)``. None entries stay None; IndexedSlices
     stay IndexedSlices (their values scaled). If the norm is inf or NaN every result is
     NaN, as in TF. Floating point only; tensors of different float dtypes share the norm
-    in the widest of them (TF requires one dtype)."""
+    in the widest of them (TF requires one dtype). Half-precision tensors are summed and
+    scaled in float32 (the norm returned is rounded to their dtype): in float16 their
+    squares overflow where the norm and the clipped values do not."""
     if isinstance(t_list, (Tensor, EagerTensor, IndexedSlices, np.ndarray)) or \
             not isinstance(t_list, Sequence):
         raise _error(DTypeError, "tw.clip_by_global_norm", f"t_list should be a sequence of "
@@ -628,6 +649,9 @@ def clip_by_global_norm(t_list: Sequence[TensorLike | IndexedSlices | None],
     t_list = list(t_list)
     norm = _global_norm(t_list, "clip_by_global_norm") if use_norm is None else \
         convert_to_tensor(use_norm)
+    # the dtype the norm is returned in: the widest of the tensors' (float32 inside)
+    norm_dtype = max((_values_of(t).dtype for t in t_list if t is not None),
+                     key=lambda d: d.bits) if use_norm is None else norm.dtype
     clip_norm = convert_to_tensor(clip_norm, dtype=norm.dtype)
     one = convert_to_tensor(1.0, dtype=norm.dtype)
     scale = clip_norm * minimum(one / norm, one / clip_norm)
@@ -642,7 +666,7 @@ def clip_by_global_norm(t_list: Sequence[TensorLike | IndexedSlices | None],
         else:
             t = convert_to_tensor(t)
             clipped.append(multiply(t, cast(scale, t.dtype), name=name))
-    return clipped, norm
+    return clipped, cast(norm, norm_dtype)
 
 
 # ---------------------------------------------------------------------- matrix product

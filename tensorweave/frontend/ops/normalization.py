@@ -22,6 +22,7 @@ from ..context import name_scope
 from ..tensor import Tensor
 from . import array as a
 from . import math as m
+from .math import _is_half
 
 TensorLike = Any
 Axes = int | Sequence[int] | None
@@ -31,10 +32,6 @@ def _axes(axis: Axes, rank: int) -> list[int]:
     if axis is None:
         return list(range(rank))
     return [int(axis)] if isinstance(axis, int) else [int(a) for a in axis]
-
-
-def _is_half(dtype: DType) -> bool:
-    return dtype.name in ("f16", "bf16")
 
 
 def moments(x: TensorLike, axes: Axes, shift: Any = None, keepdims: bool = False,
