@@ -569,6 +569,7 @@ class _Loop:
         self.paths = paths
         self.unpack = isinstance(loop_vars, (tuple, list))
         self.types: list[TensorType] = []
+        self.body_tree: Any = tree  # the structure the body returned last
 
     # -- calling the user's functions on flat lists ----------------------------------
     def _call(self, fn: Callable, flat: Sequence[Any]) -> Any:
@@ -591,6 +592,7 @@ class _Loop:
             raise TracingError(f"tw.while_loop: body must return the structure of loop_vars "
                                f"({_describe(self.tree)}), it returns {_describe(tree)}",
                                location=_where())
+        self.body_tree = tree
         return [self._check_next(i, x) for i, x in enumerate(leaves)]
 
     def _check_next(self, i: int, x: Any) -> Any:
@@ -614,6 +616,9 @@ class _Loop:
         done = 0
         while (limit is None or done < limit) and bool(self.call_cond(values)):
             values = self.call_body(values)
+            # a TensorArray that learned its element shape in the body keeps it (its
+            # class holds the shape; rebuilt with the old one, it would forget its rows)
+            self.tree = _arrays_from(self.body_tree, self.tree)
             done += 1
         return nest.unflatten(self.tree, values)
 
@@ -663,6 +668,26 @@ class _Loop:
             return [*self.call_body(flat[:-1]), flat[-1] + 1]
 
         return cond_fn, body_fn
+
+
+def _arrays_from(new: Any, old: Any) -> Any:
+    """Structure `old` with the TensorArray classes of `new` (same plain structure)."""
+    from .tensor_array import TensorArray
+    kind = old[0]
+    if kind == "leaf":
+        return old
+    children = tuple(_arrays_from(n, o) for n, o in zip(_children(new), _children(old)))
+    if kind == "namedtuple":
+        cls = new[1] if new[0] == "namedtuple" and issubclass(new[1], TensorArray) and \
+            issubclass(old[1], TensorArray) else old[1]
+        return ("namedtuple", cls, children)
+    if kind == "dict":
+        return ("dict", old[1], children)
+    return (kind, children)
+
+
+def _children(tree: Any) -> tuple:
+    return tree[2] if tree[0] in ("namedtuple", "dict") else tree[1]
 
 
 def _is_float_tensor(x: Any) -> bool:
