@@ -22,6 +22,7 @@ from .fused import Unsupported
 from .source import Kernel, Writer, decompose, has_gpu_type, module, numba_type, offset_expr
 
 TILE = 16
+MAX_GRID_YZ = 65535  # blocks along a grid's y and z dimensions (x takes 2**31 - 1)
 
 
 def _batch_steps(batch: list[int], batch_out: list[int], matrix: int) -> list[int]:
@@ -57,8 +58,12 @@ def matmul_kernel(node: Node, name: str, accumulate: bool = False,
     batch = int(np.prod(batch_out, dtype=np.int64)) if batch_out else 1
     if m * n * batch == 0:
         raise Unsupported("empty result")
-    if batch > 65535:
+    # row tiles on the grid's x dimension (up to 2**31 - 1 blocks: a product of a huge
+    # batch), column tiles on y and the batch on z (up to 65535 each)
+    if batch > MAX_GRID_YZ:
         raise Unsupported("more batch entries than a grid's z dimension")
+    if -(-n // TILE) > MAX_GRID_YZ:
+        raise Unsupported(f"more column tiles ({-(-n // TILE)}) than a grid's y dimension")
     # per batch dim of the result, how far each operand moves (0: broadcast along it)
     a_step = _batch_steps([int(s) for s in a_t.shape[:-2]], batch_out, m * k)
     b_step = _batch_steps([int(s) for s in b_t.shape[:-2]], batch_out, k * n)
@@ -78,8 +83,8 @@ def matmul_kernel(node: Node, name: str, accumulate: bool = False,
         w(f"sb = cuda.shared.array(({TILE}, {TILE}), {t})")
         w("tx = cuda.threadIdx.x")
         w("ty = cuda.threadIdx.y")
-        w(f"j = cuda.blockIdx.x * {TILE} + tx")
-        w(f"i = cuda.blockIdx.y * {TILE} + ty")
+        w(f"j = cuda.blockIdx.y * {TILE} + tx")
+        w(f"i = cuda.blockIdx.x * {TILE} + ty")
         w("z = cuda.blockIdx.z")
         coords = decompose(w, "z", batch_out, "zc") if batch_out else []
         w(f"ab = {offset_expr(coords, a_step)}")
@@ -110,7 +115,7 @@ def matmul_kernel(node: Node, name: str, accumulate: bool = False,
         else:
             at = f"c[z * {m * n} + i * {n} + j]"
             w(f"    {at} = {t}({at} + {t}(total))" if accumulate else f"    {at} = {t}(total)")
-    grid = (-(-n // TILE), -(-m // TILE), batch)
+    grid = (-(-m // TILE), -(-n // TILE), batch)
     types = [t, t, *(epilogue.types if epilogue is not None else [t])]
     return Kernel(name, module(w), types, grid, (TILE, TILE), False,
                   2 * TILE * TILE * dt.np.itemsize)
