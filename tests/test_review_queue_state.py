@@ -155,3 +155,55 @@ def _v1_order(graph_seed: int) -> list[int]:
 
 def test_v1_graph_seed_makes_an_unseeded_shuffle_queue_reproducible() -> None:
     assert _v1_order(5) == _v1_order(5)
+
+
+# ------------------------------------------------------------- shared queues' shapes
+
+def test_a_shared_queue_requested_with_other_shapes_is_refused() -> None:
+    # The second handle's dequeue_many promised [n, 3] batches of a queue holding [2]
+    # elements: the elements were taken, then the step failed (InternalError), and they
+    # were gone. TensorFlow refuses the second queue when it is made.
+    first = tw.queue.FIFOQueue(5, [tw.float32], shapes=[[None]],
+                               shared_name="review_shared_shapes")
+    first.enqueue(f32(1, 2))
+    with pytest.raises(tw.errors.InvalidArgumentError, match="shapes"):
+        tw.queue.FIFOQueue(5, [tw.float32], shapes=[[3]], shared_name="review_shared_shapes")
+    with pytest.raises(tw.errors.InvalidArgumentError, match="shapes"):
+        tw.queue.FIFOQueue(5, [tw.float32], shared_name="review_shared_shapes")
+    assert int(first.size()) == 1
+    same = tw.queue.FIFOQueue(5, [tw.float32], shapes=[[None]],
+                              shared_name="review_shared_shapes")
+    np.testing.assert_array_equal(within(10, same.dequeue), f32(1, 2))
+
+
+def test_a_shared_shuffle_queue_requested_with_another_min_after_dequeue_is_refused() -> None:
+    tw.queue.RandomShuffleQueue(8, 2, [tw.int32], shapes=[[]], shared_name="review_shared_mad")
+    with pytest.raises(tw.errors.InvalidArgumentError, match="min_after_dequeue"):
+        tw.queue.RandomShuffleQueue(8, 0, [tw.int32], shapes=[[]],
+                                    shared_name="review_shared_mad")
+    tw.queue.RandomShuffleQueue(8, 2, [tw.int32], shapes=[[]], shared_name="review_shared_mad")
+
+
+def test_v1_queues_of_one_graph_sharing_a_name_with_other_shapes_are_refused() -> None:
+    # (one handle node per shared name and graph: the second queue used the first's)
+    g = tf.Graph()
+    with g.as_default():
+        tf.FIFOQueue(5, [tw.float32], shapes=[[None]], shared_name="review_v1_shared")
+        with pytest.raises(tw.errors.InvalidArgumentError, match="shapes"):
+            tf.FIFOQueue(5, [tw.float32], shapes=[[2]], shared_name="review_v1_shared")
+        tf.FIFOQueue(5, [tw.float32], shapes=[[None]], shared_name="review_v1_shared")
+
+
+def test_a_handle_run_where_its_queue_exists_with_other_shapes_is_refused() -> None:
+    # (between-graph replication: each task's graph names the queue its server holds)
+    g = tf.Graph()
+    with g.as_default():
+        q = tf.FIFOQueue(5, [tw.float32], shapes=[[3]], shared_name="review_v1_server")
+        take = q.dequeue_many(1)
+        with tf.Session() as sess:
+            held = sess.resources.get_or_create(
+                "review_v1_server", lambda: rq.FIFOQueue(5, [tw.float32], name="server"))
+            held.enqueue([f32(1, 2)])
+            with pytest.raises(tw.errors.InvalidArgumentError, match="shapes"):
+                sess.run(take)
+            assert held.size() == 1

@@ -94,7 +94,8 @@ class QueueBase:
             self._shared_name = shared_name or self._resources.unique_resource_name(name)
             self._state = check_same_queue(
                 self._resources.get_or_create(self._shared_name, self._make_state),
-                self._kind, self._capacity, self._dtypes)
+                self._kind, self._capacity, self._dtypes, self._shapes,
+                self._min_after_dequeue)
         else:
             self._resources = None
             self._shared_name = shared_name or builder.v1_graph.unique_variable_name(name)
@@ -171,12 +172,27 @@ class QueueBase:
         if handles is None:
             handles = builder.queue_handles = {}
         h = handles.get(self._shared_name)
-        if h is None:
+        if h is not None:
+            self._check_same_handle(h.producer)
+        else:
             node = builder.graph.add_node("QueueHandle", [], self._handle_attrs(),
                                           name=self._shared_name, device=builder.device,
                                           loc=user_location())
             h = handles[self._shared_name] = node.outputs[0]
         return h
+
+    def _check_same_handle(self, node: Node) -> None:
+        """A queue that shares its name with one of the graph's (and so its handle node)
+        must describe the same queue: its dequeues are typed by its own shapes."""
+        mine = self._handle_attrs()
+        differ = [k for k in mine if k not in ("seed", "shared_name")
+                  and node.attrs.get(k) != mine[k]]
+        if differ:
+            what = ", ".join(f"{k} {node.attrs.get(k)!r} vs {mine[k]!r}" for k in differ)
+            raise InvalidArgumentError(f"queue '{self._shared_name}' already exists in this "
+                                       f"graph as another queue ({what}: shapes, dtypes, "
+                                       f"capacity and kind must match)",
+                                       location=str(user_location()))
 
     @contextlib.contextmanager
     def _building(self) -> Iterator[GraphBuilder | None]:

@@ -459,9 +459,21 @@ def make_queue(kind: str, capacity: int, dtypes: Sequence[DType | str],
     raise InvalidArgumentError(f"unknown queue kind {kind!r}; known: {', '.join(KINDS)}")
 
 
-def check_same_queue(queue: Any, kind: str, capacity: int, dtypes: Sequence[DType]) -> QueueBase:
-    """`queue` if it is a queue of this kind, capacity and dtypes (what a second handle
-    with the same shared name expects), else a clear error."""
+_UNCHECKED: Any = object()  # `check_same_queue`: a property the caller does not check
+
+
+def _format_shapes(shapes: Sequence[Shape | None]) -> str:
+    return "(" + ", ".join("unknown" if s is None else format_shape(s) for s in shapes) + ")"
+
+
+def check_same_queue(queue: Any, kind: str, capacity: int, dtypes: Sequence[DType],
+                     shapes: Any = _UNCHECKED, min_after_dequeue: int | None = None
+                     ) -> QueueBase:
+    """`queue` if it is a queue of this kind, capacity and dtypes, and of these component
+    `shapes` and `min_after_dequeue` when given (what a second handle with the same
+    shared name expects, as TensorFlow checks), else a clear error. A handle whose
+    shapes differ would batch the queue's elements into other shapes: its dequeue_many
+    took them, then its step failed on the result's shape and they were lost."""
     if not isinstance(queue, QueueBase):
         raise InvalidArgumentError(f"resource '{getattr(queue, 'name', queue)}' is not a queue")
     want = tuple(as_dtype(d) for d in dtypes)
@@ -471,6 +483,18 @@ def check_same_queue(queue: Any, kind: str, capacity: int, dtypes: Sequence[DTyp
             f"with component dtypes ({', '.join(d.name for d in queue.dtypes)}), but a "
             f"{kind} queue of capacity {capacity} with dtypes "
             f"({', '.join(d.name for d in want)}) was requested")
+    if shapes is not _UNCHECKED:
+        want_shapes = _norm_shapes(shapes, len(want))
+        if want_shapes != queue.shapes:
+            raise InvalidArgumentError(
+                f"shared queue '{queue.name}' has component shapes "
+                f"{_format_shapes(queue.shapes)}, but shapes {_format_shapes(want_shapes)} "
+                f"were requested")
+    held = getattr(queue, "min_after_dequeue", 0)
+    if min_after_dequeue is not None and held != min_after_dequeue:
+        raise InvalidArgumentError(
+            f"shared queue '{queue.name}' has min_after_dequeue {held}, but "
+            f"{min_after_dequeue} was requested")
     return queue
 
 

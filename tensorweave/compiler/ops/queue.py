@@ -124,7 +124,7 @@ def _handle_kernel(ctx, *, shared_name, kind, capacity, dtypes, shapes, ranks,
         return make_queue(kind, capacity, dtypes, decode_shapes(shapes, ranks), shared_name,
                           min_after_dequeue, None if seed < 0 else seed)
     return check_same_queue(ctx.resources.get_or_create(shared_name, factory), kind, capacity,
-                            dtypes)
+                            dtypes, decode_shapes(shapes, ranks), min_after_dequeue)
 
 
 def queue_from_attrs(attrs: dict) -> Any:
