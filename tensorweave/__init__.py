@@ -49,6 +49,7 @@ double = float64
 from . import (  # noqa: E402, F401
     bitwise,
     config,
+    data,
     debugging,
     experimental,
     linalg,
@@ -85,7 +86,7 @@ __all__ = ["errors", "DType", "as_dtype", "bfloat16", "bool", "bool_", "float16"
            "GradientTape", "UnconnectedGradients", "custom_gradient", "map_fn", "vectorized_map",
            "vmap", "TensorArray", "print",
            "nn", "optimizers", "profiler", "random", "train", "config", "debugging", "math", "queue",
-           "summary", "bitwise", "experimental",
+           "summary", "bitwise", "experimental", "data",
            "linalg", "compat", "distribute", *_ops_all]  # noqa: F405 (compat, distribute: __getattr__)
 
 
