@@ -78,13 +78,28 @@ def _float(op: Op) -> bool:
 _INTEGRAL = {32: "8388608.0", 64: "4503599627370496.0"}
 
 
+def _integral(fn: str, x: str, dtype: DType) -> str:
+    """``math.floor(x)`` or ``math.ceil(x)`` as a float of `x`'s sign. libdevice's floorf
+    and ceilf give that; the simulator's are Python's, which return an int (so -0.0 for
+    floor(-0.0) or ceil(-0.5) is lost) and raise for inf and NaN, which are their own
+    results, as every value beyond the mantissa is. The result always has x's sign."""
+    limit = _INTEGRAL[dtype.bits]
+    t = numba_type(dtype)
+    return f"({t}(math.copysign(math.{fn}({x}), {x})) if abs({x}) < {limit} else {x})"
+
+
 def _float_divmod(cx: Scope, op: Op, a: str, b: str) -> tuple[str, str]:
     """NumPy's npy_divmod for floats, inline (device functions would need a driver to
     compile ahead of time): (floor division, modulo with the sign of b)."""
     t = numba_type(op.out_dtype)
     w = cx.w
     div, mod, fl = w.tmp("div"), w.tmp("mod"), w.tmp("fl")
-    w(f"{mod} = {t}(math.fmod({a}, {b}))")
+    # fmod of an infinite dividend or by zero is NaN (libdevice); the simulator's Python
+    # math.fmod raises there instead
+    w(f"if {b} == 0 or math.isinf({a}):")
+    w(f"    {mod} = {t}(math.nan)")
+    w("else:")
+    w(f"    {mod} = {t}(math.fmod({a}, {b}))")
     w(f"if {b} == 0:")
     w(f"    {div} = {t}({a} / {b})")
     w("else:")
@@ -96,7 +111,7 @@ def _float_divmod(cx: Scope, op: Op, a: str, b: str) -> tuple[str, str]:
     w("    else:")
     w(f"        {mod} = {t}(math.copysign(0.0, {b}))")
     w(f"    if {div} != 0:")
-    w(f"        {fl} = {t}(math.floor({div}))")
+    w(f"        {fl} = {_integral('floor', div, op.out_dtype)}")
     w(f"        if {div} - {fl} > {t}(0.5):")
     w(f"            {fl} = {t}({fl} + {t}(1))")
     w(f"        {div} = {fl}")
@@ -208,10 +223,7 @@ def _is_finite(cx, op, a):
 
 @emitter("Floor", "Ceil")
 def _floor_ceil(cx, op, a):
-    x = a[0]
-    limit = _INTEGRAL[op.out_dtype.bits]
-    fn = "floor" if op.op == "Floor" else "ceil"
-    return f"(math.{fn}({x}) if abs({x}) < {limit} else {x})"
+    return _integral("floor" if op.op == "Floor" else "ceil", a[0], op.out_dtype)
 
 
 @emitter("Rsqrt")
