@@ -57,7 +57,10 @@ class VariableState:
             if self.value is not None and self.value.shape == value.shape:
                 np.copyto(self.value, value)
             else:
-                self.value = np.array(value, copy=True)
+                # C order: native steps take C-contiguous buffers only, and in-place
+                # updates keep the layout (a Fortran copy sent every step of the
+                # variable's life to the dataflow executor)
+                self.value = np.array(value, copy=True, order="C")
 
     def update(self, fn: Callable[[np.ndarray, np.ndarray], np.ndarray], arg: np.ndarray) -> None:
         """Replace the value by ``fn(old, arg)``, in place and atomically."""
