@@ -541,7 +541,7 @@ class Function:
 
     # -- tracing -----------------------------------------------------------------------
     def _trace(self, leaves: list[Any], tree: Any, names: list[str], tensor_idx: list[int],
-               specs: list[TensorSpec]) -> ConcreteFunction:
+               specs: list[TensorSpec], count: bool = True) -> ConcreteFunction:
         graph = Graph(self.name)
         builder = GraphBuilder(graph)
         with building(builder), trace_dependencies.collecting() as read_from:
@@ -565,7 +565,8 @@ class Function:
                                        f"{leaf!r}; return tensors, Python constants or "
                                        f"tuples/lists/dicts of them")
             graph.set_results(results, result_names)
-        self.tracing_count += 1
+        if count:  # (not a check's trace: `tape_calls` comparing a fresh trace)
+            self.tracing_count += 1
         cf = ConcreteFunction(graph, out_tree, mapping, specs, self.target, self.timeout,
                               self.lower_control_flow, self.keep_on_device)
         cf.variables = list(builder.variables.values())  # what the trace reads or assigns

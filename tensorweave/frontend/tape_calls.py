@@ -143,7 +143,7 @@ def _refuse_retraced(function: Any, args: tuple, kwargs: dict, cf: Any, where: s
     specs = [TensorSpec(a.type.shape, a.type.dtype, name=a.name) for a in cf.graph.args]
     if len(specs) != len(tensor_idx):
         return
-    fresh = function._trace(leaves, tree, names, tensor_idx, specs)
+    fresh = function._trace(leaves, tree, names, tensor_idx, specs, count=False)
     if graph_fingerprint(fresh.graph) != before:
         raise UnimplementedError(
             f"{getattr(function, 'name', 'a compiled function')} was called while an eager "
