@@ -244,6 +244,19 @@ class Dataset:
         from .transforms import CacheDataset
         return CacheDataset(self, filename)
 
+    # -- TensorFlow 1 (tf.compat.v1.data.Dataset's methods) ------------------------------
+    def make_one_shot_iterator(self) -> Any:
+        """A `tw.compat.v1` graph iterator over one pass of this dataset
+        (`tw.compat.v1.data.make_one_shot_iterator`)."""
+        from .v1 import make_one_shot_iterator
+        return make_one_shot_iterator(self)
+
+    def make_initializable_iterator(self, shared_name: str | None = None) -> Any:
+        """A `tw.compat.v1` graph iterator whose `initializer` starts each pass
+        (`tw.compat.v1.data.make_initializable_iterator`)."""
+        from .v1 import make_initializable_iterator
+        return make_initializable_iterator(self, shared_name)
+
     def apply(self, transformation_func: Callable[[Dataset], Dataset]) -> Dataset:
         """``transformation_func(self)``, which must return a Dataset."""
         out = transformation_func(self)

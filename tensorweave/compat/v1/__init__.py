@@ -17,6 +17,7 @@ from typing import Any
 import tensorweave as _tw
 
 from ... import errors  # noqa: F401
+from ...data import v1 as data  # noqa: F401  (tf.compat.v1.data)
 from ...frontend import autodiff as _autodiff
 from ...frontend import context as _context
 from ...frontend import grouping as _grouping
