@@ -692,14 +692,16 @@ class Dispatcher:
         t[_T_COUNT] = len(self.entries)
 
     def install(self, entry: Entry) -> bool:
-        """Add `entry` (replacing one with the same key); False once this function has
+        """Add `entry` (replacing one with the same key and argument specs: one trace
+        with unknown dims has an entry per shape); False once this function has
         installed `MAX_INSTALLS` entries (its shapes keep changing: the Python path is
         cheaper than rebuilding entries)."""
         with _lock:
             if self.installs >= MAX_INSTALLS:
                 return False
             self.installs += 1
-            kept = [e for e in self.entries if e.key != entry.key]
+            kept = [e for e in self.entries
+                    if e.key != entry.key or not np.array_equal(e.spec, entry.spec)]
             self.entries = ([entry] + kept)[:MAX_ENTRIES]
             self._publish()
             return True
@@ -711,8 +713,11 @@ class Dispatcher:
             self._publish()
 
     def hit_counts(self) -> dict[Any, int]:
-        """Calls answered natively, per entry key."""
-        return {e.key: e.hits for e in self.entries}
+        """Calls answered natively, per entry key (the entries of one key summed)."""
+        counts: dict[Any, int] = {}
+        for e in self.entries:
+            counts[e.key] = counts.get(e.key, 0) + e.hits
+        return counts
 
 
 __all__ = ["MAX_ENTRIES", "MISS", "Dispatcher", "Entry", "enabled", "layout"]
