@@ -9,6 +9,7 @@ that generate the same code share one compiled kernel.
 
 from __future__ import annotations
 
+import math
 import sys
 import threading
 from typing import Any
@@ -29,6 +30,9 @@ def load(kernel: Kernel) -> Any:
         namespace: dict[str, Any] = {"__name__": f"tensorweave_gpu_{kernel.name}"}
         exec(compile(kernel.source, f"<gpu kernel {kernel.name}>", "exec"), namespace)
         fn = namespace[kernel.name]
+        from .device import simulator_requested
+        if simulator_requested():  # the simulated kernel looks `math` up when it runs
+            namespace["math"] = SIMULATED_MATH
         with _lock:
             fn = _cache.setdefault(key, fn)
     return fn
@@ -58,6 +62,41 @@ def configured(kernel: Kernel) -> Any:
             return launch(*args)
     return serialized
 
+
+class _SimulatedMath:
+    """`math` for kernels in numba's simulator, which runs them as Python: Python's math
+    functions, except where Python raises (a domain or range error: log(0), sqrt(-1),
+    exp(1000), sin(inf), fmod(inf, 2) ...) or returns an int (floor, ceil): there the
+    IEEE result libdevice gives on a GPU, as NumPy computes it (inf, NaN, a float of
+    the argument's type and sign). Other values keep Python's own, so results the
+    simulator matched bitwise (random normals through log, cos and sin) are unchanged."""
+
+    _NUMPY = {"log": np.log, "log1p": np.log1p, "log2": np.log2, "log10": np.log10,
+              "sqrt": np.sqrt, "exp": np.exp, "expm1": np.expm1, "sin": np.sin,
+              "cos": np.cos, "tan": np.tan, "asin": np.arcsin, "acos": np.arccos,
+              "sinh": np.sinh, "cosh": np.cosh, "atanh": np.arctanh, "acosh": np.arccosh,
+              "pow": np.power, "fmod": np.fmod}
+
+    def __init__(self) -> None:
+        for name, ufunc in self._NUMPY.items():
+            setattr(self, name, self._falling_back(getattr(math, name), ufunc))
+        self.floor, self.ceil = np.floor, np.ceil  # floats, signed zeros kept
+
+    @staticmethod
+    def _falling_back(python: Any, ufunc: Any) -> Any:
+        def fn(*args: Any) -> Any:
+            try:
+                return python(*args)
+            except (ValueError, OverflowError):
+                with np.errstate(all="ignore"):
+                    return ufunc(*args)
+        return fn
+
+    def __getattr__(self, name: str) -> Any:  # the rest (isnan, copysign, pi ...)
+        return getattr(math, name)
+
+
+SIMULATED_MATH = _SimulatedMath()
 
 _sim_launch_lock = threading.RLock()
 _sim_shared_lock = threading.Lock()
