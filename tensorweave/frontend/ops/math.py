@@ -484,8 +484,11 @@ def reduce_logsumexp(input_tensor: TensorLike, axis: Axis = None, keepdims: bool
     all -inf gives -inf, one holding +inf gives +inf, a NaN gives NaN; over axes with no
     elements the result is -inf (when that is known at trace time; dims unknown then that
     turn out empty are an error of the max). The maximum is a constant to the gradient,
-    which is the softmax of the slice. Floating point only."""
+    which is the softmax of the slice. Floating point only; float16/bfloat16 are computed
+    in float32 and rounded back (a float16 sum of exp overflows past 65504 elements)."""
     x = _floating(input_tensor, "reduce_logsumexp", "input_tensor")
+    if _is_half(x.dtype):
+        return cast(reduce_logsumexp(cast(x, float32), axis, keepdims), x.dtype, name=name)
     from . import array
     axes = _axes_of(axis, x, "reduce_logsumexp")
     if any(x.shape[a] == 0 for a in axes):
@@ -505,9 +508,12 @@ def reduce_logsumexp(input_tensor: TensorLike, axis: Axis = None, keepdims: bool
 def reduce_variance(input_tensor: TensorLike, axis: Axis = None, keepdims: bool = False,
                     name: str | None = None) -> Result:
     """Population variance over `axis` (divides by N, as TF does): the mean of the squared
-    deviations from the mean. Floating point only (TF rejects integers too)."""
+    deviations from the mean. Floating point only (TF rejects integers too);
+    float16/bfloat16 are computed in float32 and rounded back."""
     x = _floating(input_tensor, "reduce_variance", "input_tensor")
     _axes_of(axis, x, "reduce_variance")
+    if _is_half(x.dtype):
+        return cast(reduce_variance(cast(x, float32), axis, keepdims), x.dtype, name=name)
     mean = reduce_mean(x, axis=axis, keepdims=True)
     return reduce_mean(square(x - mean), axis=axis, keepdims=keepdims, name=name)
 
@@ -515,9 +521,13 @@ def reduce_variance(input_tensor: TensorLike, axis: Axis = None, keepdims: bool 
 def reduce_std(input_tensor: TensorLike, axis: Axis = None, keepdims: bool = False,
                name: str | None = None) -> Result:
     """Population standard deviation over `axis`: ``sqrt(reduce_variance(...))``.
-    Floating point only. Its gradient is infinite where the variance is 0, as in TF."""
+    Floating point only. Its gradient is infinite where the variance is 0, as in TF.
+    float16/bfloat16 are computed in float32 and rounded back (std([-300, 300]) is 300,
+    although the variance, 90000, has no float16 value)."""
     x = _floating(input_tensor, "reduce_std", "input_tensor")
     _axes_of(axis, x, "reduce_std")
+    if _is_half(x.dtype):
+        return cast(reduce_std(cast(x, float32), axis, keepdims), x.dtype, name=name)
     return sqrt(reduce_variance(x, axis=axis, keepdims=keepdims), name=name)
 
 
