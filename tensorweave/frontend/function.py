@@ -30,6 +30,7 @@ from . import context as _context
 from .building import convert_to_tensor, python_array
 from .call_site import user_location
 from .context import GraphBuilder, building, current_builder
+from .indexed_slices import IndexedSlices
 from .retracing import (
     RetraceTracker,
     TraceCache,
@@ -553,8 +554,8 @@ class Function:
             out_leaves, out_tree = nest.flatten(out)
             results, mapping, result_names = [], [], []
             for j, leaf in enumerate(out_leaves):
-                if isinstance(leaf, (Tensor, Variable, EagerTensor)):
-                    t = convert_to_tensor(leaf)
+                if isinstance(leaf, (Tensor, Variable, EagerTensor, IndexedSlices)):
+                    t = convert_to_tensor(leaf)  # (a tape's sparse gradient: its dense value)
                     mapping.append((True, len(results)))
                     results.append(t.value)
                     result_names.append(f"output{j}")

@@ -38,6 +38,7 @@ from . import building, nest
 from .building import apply_op, convert_to_tensor, user_location
 from .context import GraphBuilder, current_builder, name_scope
 from .context import building as building_ctx
+from .indexed_slices import IndexedSlices, aggregate, dense
 from .tensor import EagerTensor, Tensor
 from .variables import Variable
 
@@ -106,6 +107,9 @@ class GradientTape:
         # eager mode: the mirror graph, and each recorded eager tensor (by id, kept
         # alive so that ids stay unique) with its value there
         self._graph = Graph("gradient_tape")
+        # the arguments that are eager reads of variables: a Gather of one has a sparse
+        # gradient (grads/array.py), as a Gather of a ReadVariable in a graph has
+        self._graph.variable_read_args = set()
         self._tape_builder = _TapeBuilder(self._graph, self)
         self._values: dict[int, tuple[EagerTensor, Value]] = {}
         self._eager_of: dict[Value, EagerTensor] = {}
@@ -224,7 +228,9 @@ class GradientTape:
                 return
             self._accessed_vars.setdefault(name, source)
         if source.dtype.is_floating:
-            self._var_reads.setdefault(name, []).append(self._track_arg(tensor, name))
+            value = self._track_arg(tensor, name)
+            self._var_reads.setdefault(name, []).append(value)
+            self._graph.variable_read_args.add(value)
 
     def record_op(self, op: str, inputs: Any, attrs: Any, results: list[Any]) -> None:
         """Mirror the eager op `op` in the tape's graph when it reads a tracked tensor."""
@@ -235,6 +241,7 @@ class GradientTape:
             var = inputs[0]
             table = self._track_arg(EagerTensor(var.numpy()), var.shared_name)
             self._var_reads.setdefault(var.shared_name, []).append(table)
+            self._graph.variable_read_args.add(table)
             op, inputs = "Gather", [table, inputs[1]]
         elif not any(isinstance(x, EagerTensor) and id(x) in self._values for x in inputs):
             return
@@ -329,6 +336,7 @@ class GradientTape:
 
     def _eager_gradient(self, targets: list[Any], sources: list[Any],
                         weights: list[Any] | None) -> list[Any]:
+        from ..passes.autodiff import add_gradients
         ys, gys = [], []
         for i, t in enumerate(targets):
             entry = self._values.get(id(t)) if isinstance(t, EagerTensor) else None
@@ -365,19 +373,21 @@ class GradientTape:
                 if weights is not None:
                     gy_values = [None if g is None else convert_to_tensor(
                         g, dtype=y.type.dtype).value for g, y in zip(gys, ys)]
-                flat_grads = _add_gradients_dense(ys, flat, gy_values)
-            wanted = [g.value if g is not None else None for g in flat_grads]
-            computed = self._replay(graph.nodes[first_new:], [w for w in wanted if w])
+                # a lookup of a variable keeps its IndexedSlices gradient, as
+                # TensorFlow's tape gives it: an optimizer then applies its sparse rule
+                flat_grads = add_gradients(ys, flat, gy_values, keep_sparse=True)
+            wanted = [v for g in flat_grads if g is not None for v in _graph_values(g)]
+            computed = self._replay(graph.nodes[first_new:], wanted)
         finally:
             if was_recording and not keep_recording:
                 self._start()
         out, i = [], 0
-        from .ops import math
         for vs in xs:
-            parts = [computed[w] for w in wanted[i:i + len(vs)] if w is not None]
+            parts = [_eager_of_gradient(g, computed) for g in flat_grads[i:i + len(vs)]
+                     if g is not None]
             i += len(vs)
-            out.append(None if not parts else parts[0] if len(parts) == 1 else
-                       math.add_n(parts))
+            # several reads of one variable: slices concatenate, a dense part densifies
+            out.append(aggregate(parts) if parts else None)
         return out
 
     def _replay(self, nodes: list[Node], wanted: list[Value]) -> dict[Value, Any]:
@@ -494,14 +504,12 @@ class GradientTape:
                  if v not in tracked and v not in sources_set and isinstance(v.type, TensorType)
                  and v.type.dtype.is_floating]
         with name_scope("gradient_tape"):
-            grads = add_gradients(ys, flat, gys, stops)
-        out, i = [], 0
-        from .ops import math
-        for vs in xs:
-            parts = [g for g in grads[i:i + len(vs)] if g is not None]
-            i += len(vs)
-            out.append(None if not parts else parts[0] if len(parts) == 1 else
-                       math.add_n(parts))
+            grads = add_gradients(ys, flat, gys, stops, keep_sparse=True)
+            out, i = [], 0
+            for vs in xs:
+                parts = [g for g in grads[i:i + len(vs)] if g is not None]
+                i += len(vs)
+                out.append(aggregate(parts) if parts else None)
         return out
 
     # -- jacobian --------------------------------------------------------------------
@@ -561,7 +569,7 @@ class GradientTape:
             got = nest.flatten(self._gradient(target, sources, [weight],
                                               UnconnectedGradients.ZERO))[0]
             for j, g in enumerate(got):
-                rows[j].append(g)
+                rows[j].append(dense(g))
         out = []
         for j, s in enumerate(s_leaves):
             shape = tuple(convert_to_tensor(s).shape)
@@ -624,11 +632,19 @@ def _depends(y: Value, xs: set[Value]) -> bool:
     return False
 
 
-def _add_gradients_dense(ys: list[Value], xs: list[Value],
-                        grad_ys: list[Value | None] | None) -> list[Tensor | None]:
-    """`passes.autodiff.add_gradients` with dense results."""
-    from ..passes.autodiff import add_gradients
-    return add_gradients(ys, xs, grad_ys)
+def _graph_values(g: Tensor | IndexedSlices) -> list[Value]:
+    """The values of the tape's graph that make up the gradient `g`."""
+    if isinstance(g, IndexedSlices):
+        return [g.values.value, g.indices.value]
+    return [g.value]
+
+
+def _eager_of_gradient(g: Tensor | IndexedSlices, computed: dict[Value, Any]) -> Any:
+    """The eager gradient of the graph gradient `g`, from the replayed `computed`."""
+    if isinstance(g, IndexedSlices):
+        return IndexedSlices(computed[g.values.value], computed[g.indices.value],
+                             g.dense_shape)
+    return computed[g.value]
 
 
 __all__ = ["GradientTape", "UnconnectedGradients"]

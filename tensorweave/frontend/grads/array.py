@@ -26,9 +26,15 @@ def _known(shape: Any) -> bool:
 
 
 def _reads_variable(t: Any) -> bool:
-    """Whether `t` is the value of a ReadVariable (the gradient flows to a variable)."""
+    """Whether `t` is the value of a ReadVariable (the gradient flows to a variable), or
+    an argument that stands for an eager read of a variable: an eager GradientTape's
+    graph lists those in ``variable_read_args``."""
     node = getattr(t, "op", None)
-    return node is not None and getattr(node, "op", None) == "ReadVariable"
+    if node is not None and getattr(node, "op", None) == "ReadVariable":
+        return True
+    value = getattr(t, "value", None)
+    return value is not None and value.is_arg and \
+        value in getattr(value.graph, "variable_read_args", ())
 
 
 def _reshape_to(g: Any, x: Any) -> Any:
