@@ -87,7 +87,7 @@ def test_unknown_dims_and_a_single_table():
     shards = shards_of(table, 2, "mod")
     ids = np.array([[5, 1], [0, 0], [3, 2]], np.int32)
     for sig in ([None, 2], [None, None], [None]):
-        f = tw.compile(lambda i: tw.nn.embedding_lookup(shards, i),
+        f = tw.compile(lambda i: tw.nn.embedding_lookup(shards, i, "mod"),
                        input_signature=[tw.TensorSpec(sig, tw.int32)])
         x = ids if len(sig) == 2 else ids[:, 0]
         np.testing.assert_array_equal(f(x), table[x])
@@ -120,4 +120,4 @@ def test_errors():
         tw.compile(lambda t: tw.nn.embedding_lookup([t, t], [0], "div"),
                    input_signature=[spec([None, 2])])(table)
     with pytest.raises(tw.errors.InvalidArgumentError, match="Gather"):
-        tw.nn.embedding_lookup([table, table], [17])
+        tw.nn.embedding_lookup([table, table], [17], "mod")

@@ -373,6 +373,40 @@ def _nn_extras() -> dict[str, Any]:
                                    dilations=dilation_rate if dilations is None else dilations,
                                    name=name)
 
+    # TensorFlow 1's "mod" partition strategy by default (tw.nn's is TensorFlow 2's "div")
+    @in_default_graph
+    def embedding_lookup(params: Any, ids: Any, partition_strategy: str = "mod",
+                         name: str | None = None, validate_indices: bool = True,
+                         max_norm: Any = None) -> Any:
+        """``tf.compat.v1.nn.embedding_lookup``: shards looked up "mod" by default."""
+        return _nn_src.embedding_lookup(params, ids, partition_strategy, name,
+                                        validate_indices, max_norm)
+
+    @in_default_graph
+    def nce_loss(weights: Any, biases: Any, labels: Any, inputs: Any, num_sampled: int,
+                 num_classes: int, num_true: int = 1, sampled_values: Any = None,
+                 remove_accidental_hits: bool = False, partition_strategy: str = "mod",
+                 name: str = "nce_loss", seed: Any = None) -> Any:
+        """``tf.compat.v1.nn.nce_loss``: sharded weights looked up "mod" by default."""
+        return _nn_src.nce_loss(weights, biases, labels, inputs, num_sampled, num_classes,
+                                num_true, sampled_values, remove_accidental_hits,
+                                partition_strategy, name, seed)
+
+    @in_default_graph
+    def sampled_softmax_loss(weights: Any, biases: Any, labels: Any, inputs: Any,
+                             num_sampled: int, num_classes: int, num_true: int = 1,
+                             sampled_values: Any = None, remove_accidental_hits: bool = True,
+                             partition_strategy: str = "mod",
+                             name: str = "sampled_softmax_loss", seed: Any = None) -> Any:
+        """``tf.compat.v1.nn.sampled_softmax_loss``: sharded weights looked up "mod" by
+        default."""
+        return _nn_src.sampled_softmax_loss(weights, biases, labels, inputs, num_sampled,
+                                            num_classes, num_true, sampled_values,
+                                            remove_accidental_hits, partition_strategy, name,
+                                            seed)
+
+    extras.update(embedding_lookup=embedding_lookup, nce_loss=nce_loss,
+                  sampled_softmax_loss=sampled_softmax_loss)
     extras.update(softmax=softmax, log_softmax=log_softmax, dropout=dropout, in_top_k=in_top_k,
                   softmax_cross_entropy_with_logits=softmax_cross_entropy_with_logits,
                   depthwise_conv2d=depthwise_conv2d, conv1d=conv1d, pool=pool,

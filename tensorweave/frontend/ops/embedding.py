@@ -100,7 +100,7 @@ def _gather_from(shard: Any, ids: TensorLike, max_norm: Any) -> TensorLike:
         return _clip_rows(rows, ids.ndim, max_norm)
 
 
-def embedding_lookup(params: Any, ids: TensorLike, partition_strategy: str = "mod",
+def embedding_lookup(params: Any, ids: TensorLike, partition_strategy: str = "div",
                      name: str | None = None, validate_indices: bool = True,
                      max_norm: Any = None) -> TensorLike:
     """The rows of the embedding table `params` at `ids`: shape ``ids.shape +
@@ -108,14 +108,20 @@ def embedding_lookup(params: Any, ids: TensorLike, partition_strategy: str = "mo
 
     `params` is one table (a variable or tensor), a list of shards of one table split by
     rows, or a partitioned variable (``tf.get_variable(..., partitioner=...)``). With
-    several shards, ``partition_strategy="mod"`` puts id ``i`` in shard ``i % n`` at row
-    ``i // n``; ``"div"`` puts ids in contiguous blocks (the first ``total % n`` shards
-    hold one row more). Each shard's Gather runs on that shard's device. With `max_norm`,
-    each embedding whose L2 norm exceeds it is scaled down to norm `max_norm`.
-    `validate_indices` is accepted for TensorFlow compatibility (ids are always checked).
+    several shards, ``partition_strategy="div"`` (the default: TensorFlow 2's
+    ``tf.nn.embedding_lookup`` always uses it, and it is a partitioned variable's layout)
+    puts ids in contiguous blocks (the first ``total % n`` shards hold one row more);
+    ``"mod"`` (``tf.compat.v1.nn.embedding_lookup``'s default, TensorFlow 1's) puts id
+    ``i`` in shard ``i % n`` at row ``i // n``. Each shard's Gather runs on that shard's
+    device. With `max_norm`, each embedding whose L2 norm exceeds it is scaled down to
+    norm `max_norm`. `validate_indices` is accepted for TensorFlow compatibility (ids are
+    always checked).
     """
     if partition_strategy not in PARTITION_STRATEGIES:
-        raise ValueError(f"partition_strategy must be 'mod' or 'div', got {partition_strategy!r}")
+        hint = ("; TensorFlow 2's third argument is max_norm: pass it as max_norm="
+                if isinstance(partition_strategy, (int, float)) else "")
+        raise ValueError(f"embedding_lookup: partition_strategy must be 'mod' or 'div', got "
+                         f"{partition_strategy!r}{hint}")
     shards = shard_list(params)
     ids = convert_to_tensor(ids)
     if not ids.dtype.is_integer:

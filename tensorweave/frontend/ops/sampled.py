@@ -101,13 +101,15 @@ def _sampled_logits(weights: Any, biases: Any, labels: Any, inputs: Any, num_sam
 
 def sampled_softmax_loss(weights: Any, biases: Any, labels: Any, inputs: Any, num_sampled: int,
                          num_classes: int, num_true: int = 1, sampled_values: Any = None,
-                         remove_accidental_hits: bool = True, partition_strategy: str = "mod",
+                         remove_accidental_hits: bool = True, partition_strategy: str = "div",
                          name: str = "sampled_softmax_loss", seed: int | None = None) -> Any:
     """Softmax cross entropy over each example's true classes and `num_sampled` sampled
     classes (per example, shape ``[batch]``): a cheap, consistent estimate of the full
     softmax loss for large `num_classes`. `weights` is ``[num_classes, dim]`` (or a list
     of shards), `biases` ``[num_classes]``, `inputs` ``[batch, dim]``, `labels` ``[batch,
-    num_true]`` ints. Use the full softmax for evaluation."""
+    num_true]`` ints. Use the full softmax for evaluation. Sharded `weights` are looked
+    up with `partition_strategy` ("div" by default, as TensorFlow 2 always does;
+    ``tf.compat.v1.nn.sampled_softmax_loss`` defaults to TensorFlow 1's "mod")."""
     logits, out_labels = _sampled_logits(weights, biases, labels, inputs, num_sampled,
                                          num_classes, num_true, sampled_values,
                                          remove_accidental_hits, partition_strategy, seed)
@@ -116,11 +118,13 @@ def sampled_softmax_loss(weights: Any, biases: Any, labels: Any, inputs: Any, nu
 
 def nce_loss(weights: Any, biases: Any, labels: Any, inputs: Any, num_sampled: int,
              num_classes: int, num_true: int = 1, sampled_values: Any = None,
-             remove_accidental_hits: bool = False, partition_strategy: str = "mod",
+             remove_accidental_hits: bool = False, partition_strategy: str = "div",
              name: str = "nce_loss", seed: int | None = None) -> Any:
     """Noise-contrastive estimation: logistic regression telling true classes from
     sampled noise classes; per example, shape ``[batch]``. With ``num_true > 1`` each true
-    class's target probability is ``1 / num_true``, as in TensorFlow."""
+    class's target probability is ``1 / num_true``, as in TensorFlow. Sharded `weights`
+    are looked up with `partition_strategy` ("div" by default, as in TensorFlow 2;
+    ``tf.compat.v1.nn.nce_loss`` defaults to TensorFlow 1's "mod")."""
     logits, out_labels = _sampled_logits(weights, biases, labels, inputs, num_sampled,
                                          num_classes, num_true, sampled_values,
                                          remove_accidental_hits, partition_strategy, seed)
