@@ -602,6 +602,9 @@ def _fused_sum_of(res: Value, arg: Value) -> Node | None:
     return f
 
 
+OUTER_ACC_MAX_BYTES = 256 << 20  # the largest histories of a weight gradient's products
+
+
 def _outer_acc_parts(node: Node, res: Value, arg: Value, order: list[Node]
                      ) -> tuple[Node, Node] | None:
     """``res = arg + MatMul(P, G, transpose_a=True)`` in a bounded loop's body, where
@@ -627,6 +630,12 @@ def _outer_acc_parts(node: Node, res: Value, arg: Value, order: list[Node]
         return None
     if any(n is not f and any(v is f.inputs[1] or v is res or v is arg for v in n.inputs)
            for n in order):
+        return None
+    # the histories hold a row block for every iteration the bound allows: past
+    # OUTER_ACC_MAX_BYTES (a safety bound such as maximum_iterations=10**7 on a loop that
+    # stops after 5) the products are added per iteration instead
+    if int(node.attrs["maximum_iterations"]) * sum(_nbytes(v.type) for v in m.inputs) > \
+            OUTER_ACC_MAX_BYTES:
         return None
     return f, m
 
