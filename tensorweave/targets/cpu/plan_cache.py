@@ -55,7 +55,7 @@ from . import disk_cache
 _log = logging.getLogger(__name__)
 
 RECORD_SUFFIX = ".twplan"
-RECORD_VERSION = 1
+RECORD_VERSION = 2  # 2: dtypes by tensorweave name (bfloat16 was NumPy's '<V2')
 _HEAD = struct.Struct("<I")  # length of the JSON header that starts a payload
 # environment variables that choose where the cache is, not what it holds
 _ENV_IGNORED = frozenset({"TW_CACHE_DIR", "TW_DISABLE_CACHE"})
@@ -80,19 +80,35 @@ class StepRecord:
     callbacks: bool    # some node runs its reference kernel from the step
 
 
+def _dtype_name(dtype: Any) -> str:
+    """A dtype as its tensorweave name: NumPy's ``dtype.str`` of bfloat16 is ``'<V2'``,
+    which reads back as a void dtype (its results came back as bytes)."""
+    from ...compiler.dtypes import as_dtype
+    return as_dtype(np.dtype(dtype)).name
+
+
+def _dtype_of(name: str) -> np.dtype:
+    from ...compiler.dtypes import as_dtype
+    return np.dtype(as_dtype(name).np)
+
+
 def encode(record: StepRecord) -> bytes | None:
     """The record as bytes, or None when a constant has no plain byte form."""
     consts = []
     for c in record.consts:
         if c.dtype.hasobject or not c.flags.c_contiguous:
             return None
-        consts.append({"dtype": c.dtype.str, "shape": list(c.shape), "bytes": c.nbytes})
+        try:
+            name = _dtype_name(c.dtype)
+        except Exception:  # noqa: BLE001 - a dtype without a tensorweave name: no record
+            return None
+        consts.append({"dtype": name, "shape": list(c.shape), "bytes": c.nbytes})
     head = {
         "version": RECORD_VERSION, "code_key": record.code_key,
-        "args": [[np.dtype(d).str, list(s)] for d, s in record.arg_specs],
-        "results": [[list(s), np.dtype(d).str] for s, d in record.result_specs],
+        "args": [[_dtype_name(d), list(s)] for d, s in record.arg_specs],
+        "results": [[list(s), _dtype_name(d)] for s, d in record.result_specs],
         "consts": consts, "var_names": list(record.var_names),
-        "vars": [[np.dtype(d).str, list(s)] for d, s in record.var_specs],
+        "vars": [[_dtype_name(d), list(s)] for d, s in record.var_specs],
         "var_first_access": list(record.var_first_access),
         "workspace_bytes": int(record.workspace_bytes), "arena": record.arena,
         "has_loops": record.has_loops, "uses_blas": record.uses_blas,
@@ -115,7 +131,7 @@ def decode(payload: bytes) -> StepRecord:
             size = int(c["bytes"])
             if pos + size > len(payload):
                 raise ValueError("constants cut short")
-            a = np.empty(tuple(c["shape"]), np.dtype(c["dtype"]))
+            a = np.empty(tuple(c["shape"]), _dtype_of(c["dtype"]))
             if a.nbytes != size:
                 raise ValueError("constant size differs from its shape")
             a.reshape(-1).view(np.uint8)[:] = np.frombuffer(payload, np.uint8, size, pos)
@@ -125,10 +141,10 @@ def decode(payload: bytes) -> StepRecord:
             raise ValueError("trailing bytes")
         return StepRecord(
             str(head["code_key"]),
-            [(np.dtype(d), tuple(s)) for d, s in head["args"]],
-            [(tuple(s), np.dtype(d)) for s, d in head["results"]],
+            [(_dtype_of(d), tuple(s)) for d, s in head["args"]],
+            [(tuple(s), _dtype_of(d)) for s, d in head["results"]],
             consts, [str(v) for v in head["var_names"]],
-            [(np.dtype(d), tuple(s)) for d, s in head["vars"]],
+            [(_dtype_of(d), tuple(s)) for d, s in head["vars"]],
             [str(v) for v in head["var_first_access"]],
             int(head["workspace_bytes"]), bool(head["arena"]), bool(head["has_loops"]),
             bool(head["uses_blas"]), str(head["blas_key"]), bool(head["callbacks"]))
