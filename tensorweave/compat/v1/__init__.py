@@ -118,9 +118,10 @@ for _name in _tw.__all__:
         globals()[_name] = _obj
 
 constant = in_default_graph(_constant)
-scatter_add = in_default_graph(_scatter.scatter_add)
-scatter_sub = in_default_graph(_scatter.scatter_sub)
-scatter_update = in_default_graph(_scatter.scatter_update)
+# (they return the variable's value after the update, as TensorFlow 1's do)
+scatter_add = in_default_graph(_scatter.returning_value(_scatter.scatter_add))
+scatter_sub = in_default_graph(_scatter.returning_value(_scatter.scatter_sub))
+scatter_update = in_default_graph(_scatter.returning_value(_scatter.scatter_update))
 convert_to_tensor = in_default_graph(_tw.convert_to_tensor)
 gradients = in_default_graph(_autodiff.gradients)
 stop_gradient = in_default_graph(_autodiff.stop_gradient)

@@ -5,10 +5,12 @@ optimizer updates start with."""
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from typing import Any
 
 from ..building import apply_op, apply_op1, convert_to_tensor
-from ..context import current_builder
+from ..context import control_dependencies, current_builder
 
 
 def _scatter(op: str, ref: Any, indices: Any, updates: Any, name: str | None) -> Any:
@@ -42,6 +44,22 @@ def scatter_update(ref: Any, indices: Any, updates: Any, use_locking: bool = Tru
     return _scatter("ResourceScatterUpdate", ref, indices, updates, name)
 
 
+def returning_value(scatter: Callable[..., Any]) -> Callable[..., Any]:
+    """TensorFlow 1's flavor of a scatter function: it returns the variable's value read
+    after the update (a tensor to fetch or compute with), not the update op."""
+    @functools.wraps(scatter)
+    def wrapper(ref: Any, indices: Any, updates: Any, *args: Any, **kwargs: Any) -> Any:
+        update = scatter(ref, indices, updates, *args, **kwargs)
+        if update is None:  # eagerly: the update has run
+            return ref.read_value()
+        with control_dependencies([update]):
+            return ref.read_value()
+
+    wrapper.__doc__ = (f"{scatter.__doc__.split(' Returns')[0]} Returns the variable's "
+                       f"value after the update (TensorFlow 1's ``tf.{scatter.__name__}``).")
+    return wrapper
+
+
 def gather_rows(ref: Any, indices: Any, name: str | None = None) -> Any:
     """Rows `indices` of the variable `ref`, read without copying the whole variable
     (no gradient flows through it: for optimizer state)."""
@@ -57,4 +75,5 @@ def deduplicate(values: Any, indices: Any) -> tuple[Any, Any]:
     return summed, unique
 
 
-__all__ = ["scatter_add", "scatter_sub", "scatter_update", "gather_rows", "deduplicate"]
+__all__ = ["scatter_add", "scatter_sub", "scatter_update", "gather_rows", "deduplicate",
+           "returning_value"]
