@@ -162,3 +162,10 @@ def test_for_inside_a_traced_function_is_an_error():
         return x
     with pytest.raises(tw.errors.TracingError, match="make_one_shot_iterator"):
         f(np.zeros(1))
+
+
+def test_as_numpy_iterator_gives_numpy_scalars_and_arrays_as_tensorflow():
+    out = list(Dataset.from_tensor_slices((np.arange(2.0), np.ones((2, 2), np.int32)))
+               .as_numpy_iterator())
+    assert isinstance(out[0][0], np.float64) and out[0][0] == 0.0
+    assert isinstance(out[1][1], np.ndarray) and out[1][1].dtype == np.int32

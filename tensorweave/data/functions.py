@@ -189,6 +189,7 @@ def reduce_dataset(dataset: Dataset, initial_state: Any, reduce_func: Callable[.
     what = "Dataset.reduce"
     location = dataset._location
     state, tree = flatten_element(initial_state, what, location)
+    state = tuple(np.array(a) for a in state)  # ours: the result is handed out read-only
     state_structure = structure_of(state, tree)
     for _ in range(1 + max((len(s.shape) for s in state_structure.specs), default=0)):
         fn = TracedFunction(reduce_func, [state_structure, dataset._structure], None, what,

@@ -79,7 +79,7 @@ class TensorSlicesDataset(Dataset):
     def _iterate(self) -> Iterator[Element]:
         arrays = self._arrays
         for i in range(self._n):
-            yield tuple(a[i] for a in arrays)
+            yield tuple([a[i, ...] for a in arrays])  # 0-d arrays, not NumPy scalars
 
     def _cardinality(self) -> int:
         return self._n
@@ -185,7 +185,8 @@ class GeneratorDataset(Dataset):
                               f"{self._structure.describe()}")
         flat = []
         for i, (v, dtype) in enumerate(zip(leaves, self._dtypes)):
-            a = np.asarray(v)
+            # a copy: the generator may reuse and change its arrays after yielding them
+            a = np.array(v)
             if a.dtype.kind not in "biuf":
                 raise self._error(InvalidArgumentError,
                                   f"component {i}: the generator yielded {v!r:.100}, not a "

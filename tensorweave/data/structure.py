@@ -244,7 +244,13 @@ def flatten_shapes(shapes: Any) -> tuple[list, Any]:
 
 
 def user_element(structure: Structure, flat: Element, numpy: bool) -> Any:
-    """An element as the user sees it: eager tensors (or NumPy arrays), nested."""
-    if numpy:
-        return structure.nest(flat)
+    """An element as the user sees it: eager tensors (or NumPy arrays), nested.
+
+    Arrays in a pipeline are read-only or new ones no stage touches again (generators'
+    values are copied on the way in), so an eager tensor can take an array as it is:
+    making it read-only saves EagerTensor's copy."""
+    if numpy:  # TensorFlow's .numpy(): a scalar is a NumPy scalar, not a 0-d array
+        return structure.nest([a[()] if a.ndim == 0 else a for a in flat])
+    for a in flat:
+        a.flags.writeable = False
     return structure.nest([EagerTensor(a) for a in flat])

@@ -55,8 +55,13 @@ class ShuffleDataset(_Unary):
         try:
             buffer: list[Element] = list(itertools.islice(source, self._buffer_size))
             exhausted = len(buffer) < self._buffer_size
+            draws = rng.random(0)
+            d = 0
             while buffer:
-                i = int(rng.integers(len(buffer)))
+                if d == len(draws):  # uniform draws in blocks: one call per element is slow
+                    draws, d = rng.random(1024), 0
+                i = int(draws[d] * len(buffer))
+                d += 1
                 out = buffer[i]
                 nxt = None if exhausted else next(source, None)
                 if nxt is None:
@@ -185,6 +190,9 @@ class CacheDataset(_Unary):
             return
         recorded: list[Element] = []
         for element in self._source._iterate():
+            # kept and handed out again: nobody may write to these arrays any more
+            for a in element:
+                a.flags.writeable = False
             recorded.append(element)
             yield element
         with self._lock:
