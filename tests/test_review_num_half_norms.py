@@ -101,3 +101,15 @@ def test_optimizer_gradient_clipping_of_a_float16_variable(clipping):
     opt.apply_gradients([(tw.constant(g), w)])
     c = next(iter(clipping.values()))
     np.testing.assert_allclose(_f32(w.numpy()), -_f32(_clip(g, c)), rtol=2e-3)
+
+
+@pytest.mark.parametrize("target", ["eager", *TARGETS])
+def test_clip_by_global_norm_of_float16_beside_float32(target):
+    """Mixed precision: float16 gradients beside float32 ones. The norm was computed in
+    the widest dtype, but each float16 tensor was squared in float16 before the cast."""
+    a, b = np.array([300.0, 400.0], F16), np.array([1200.0], np.float32)
+    got, norm = _run(lambda s, t: tw.clip_by_global_norm([s, t], 1.0), target, a, b)
+    assert norm.dtype == np.float32
+    np.testing.assert_allclose(norm, 1300.0, rtol=1e-6)
+    np.testing.assert_allclose(_f32(got[0]), _f32(a) / 1300.0, rtol=2e-3)
+    np.testing.assert_allclose(got[1], b / 1300.0, rtol=1e-6)

@@ -636,7 +636,8 @@ def _global_norm(t_list: list, fn: str) -> Result:
     dtype = max((t.dtype for t in tensors), key=lambda d: d.bits)
     if _is_half(dtype):
         dtype = float32
-        tensors = [cast(v, float32) for v in tensors]
+    # half-precision tensors are squared in float32, also beside wider ones
+    tensors = [cast(v, float32) if _is_half(v.dtype) else v for v in tensors]
     squares = [cast(reduce_sum(v * v), dtype) for v in tensors]
     return sqrt(add_n(squares) if len(squares) > 1 else squares[0])
 
