@@ -176,3 +176,60 @@ def test_iterator_get_next_raises_out_of_range_at_the_end():
     assert int(it.get_next()) == 0
     with pytest.raises(tw.errors.OutOfRangeError):
         it.get_next()
+
+
+# -- random pipelines against a list model -------------------------------------------------
+
+def _apply_model(elements, op, arg):
+    """What `op` does to a list of (tuples of) ints, written out with Python lists."""
+    if op == "take":
+        return elements if arg < 0 else elements[:arg]
+    if op == "skip":
+        return [] if arg < 0 else elements[arg:]
+    if op == "repeat":
+        return elements * arg
+    if op == "batch":
+        return [tuple(elements[i:i + arg]) for i in range(0, len(elements), arg)]
+    if op == "batch_drop":
+        return [tuple(elements[i:i + arg]) for i in range(0, len(elements) - arg + 1, arg)]
+    if op == "concat_range":
+        return elements + list(range(arg))
+    if op == "enumerate_first":  # enumerate, then keep the index
+        return list(range(len(elements)))
+    raise AssertionError(op)
+
+
+def _apply_dataset(ds, op, arg):
+    if op == "take":
+        return ds.take(arg)
+    if op == "skip":
+        return ds.skip(arg)
+    if op == "repeat":
+        return ds.repeat(arg)
+    if op in ("batch", "batch_drop"):
+        return ds.batch(arg, drop_remainder=op == "batch_drop")
+    if op == "concat_range":
+        return ds.concatenate(Dataset.range(arg))
+    if op == "enumerate_first":
+        return ds.enumerate().map(lambda i, _: i)
+    raise AssertionError(op)
+
+
+_OPS = st.sampled_from(["take", "skip", "repeat", "batch", "batch_drop", "concat_range",
+                        "enumerate_first"])
+
+
+@given(st.integers(0, 7), st.lists(st.tuples(_OPS, st.integers(-1, 3)), max_size=4))
+def test_random_pipelines_match_a_list_model(n, ops):
+    ds, model = Dataset.range(n), list(range(n))
+    for op, arg in ops:
+        if op in ("batch", "batch_drop", "repeat", "concat_range") and arg < 1:
+            arg = 1 if op.startswith("batch") else 2
+        if op.startswith("batch"):
+            model = [sum(b) for b in _apply_model(model, op, arg)]
+            ds = _apply_dataset(ds, op, arg).map(lambda b: tw.reduce_sum(b))
+        else:
+            model = _apply_model(model, op, arg)
+            ds = _apply_dataset(ds, op, arg)
+    assert ints(ds) == model
+    assert card(ds) == len(model)  # every op here has a static length

@@ -81,12 +81,8 @@ class TracedFunction:
         """The function's result for the (nested) arguments, as a flat tuple of arrays of
         the output structure."""
         result = self._compiled(*elements)
-        leaves, tree = nest.flatten(result)
-        if lists_as_tuples(tree) != self.output.tree:  # the trace fixes it; a retrace would change it
-            raise InvalidArgumentError(
-                f"the function returned a different structure than when it "
-                f"was traced ({self.output.describe()})", op=self._what,
-                location=self._location)
+        # the single trace fixed the structure (an input_signature never retraces)
+        leaves, _ = nest.flatten(result)
         return tuple(np.asarray(v, numpy_dtype(s)) if not isinstance(v, np.ndarray) else v
                      for v, s in zip(leaves, self.output.specs))
 

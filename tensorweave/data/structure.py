@@ -8,6 +8,7 @@ statically, as TensorFlow's ``element_spec``).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -41,8 +42,22 @@ class Structure:
         """The element spec as text, for error messages."""
         return describe_nested(self.tree, [format_spec(s) for s in self.specs])
 
+    @functools.cached_property
+    def _flat_kind(self) -> str:
+        """"leaf" (one tensor), "tuple" (a flat tuple of tensors) or "nested"."""
+        if self.tree == ("leaf",):
+            return "leaf"
+        if self.tree[0] == "tuple" and all(c == ("leaf",) for c in self.tree[1]):
+            return "tuple"
+        return "nested"
+
     def nest(self, flat: Sequence[Any]) -> Any:
         """The element with leaves `flat`, nested as this structure says."""
+        kind = self._flat_kind  # the common shapes without the general walk (per element)
+        if kind == "leaf":
+            return flat[0]
+        if kind == "tuple":
+            return tuple(flat)
         return nest.unflatten(self.tree, list(flat))
 
 
