@@ -169,3 +169,12 @@ def test_as_numpy_iterator_gives_numpy_scalars_and_arrays_as_tensorflow():
                .as_numpy_iterator())
     assert isinstance(out[0][0], np.float64) and out[0][0] == 0.0
     assert isinstance(out[1][1], np.ndarray) and out[1][1].dtype == np.int32
+
+
+@pytest.mark.parametrize("module", [tw.data, tw.data.experimental, tw.compat.v1.data])
+def test_data_namespaces_list_documented_public_names(module):
+    assert module.__doc__ and set(dir(module)) == set(module.__all__)
+    for name in module.__all__:
+        obj = getattr(module, name)
+        assert (getattr(obj, "__doc__", None) or "").strip() or isinstance(obj, int), name
+    assert int(tw.data.experimental.cardinality(Dataset.range(4))) == 4

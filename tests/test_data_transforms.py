@@ -233,3 +233,13 @@ def test_random_pipelines_match_a_list_model(n, ops):
             ds = _apply_dataset(ds, op, arg)
     assert ints(ds) == model
     assert card(ds) == len(model)  # every op here has a static length
+
+
+@given(st.integers(0, 12), st.integers(1, 4), st.data())
+def test_shard_takes_every_nth_from_index(n, shards, data):
+    index = data.draw(st.integers(0, shards - 1))
+    ds = Dataset.range(n).shard(shards, index)
+    assert ints(ds) == list(range(n))[index::shards]
+    assert card(ds) == len(range(n)[index::shards])
+    with pytest.raises(tw.errors.InvalidArgumentError, match="shard"):
+        Dataset.range(n).shard(shards, shards)

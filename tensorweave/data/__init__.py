@@ -11,6 +11,7 @@ once with `tw.compile`); `tw.compat.v1.data.make_one_shot_iterator(ds).get_next(
 TensorFlow 1 graph the same elements, with `tw.errors.OutOfRangeError` at the end.
 """
 
+from . import experimental
 from .dataset import (
     AUTOTUNE,
     INFINITE_CARDINALITY,
@@ -20,7 +21,7 @@ from .dataset import (
 )
 
 __all__ = ["AUTOTUNE", "INFINITE_CARDINALITY", "UNKNOWN_CARDINALITY", "Dataset",
-           "DatasetIterator"]
+           "DatasetIterator", "experimental"]
 
 
 def __dir__() -> list[str]:

@@ -232,6 +232,11 @@ class Dataset:
         return ZipDataset((RangeDataset((start, np.iinfo(np.int64).max), None), self),
                           op="Dataset.enumerate")
 
+    def shard(self, num_shards: int, index: int, name: str | None = None) -> Dataset:
+        """Every `num_shards`-th element starting at `index` (one worker's part)."""
+        from .transforms import ShardDataset
+        return ShardDataset(self, num_shards, index)
+
     def prefetch(self, buffer_size: int, name: str | None = None) -> Dataset:
         """Produce up to `buffer_size` elements ahead on a background thread (AUTOTUNE: a
         small buffer); errors of the producer are raised to the consumer."""

@@ -170,6 +170,33 @@ class SkipDataset(_Unary):
         return max(0, n - self._count)
 
 
+class ShardDataset(_Unary):
+    """``Dataset.shard``: the elements whose position is `index` modulo `num_shards`."""
+
+    def __init__(self, source: Dataset, num_shards: int, index: int) -> None:
+        super().__init__(source, "Dataset.shard")
+        self._num_shards = check_count(num_shards, "Dataset.shard: num_shards",
+                                       self._location, minimum=1)
+        self._index = check_count(index, "Dataset.shard: index", self._location, minimum=0)
+        if self._index >= self._num_shards:
+            raise self._error(InvalidArgumentError,
+                              f"index must be in [0, num_shards), got index {index} with "
+                              f"num_shards {num_shards}")
+
+    def _iterate(self) -> Iterator[Element]:
+        source = self._source._iterate()
+        try:
+            yield from itertools.islice(source, self._index, None, self._num_shards)
+        finally:
+            source.close()
+
+    def _cardinality(self) -> int:
+        n = self._source._cardinality()
+        if n in (INFINITE_CARDINALITY, UNKNOWN_CARDINALITY):
+            return n
+        return n // self._num_shards + (1 if self._index < n % self._num_shards else 0)
+
+
 class CacheDataset(_Unary):
     """``Dataset.cache()``: the first pass that runs to the end is kept in memory and every
     later pass replays it (a pass stopped early keeps nothing, as in TensorFlow 2)."""

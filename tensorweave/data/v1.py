@@ -25,6 +25,7 @@ from ..errors import TracingError
 from ..frontend.building import apply_op
 from ..frontend.call_site import user_location
 from ..frontend.context import GraphBuilder, building, current_builder
+from . import experimental
 from .dataset import AUTOTUNE, INFINITE_CARDINALITY, UNKNOWN_CARDINALITY, Dataset
 
 
@@ -146,7 +147,7 @@ def _structure(x: Any) -> Any:
 
 __all__ = ["AUTOTUNE", "INFINITE_CARDINALITY", "UNKNOWN_CARDINALITY", "Dataset", "Iterator",
            "make_one_shot_iterator", "make_initializable_iterator", "get_output_types",
-           "get_output_shapes"]
+           "get_output_shapes", "experimental"]
 
 
 def __dir__() -> list[str]:
