@@ -116,3 +116,25 @@ def test_an_iterator_inside_a_compiled_function_is_refused():
         return x
     with pytest.raises(tw.errors.TracingError, match="compat.v1 graphs"):
         f(np.zeros(1))
+
+
+def test_reinitializable_iterator_switches_between_datasets(graph):
+    train = tf.data.Dataset.from_tensor_slices(np.arange(6, dtype=np.float32)).batch(2)
+    val = tf.data.Dataset.from_tensor_slices(np.arange(100, 103, dtype=np.float32)).batch(2)
+    it = tf.data.Iterator.from_structure(tf.data.get_output_types(train),
+                                         tf.data.get_output_shapes(train))
+    assert it.element_spec == tw.TensorSpec([None], tw.float32)
+    nxt = it.get_next()
+    train_init, val_init = it.make_initializer(train), it.make_initializer(val)
+    with tf.Session() as sess:
+        with pytest.raises(tf.errors.FailedPreconditionError, match="not been initialized"):
+            sess.run(nxt)
+        for _ in range(2):
+            sess.run(train_init)
+            assert [v.tolist() for v in _drain(sess, nxt)] == [[0, 1], [2, 3], [4, 5]]
+            sess.run(val_init)
+            assert [v.tolist() for v in _drain(sess, nxt)] == [[100, 101], [102]]
+    with pytest.raises(tw.errors.InvalidArgumentError, match="do not fit"):
+        it.make_initializer(tf.data.Dataset.range(3))
+    with pytest.raises(ValueError, match="make_initializer"):
+        it.initializer  # noqa: B018

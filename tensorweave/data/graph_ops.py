@@ -43,20 +43,32 @@ def register_dataset(dataset: Any) -> str:
     return key
 
 
-class IteratorState:
-    """One iterator's position in a dataset: the pass in progress, or none yet."""
+def _dataset(key: str, user: str) -> Any:
+    ds = _DATASETS.get(key)
+    if ds is None:
+        raise FailedPreconditionError(f"the dataset of '{user}' no longer exists (its graph "
+                                      f"was dropped)")
+    return ds
 
-    def __init__(self, dataset: Any, one_shot: bool) -> None:
+
+class IteratorState:
+    """One iterator's position in a dataset: the pass in progress, or none yet. A
+    reinitializable iterator (`dataset` None) gets its dataset from each initializer."""
+
+    def __init__(self, dataset: Any | None, one_shot: bool) -> None:
         self._dataset = dataset
         self._one_shot = one_shot
         self._elements: Iterator[Element] | None = None
         self._started = False
         self._lock = threading.Lock()
 
-    def initialize(self) -> None:
-        """Start a new pass (the previous one, if any, is stopped)."""
+    def initialize(self, dataset: Any | None = None) -> None:
+        """Start a new pass, over `dataset` if given (the previous pass, if any, is
+        stopped)."""
         with self._lock:
             self._close()
+            if dataset is not None:
+                self._dataset = dataset
             self._elements = self._dataset._iterate()
             self._started = True
 
@@ -104,8 +116,9 @@ def _declare() -> None:
                      "one_shot": attr("bool", False)},
                     doc="The handle of the dataset iterator named `shared_name` (created on "
                         "first use over the dataset registered as `dataset`).")
-    make = def_op("MakeIterator", ["handle"], stateful=True,
-                  doc="Start a new pass of the iterator over its dataset.")
+    make = def_op("MakeIterator", ["handle"], {"dataset": attr("str", "")}, stateful=True,
+                  doc="Start a new pass of the iterator over its dataset, or over the "
+                      "dataset registered as `dataset` when given.")
     get_next = def_op("IteratorGetNext", ["handle"],
                       {"dtypes": attr("strs"), "shapes": attr("ints", ()),
                        "ranks": attr("ints")},
@@ -119,11 +132,9 @@ def _declare() -> None:
     @handle.kernel("reference", context=True)
     def _handle_kernel(ctx, *, shared_name, dataset, one_shot):
         def factory() -> IteratorState:
-            ds = _DATASETS.get(dataset)
-            if ds is None:
-                raise FailedPreconditionError(f"the dataset of iterator '{shared_name}' no "
-                                              f"longer exists (its graph was dropped)")
-            return IteratorState(ds, one_shot)
+            if not dataset:  # reinitializable: an initializer names the dataset
+                return IteratorState(None, one_shot)
+            return IteratorState(_dataset(dataset, shared_name), one_shot)
         state = ctx.resources.get_or_create(shared_name, factory)
         if not isinstance(state, IteratorState):
             raise FailedPreconditionError(f"resource '{shared_name}' is a "
@@ -131,13 +142,13 @@ def _declare() -> None:
         return state
 
     @make.infer
-    def _make_infer(handle):
+    def _make_infer(handle, *, dataset):
         expect_resource(handle, "handle")
         return []
 
     @make.kernel("reference", context=True)
-    def _make_kernel(ctx, state):
-        state.initialize()
+    def _make_kernel(ctx, state, *, dataset):
+        state.initialize(_dataset(dataset, "MakeIterator") if dataset else None)
         return ()
 
     @get_next.infer

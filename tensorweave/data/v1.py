@@ -19,14 +19,18 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..compiler.dtypes import as_dtype
 from ..compiler.ir import Node
 from ..compiler.ops.queue import encode_shapes
-from ..errors import TracingError
+from ..errors import InvalidArgumentError, TracingError
+from ..frontend import nest
 from ..frontend.building import apply_op
 from ..frontend.call_site import user_location
 from ..frontend.context import GraphBuilder, building, current_builder
+from ..frontend.function import TensorSpec
 from . import experimental
 from .dataset import AUTOTUNE, INFINITE_CARDINALITY, UNKNOWN_CARDINALITY, Dataset
+from .structure import Structure, flatten_shapes
 
 
 def _v1_builder() -> GraphBuilder:
@@ -46,64 +50,91 @@ class Iterator:
     """A TensorFlow 1 dataset iterator in a graph: `get_next()` gives the element's
     tensors, `initializer` (initializable iterators) starts a new pass."""
 
-    def __init__(self, dataset: Dataset, one_shot: bool, shared_name: str | None = None,
-                 name: str = "Iterator") -> None:
-        from . import graph_ops
-        if not isinstance(dataset, Dataset):
+    def __init__(self, dataset: Dataset | None, one_shot: bool, shared_name: str | None = None,
+                 name: str = "Iterator", structure: Structure | None = None) -> None:
+        if dataset is not None and not isinstance(dataset, Dataset):
             raise TypeError(f"expected a tw.data.Dataset, got {type(dataset).__name__}")
         self._dataset = dataset
+        self._structure = dataset._structure if dataset is not None else structure
         self._one_shot = one_shot
         self._builder = builder = _v1_builder()
-        graph = builder.v1_graph
-        # the graph keeps the dataset alive; the handle names it by its registry key
-        kept = getattr(graph, "_tw_data_datasets", None)
-        if kept is None:
-            kept = graph._tw_data_datasets = []
-        kept.append(dataset)
-        self._shared_name = shared_name or graph.unique_variable_name(name)
+        self._shared_name = shared_name or builder.v1_graph.unique_variable_name(name)
         attrs = {"shared_name": self._shared_name,
-                 "dataset": graph_ops.register_dataset(dataset), "one_shot": one_shot}
+                 "dataset": "" if dataset is None else self._register(dataset),
+                 "one_shot": one_shot}
         with building(builder):
             node = builder.graph.add_node("IteratorHandle", [], attrs,
                                           name=builder.scoped_name(name), device=builder.device,
                                           loc=user_location())
             self._handle = node.outputs[0]
             self._initializer: Node | None = None
-            if not one_shot:
+            if not one_shot and dataset is not None:
                 apply_op("MakeIterator", [self._handle], {}, name=f"{name}/initializer")
                 self._initializer = builder.graph.nodes[-1]
+
+    def _register(self, dataset: Dataset) -> str:
+        """The dataset's key for the graph ops; the graph keeps the dataset alive."""
+        from . import graph_ops
+        graph = self._builder.v1_graph
+        kept = getattr(graph, "_tw_data_datasets", None)
+        if kept is None:
+            kept = graph._tw_data_datasets = []
+        kept.append(dataset)
+        return graph_ops.register_dataset(dataset)
+
+    @staticmethod
+    def from_structure(output_types: Any, output_shapes: Any = None,
+                       shared_name: str | None = None, output_classes: Any = None) -> Iterator:
+        """A reinitializable iterator for elements of this structure, bound to no dataset:
+        `make_initializer(ds)` gives the op that starts a pass over `ds`
+        (``tf.compat.v1.data.Iterator.from_structure``: one `get_next()` for training and
+        validation data)."""
+        structure = _structure_of_types(output_types, output_shapes)
+        return Iterator(None, one_shot=False, shared_name=shared_name, structure=structure)
+
+    def make_initializer(self, dataset: Dataset, name: str | None = None) -> Node:
+        """The op that starts a pass of this iterator over `dataset`, whose elements must
+        fit the iterator's structure (same nesting and dtypes, compatible shapes)."""
+        if not isinstance(dataset, Dataset):
+            raise TypeError(f"expected a tw.data.Dataset, got {type(dataset).__name__}")
+        _check_fits(dataset._structure, self._structure)
+        with building(self._builder):
+            apply_op("MakeIterator", [self._handle], {"dataset": self._register(dataset)},
+                     name=name or "make_initializer")
+            return self._builder.graph.nodes[-1]
 
     @property
     def initializer(self) -> Node:
         """The op that starts a new pass (run it before `get_next()`, and again to
         restart)."""
         if self._initializer is None:
-            raise ValueError("a one-shot iterator has no initializer: it starts by itself "
-                             "(use make_initializable_iterator to restart passes)")
+            raise ValueError("this iterator has no initializer: a one-shot iterator starts "
+                             "by itself, one made with Iterator.from_structure starts with "
+                             "make_initializer(dataset)")
         return self._initializer
 
     @property
     def element_spec(self) -> Any:
-        """The spec of the elements (the dataset's)."""
-        return self._dataset.element_spec
+        """The spec of the elements."""
+        return self._structure.element_spec
 
     @property
     def output_types(self) -> Any:
         """The elements' dtypes, nested as the elements."""
-        s = self._dataset._structure
+        s = self._structure
         return s.nest([spec.dtype for spec in s.specs])
 
     @property
     def output_shapes(self) -> Any:
         """The elements' shapes (None dims unknown), nested as the elements."""
-        s = self._dataset._structure
+        s = self._structure
         return s.nest([spec.shape for spec in s.specs])
 
     def get_next(self, name: str | None = None) -> Any:
         """Tensors of the next element, nested as the elements: each run of a step that
         uses them takes one element; at the end the run raises
         `tw.errors.OutOfRangeError`."""
-        structure = self._dataset._structure
+        structure = self._structure
         flat, ranks = encode_shapes([s.shape for s in structure.specs], len(structure.specs))
         attrs = {"dtypes": tuple(s.dtype.name for s in structure.specs), "shapes": flat,
                  "ranks": ranks}
@@ -111,6 +142,32 @@ class Iterator:
             outs = apply_op("IteratorGetNext", [self._handle], attrs,
                             name=name or "IteratorGetNext")
         return structure.nest(outs)
+
+
+def _structure_of_types(output_types: Any, output_shapes: Any) -> Structure:
+    """The structure `Iterator.from_structure` describes (dtypes nest, shapes are leaves)."""
+    types, tree = nest.flatten(output_types)
+    if output_shapes is None:
+        raise InvalidArgumentError("Iterator.from_structure: tensorweave needs output_shapes "
+                                   "(None for dims of any size)")
+    shapes, shape_tree = flatten_shapes(output_shapes)
+    if shape_tree != tree or any(s is None for s in shapes):
+        raise InvalidArgumentError(f"Iterator.from_structure: output_shapes {output_shapes!r} "
+                                   f"does not give a shape for each of output_types "
+                                   f"{output_types!r}")
+    return Structure(tree, tuple(TensorSpec(s, as_dtype(t)) for t, s in zip(types, shapes)))
+
+
+def _check_fits(given: Structure, wanted: Structure) -> None:
+    """A dataset's elements fit an iterator's structure, or a clear error."""
+    ok = given.tree == wanted.tree and all(
+        a.dtype is b.dtype and len(a.shape) == len(b.shape)
+        and all(x is None or y is None or x == y for x, y in zip(a.shape, b.shape))
+        for a, b in zip(given.specs, wanted.specs))
+    if not ok:
+        raise InvalidArgumentError(f"make_initializer: the dataset's elements "
+                                   f"{given.describe()} do not fit the iterator's "
+                                   f"{wanted.describe()}")
 
 
 def make_one_shot_iterator(dataset: Dataset) -> Iterator:
@@ -139,7 +196,7 @@ def get_output_shapes(dataset_or_iterator: Any) -> Any:
 
 def _structure(x: Any) -> Any:
     if isinstance(x, Iterator):
-        return x._dataset._structure
+        return x._structure
     if isinstance(x, Dataset):
         return x._structure
     raise TypeError(f"expected a Dataset or an Iterator, got {type(x).__name__}")
