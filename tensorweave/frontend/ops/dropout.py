@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from ...compiler.dtypes import float32
 from ...errors import DTypeError, InvalidArgumentError, ShapeError, UnimplementedError
 from ..building import apply_op1, convert_to_tensor, user_location
 from ..context import name_scope
@@ -58,9 +59,13 @@ def _noise_attr(noise_shape: Any, x_shape: Sequence[int | None]) -> tuple[int, .
     return None if all(n == -1 for n in out) else tuple(out)
 
 
+def _is_number(rate: Any) -> bool:
+    return isinstance(rate, (int, float, np.integer, np.floating))
+
+
 def _check_rate(rate: Any, what: str) -> None:
     """Python-number rates are checked now; tensors are the caller's business (as in TF)."""
-    if isinstance(rate, (int, float, np.integer, np.floating)) and not 0 <= rate < 1:
+    if _is_number(rate) and not 0 <= rate < 1:
         raise InvalidArgumentError(f"tw.nn.dropout: {what} must be in [0, 1), got {rate}",
                                    location=str(user_location()))
 
@@ -84,13 +89,22 @@ def dropout(x: TensorLike, rate: TensorLike = None, noise_shape: Any = None,
     if not x.dtype.is_floating:
         raise DTypeError(f"tw.nn.dropout: x must be a floating-point tensor, got {x.dtype!r}",
                          location=str(user_location()))
-    if isinstance(rate, (int, float, np.integer, np.floating)) and rate == 0:
+    if _is_number(rate) and rate == 0:
         return x
     noise = _noise_attr(noise_shape, x.shape)
     with name_scope(name or "dropout"):
         seed1, seed2 = get_seed(seed)
-        uniform = apply_op1("RandomUniformLike", [x], {"noise_shape": noise, "seed": seed1,
-                                                       "seed2": seed2})
+        attrs = {"noise_shape": noise, "seed": seed1, "seed2": seed2}
+        if m._is_half(x.dtype):
+            # a uniform in x's dtype has 7 (bfloat16) or 10 (float16) random bits, so the
+            # fraction dropped would be the rate rounded up to a multiple of 1/128 (1/1024):
+            # draw, compare and scale in float32
+            uniform = apply_op1("RandomUniformLike", [x], {**attrs, "dtype": float32})
+            rate_t = convert_to_tensor(rate, dtype=float32) if _is_number(rate) else \
+                m.cast(convert_to_tensor(rate, dtype=x.dtype), float32)
+            keep = m.cast(m.greater_equal(uniform, rate_t), x.dtype)
+            return x * m.cast(m.reciprocal(1 - rate_t), x.dtype) * keep
+        uniform = apply_op1("RandomUniformLike", [x], attrs)
         rate_t = convert_to_tensor(rate, dtype=x.dtype)
         keep = m.cast(m.greater_equal(uniform, rate_t), x.dtype)
         return x * m.reciprocal(1 - rate_t) * keep
