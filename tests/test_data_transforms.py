@@ -144,6 +144,16 @@ def test_cardinality_constants_as_tensorflow_gives_them():
     assert card(Dataset.range(10).repeat().take(3)) == 3
     assert card(Dataset.range(10).repeat().skip(3)) == INFINITE_CARDINALITY
     assert card(Dataset.range(5).filter(lambda x: x > 2)) == UNKNOWN_CARDINALITY
+    assert card(Dataset.range(3).repeat().filter(lambda x: True)) == UNKNOWN_CARDINALITY
+    assert card(Dataset.range(0).filter(lambda x: True)) == UNKNOWN_CARDINALITY
+    assert card(Dataset.range(3).repeat().enumerate()) == INFINITE_CARDINALITY
+    assert card(Dataset.range(3).enumerate()) == 3
+    assert card(Dataset.range(3).batch(2).unbatch()) == UNKNOWN_CARDINALITY
+    assert card(Dataset.range(3).batch(2, drop_remainder=True).unbatch()) == 2
+    assert card(Dataset.range(3).concatenate(unknown_length(1))) == UNKNOWN_CARDINALITY
+    assert card(unknown_length(1).concatenate(Dataset.range(3).repeat())) == INFINITE_CARDINALITY
+    assert card(Dataset.range(3).repeat().skip(-1)) == INFINITE_CARDINALITY
+    assert card(unknown_length(1).repeat(0)) == 0
     assert card(Dataset.range(10).batch(3)) == 4 and card(Dataset.range(10).batch(3, True)) == 3
     with pytest.raises(TypeError, match="infinite"):
         len(Dataset.range(1).repeat())

@@ -228,9 +228,8 @@ class Dataset:
 
     def enumerate(self, start: int = 0, name: str | None = None) -> Dataset:
         """``(index, element)`` pairs, the index an int64 scalar from `start`."""
-        from .sources import RangeDataset, ZipDataset
-        return ZipDataset((RangeDataset((start, np.iinfo(np.int64).max), None), self),
-                          op="Dataset.enumerate")
+        from .sources import CounterDataset, ZipDataset
+        return ZipDataset((CounterDataset(start), self), op="Dataset.enumerate")
 
     def shard(self, num_shards: int, index: int, name: str | None = None) -> Dataset:
         """Every `num_shards`-th element starting at `index` (one worker's part)."""

@@ -21,7 +21,7 @@ from ..errors import DTypeError, InvalidArgumentError
 from ..frontend import nest
 from ..frontend.function import Function, TensorSpec
 from ..frontend.function import compile as tw_compile
-from .dataset import AUTOTUNE, Dataset
+from .dataset import AUTOTUNE, UNKNOWN_CARDINALITY, Dataset
 from .structure import (
     Element,
     Structure,
@@ -172,9 +172,8 @@ class FilterDataset(Dataset):
                 yield element
 
     def _cardinality(self) -> int:
-        from .dataset import INFINITE_CARDINALITY, UNKNOWN_CARDINALITY
-        n = self._source._cardinality()
-        return n if n in (INFINITE_CARDINALITY, 0) else UNKNOWN_CARDINALITY
+        # always unknown, as TensorFlow 2.21's (even for an infinite or empty input)
+        return UNKNOWN_CARDINALITY
 
 
 def reduce_dataset(dataset: Dataset, initial_state: Any, reduce_func: Callable[..., Any]) -> Any:

@@ -124,6 +124,23 @@ class RangeDataset(Dataset):
         return max(0, -(-(start - stop) // -step))
 
 
+class CounterDataset(Dataset):
+    """int64 scalars start, start + 1, ... without end (`Dataset.enumerate`'s indices)."""
+
+    def __init__(self, start: int) -> None:
+        super().__init__(Structure(("leaf",), (TensorSpec((), int64),)), "Dataset.enumerate")
+        self._start = int(start)
+
+    def _iterate(self) -> Iterator[Element]:
+        i = self._start
+        while True:
+            yield (np.asarray(i, np.int64),)
+            i += 1
+
+    def _cardinality(self) -> int:
+        return INFINITE_CARDINALITY
+
+
 def _signature_structure(output_signature: Any, output_types: Any, output_shapes: Any,
                          what: str, location: str | None) -> Structure:
     if output_signature is not None:
