@@ -73,6 +73,8 @@ def run_natively(fn: Callable, arrays: list[np.ndarray]) -> tuple[list[np.ndarra
     for action in plan.actions:
         if not isinstance(action, Launch):
             raise ValueError(f"{type(action).__name__} is not emulated")
+        if action.call_index:
+            raise ValueError(f"{action.kernel.name} takes a call index (not emulated)")
         args = [buffer(s) for s in action.args]
         if action.kernel.can_fail:
             args.append(np.zeros(action.kernel.status_width, np.int32))
