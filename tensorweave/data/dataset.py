@@ -112,21 +112,26 @@ class Dataset:
     def from_tensor_slices(tensors: Any, name: str | None = None) -> Dataset:
         """One element per row of the first dimension of every leaf of `tensors` (a nested
         structure of arrays that all have the same first dim)."""
+        from .interleave import spec_source
         from .sources import TensorSlicesDataset
-        return TensorSlicesDataset(tensors)
+        return spec_source(tensors, "Dataset.from_tensor_slices", slices=True) \
+            or TensorSlicesDataset(tensors)
 
     @staticmethod
     def from_tensors(tensors: Any, name: str | None = None) -> Dataset:
         """A dataset of one element: `tensors` itself."""
+        from .interleave import spec_source
         from .sources import TensorsDataset
-        return TensorsDataset(tensors)
+        return spec_source(tensors, "Dataset.from_tensors", slices=False) \
+            or TensorsDataset(tensors)
 
     @staticmethod
     def range(*args: int, output_type: Any = None, name: str | None = None) -> Dataset:
         """``range(stop)``, ``range(start, stop[, step])`` as int64 scalars (or
         `output_type`), as Python's range."""
+        from .interleave import spec_range
         from .sources import RangeDataset
-        return RangeDataset(args, output_type)
+        return spec_range(args, output_type) or RangeDataset(args, output_type)
 
     @staticmethod
     def from_generator(generator: Callable[..., Any], output_types: Any = None,
@@ -170,6 +175,23 @@ class Dataset:
         their input order."""
         from .functions import MapDataset
         return MapDataset(self, map_func, num_parallel_calls, target)
+
+    def interleave(self, map_func: Callable[..., Dataset], cycle_length: int | None = None,
+                   block_length: int | None = None, num_parallel_calls: int | None = None,
+                   deterministic: bool | None = None, name: str | None = None) -> Dataset:
+        """The elements of the datasets `map_func` returns for the input elements,
+        interleaved as TensorFlow does: `cycle_length` (default: the CPU count) open at
+        once, `block_length` (default 1) elements from each in turn. `map_func` is traced
+        once for the element spec and then called eagerly per element."""
+        from .interleave import InterleaveDataset
+        return InterleaveDataset(self, map_func, cycle_length, block_length,
+                                 "Dataset.interleave")
+
+    def flat_map(self, map_func: Callable[..., Dataset], name: str | None = None) -> Dataset:
+        """The elements of the datasets `map_func` returns for the input elements, one
+        dataset after the other."""
+        from .interleave import InterleaveDataset
+        return InterleaveDataset(self, map_func, 1, 1, "Dataset.flat_map")
 
     def filter(self, predicate: Callable[..., Any], name: str | None = None, *,
                target: str | None = None) -> Dataset:

@@ -17,11 +17,14 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import DTypeError, InvalidArgumentError
+from ..errors import DTypeError, InvalidArgumentError, TracingError
 from ..frontend import nest
+from ..frontend.context import current_builder
 from ..frontend.function import Function, TensorSpec
 from ..frontend.function import compile as tw_compile
+from ..frontend.tensor import Tensor
 from .dataset import AUTOTUNE, UNKNOWN_CARDINALITY, Dataset
+from .interleave import spec_only
 from .structure import (
     Element,
     Structure,
@@ -62,9 +65,29 @@ class TracedFunction:
                 return fn(state, element)
         wrapper.__name__ = getattr(fn, "__name__", "dataset_fn")
         wrapper.__qualname__ = getattr(fn, "__qualname__", wrapper.__name__)
-        self._compiled: Function = tw_compile(wrapper, input_signature=signature, target=target)
+        builder = current_builder()
+        if spec_only() and builder is not None:
+            # made while an interleave function is traced: only the spec is wanted, and
+            # `fn` may capture that trace's tensors, so trace it inline, in that graph
+            self._compiled = None
+            self.output = self._inline_output(wrapper, signature, builder)
+            return
+        self._compiled: Function | None = tw_compile(wrapper, input_signature=signature,
+                                                     target=target)
         concrete = self._compiled.get_concrete_function()
         self.output = self._output_structure(concrete)
+
+    def _inline_output(self, wrapper: Callable[..., Any], signature: list[Any],
+                       builder: Any) -> Structure:
+        args = []
+        for spec_tree in signature:
+            specs, tree = nest.flatten(spec_tree)
+            args.append(nest.unflatten(tree, [Tensor(builder.graph.add_arg(s.type), builder)
+                                              for s in specs]))
+        leaves, tree = nest.flatten(wrapper(*args))
+        specs = [TensorSpec(v.type.shape, v.type.dtype) if isinstance(v, Tensor)
+                 else spec_of(to_array(v, self._what, self._location)) for v in leaves]
+        return Structure(lists_as_tuples(tree), tuple(specs))
 
     def _output_structure(self, concrete: Any) -> Structure:
         results = concrete.graph.results
@@ -80,6 +103,10 @@ class TracedFunction:
     def __call__(self, *elements: Any) -> Element:
         """The function's result for the (nested) arguments, as a flat tuple of arrays of
         the output structure."""
+        if self._compiled is None:
+            raise TracingError("this function was traced for its spec only (inside an "
+                               "interleave/flat_map function's trace)",
+                               op=self._what, location=self._location)
         result = self._compiled(*elements)
         # the single trace fixed the structure (an input_signature never retraces)
         leaves, _ = nest.flatten(result)
