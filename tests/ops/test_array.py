@@ -393,7 +393,7 @@ def test_gather_unknown_dims_and_out_of_range_index_at_run_time():
     assert "Gather" in msg and "test_array.py" in msg and "indices[1] = 7" in msg and "[0, 3)" in msg
     with pytest.raises(tw.errors.InvalidArgumentError, match=r"indices\[0\] = -1"):
         tw.gather(p, [-1])
-    with pytest.raises(tw.errors.UnimplementedError, match="batch_dims"):
+    with pytest.raises(tw.errors.ShapeError, match="batch dim 0"):  # (2 rows, 1 index row)
         tw.gather(p, [[0]], axis=1, batch_dims=1)
     with pytest.raises(tw.errors.DTypeError, match="indices"):
         tw.gather(p, [0.5])

@@ -334,11 +334,52 @@ def gather(params: TensorLike, indices: TensorLike, axis: int | None = None, bat
            name: str | None = None) -> TensorLike:
     """Slices of `params` along `axis` (default 0) at integer `indices`: the result has shape
     ``params.shape[:axis] + indices.shape + params.shape[axis+1:]``. An index outside
-    ``[0, params.shape[axis])`` raises InvalidArgumentError when the graph runs. Only
-    ``batch_dims=0`` is supported."""
-    axis = batch_dims if axis is None else _scalar(axis, "gather", "axis")
+    ``[0, params.shape[axis])`` raises InvalidArgumentError when the graph runs. With
+    ``batch_dims = b`` (negative counts from ``indices.ndim``) the first b dims of
+    `params` and `indices` are batch dims (equal sizes) and each batch's indices gather
+    from that batch's params: the result has shape ``params.shape[:axis] +
+    indices.shape[b:] + params.shape[axis+1:]`` (``axis >= b``; `axis` defaults to b)."""
+    batch_dims = _scalar(batch_dims, "gather", "batch_dims")
+    axis = None if axis is None else _scalar(axis, "gather", "axis")
+    if batch_dims != 0:
+        return _batch_gather(convert_to_tensor(params), convert_to_tensor(indices), axis,
+                             batch_dims, name)
+    axis = 0 if axis is None else axis
     return apply_op1("Gather", [convert_to_tensor(params), convert_to_tensor(indices)],
                      {"axis": axis, "batch_dims": batch_dims}, name=name)
+
+
+def _batch_gather(params: Any, indices: Any, axis: int | None, batch_dims: int,
+                  name: str | None) -> Any:
+    """`gather` with ``batch_dims > 0``: a GatherNd of one coordinate per index over the
+    batch dims (TensorFlow's definition), with `axis` moved next to them and back."""
+    b = batch_dims + indices.ndim if batch_dims < 0 else batch_dims
+    if not 0 <= b <= indices.ndim or b > params.ndim - 1:
+        raise _usage_error("gather", f"batch_dims must be in [-{indices.ndim}, "
+                                     f"{min(indices.ndim, params.ndim - 1)}] for indices of "
+                                     f"rank {indices.ndim} and params of rank {params.ndim}, "
+                                     f"got {batch_dims}")
+    ax = b if axis is None else (axis + params.ndim if axis < 0 else axis)
+    if not b <= ax < params.ndim:
+        raise _usage_error("gather", f"axis must be >= batch_dims ({b}) and < the rank of "
+                                     f"params ({params.ndim}), got {axis}")
+    for d, (p, i) in enumerate(zip(params.shape[:b], indices.shape[:b])):
+        if p is not None and i is not None and p != i:
+            raise _usage_error("gather", f"batch dim {d} of params ({p}) and of indices ({i}) "
+                                         f"differ (shapes {list(params.shape)} and "
+                                         f"{list(indices.shape)}, batch_dims={b})")
+    if b == indices.ndim:  # one index per batch: gather a dim of 1, then drop it
+        return squeeze(_batch_gather(params, expand_dims(indices, -1), ax, b, None), [ax],
+                       name=name)
+    span = _builtin_range
+    moved = [*span(b), ax, *span(b, ax), *span(ax + 1, params.ndim)]
+    front = params if ax == b else transpose(params, moved)
+    out = apply_op1("GatherNd", [front, expand_dims(indices, -1)], {"batch_dims": b})
+    if ax == b:
+        return identity(out, name=name)
+    k = indices.ndim - b
+    back = [*span(b), *span(b + k, k + ax), *span(b, b + k), *span(k + ax, out.ndim)]
+    return transpose(out, back, name=name)
 
 
 def unsorted_segment_sum(data: TensorLike, segment_ids: TensorLike, num_segments: int,
