@@ -8,6 +8,7 @@ from . import (  # noqa: F401
     control,
     convolution,
     core,
+    counting,
     dataflow_control,
     fusion,
     grad_support,

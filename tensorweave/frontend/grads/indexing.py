@@ -169,3 +169,50 @@ def _segment_prod(op, g):
     partial = m.where(is_zero, others, prod / safe)
     gathered, _ = _gather_drop_negatives(g, ids, data.ndim)
     return [gathered * partial, None]
+
+
+# -- sorted segment reductions (TensorFlow's math_grad.py) -----------------------------------
+
+def _rows_like(t, rank):
+    """`t` ([segments]) reshaped to broadcast against rows of rank `rank`."""
+    return a.reshape(t, [-1] + [1] * (rank - 1))
+
+
+@register_gradient("SegmentSum")
+def _sorted_segment_sum(op, g):
+    return [a.gather(g, op.inputs[1]), None]
+
+
+@register_gradient("SegmentMean")
+def _sorted_segment_mean(op, g):
+    data, ids = op.inputs
+    count = seg.segment_sum(a.ones_like(ids, dtype=g.dtype), ids)
+    return [a.gather(g / _rows_like(m.maximum(count, a.ones_like(count)), data.ndim), ids),
+            None]
+
+
+def _sorted_segment_min_or_max(op, g):
+    data, ids = op.inputs
+    # the entries equal to their segment's result share its gradient equally
+    selected = m.equal(data, a.gather(op.outputs[0], ids))
+    count = seg.segment_sum(m.cast(selected, g.dtype), ids)
+    share = a.gather(g / m.maximum(count, a.ones_like(count)), ids)
+    return [m.where(selected, share, a.zeros_like(share)), None]
+
+
+register_gradient("SegmentMax")(_sorted_segment_min_or_max)
+register_gradient("SegmentMin")(_sorted_segment_min_or_max)
+
+
+@register_gradient("SegmentProd")
+def _sorted_segment_prod(op, g):
+    data, ids = op.inputs
+    # as UnsortedSegmentProd: prod / x_i, the product of the others where x_i is 0, and
+    # 0 everywhere in a segment with two zeros or more
+    is_zero = m.equal(data, a.zeros_like(data))
+    zeros = seg.segment_sum(m.cast(is_zero, g.dtype), ids)
+    g = m.where(m.greater(zeros, a.ones_like(zeros)), a.zeros_like(g), g)
+    nonzero_prod = seg.segment_prod(m.where(is_zero, a.ones_like(data), data), ids)
+    safe = m.where(is_zero, a.ones_like(data), data)
+    partial = m.where(is_zero, a.gather(nonzero_prod, ids), a.gather(op.outputs[0], ids) / safe)
+    return [a.gather(g, ids) * partial, None]

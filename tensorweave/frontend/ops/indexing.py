@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from ...compiler.dtypes import DType, as_dtype, bool_, float32, int32, int64
-from ..building import apply_op1, convert_operands, convert_to_tensor
+from ..building import apply_op, apply_op1, convert_operands, convert_to_tensor
 from ..context import name_scope
 from . import array as a
 from . import math as m
@@ -329,7 +329,64 @@ def searchsorted(sorted_sequence: TensorLike, values: TensorLike, side: str = "l
                      {"side": side, "out_type": as_dtype(out_type)}, name=name)
 
 
+# ------------------------------------------------------------- unique values, histograms
+
+def _unique(x: TensorLike, out_idx: Any, fn: str, name: str | None) -> tuple[Any, Any, Any]:
+    out_idx = as_dtype(out_idx)
+    if out_idx not in (int32, int64):
+        raise _usage_error(fn, f"out_idx must be tw.int32 or tw.int64, got {out_idx.name}")
+    x = convert_to_tensor(x)
+    if x.ndim != 1:
+        raise _usage_error(fn, f"x must be 1-D, got shape {list(x.shape)}")
+    y, idx, count = apply_op("Unique", [x], {"out_idx": out_idx}, name=name)
+    return y, idx, count
+
+
+def unique(x: TensorLike, out_idx: Any = int32, name: str | None = None) -> tuple[Any, Any]:
+    """The distinct values of the 1-D `x` in order of first occurrence, and for each
+    element of `x` the index of its value among them (dtype `out_idx`, int32 or int64):
+    ``x == tw.gather(y, idx)``. TensorFlow's ``tf.unique``; not differentiable."""
+    y, idx, _ = _unique(x, out_idx, "unique", name)
+    return y, idx
+
+
+def unique_with_counts(x: TensorLike, out_idx: Any = int32,
+                       name: str | None = None) -> tuple[Any, Any, Any]:
+    """`unique`, and how often each distinct value occurs (dtype `out_idx`)."""
+    return _unique(x, out_idx, "unique_with_counts", name)
+
+
+def histogram_fixed_width(values: TensorLike, value_range: Any, nbins: int = 100,
+                          dtype: Any = int32, name: str | None = None) -> TensorLike:
+    """How many of `values` (any shape, numeric) fall in each of `nbins` equal bins over
+    ``value_range = [lo, hi]`` (static, lo < hi): values below `lo` count in the first
+    bin and values at or above `hi` in the last, as TensorFlow's ``HistogramFixedWidth``
+    kernel computes the bin: ``max(v, lo) - lo`` in the values' dtype, then divided by
+    ``(hi - lo) / nbins`` in float64, at most ``nbins - 1``, truncated. NaN values count
+    in bin 0 (TensorFlow's kernel leaves them undefined)."""
+    n = _scalar(nbins, "histogram_fixed_width", "nbins")
+    if not isinstance(n, int) or n < 1:
+        raise _usage_error("histogram_fixed_width", f"nbins must be a positive int, got {n!r}")
+    lo_hi = np.asarray(a._const_array(value_range) if not isinstance(value_range, (list, tuple))
+                       else value_range, np.float64)
+    if lo_hi is None or lo_hi.shape != (2,) or not lo_hi[0] < lo_hi[1]:
+        raise _usage_error("histogram_fixed_width", f"value_range must be a static [lo, hi] "
+                                                    f"with lo < hi, got {value_range!r}")
+    lo, hi = float(lo_hi[0]), float(lo_hi[1])
+    values = convert_to_tensor(values)
+    with name_scope(name or "histogram_fixed_width"):
+        v = a.reshape(values, [-1])
+        low = convert_to_tensor(np.asarray(lo).astype(values.dtype.np))
+        step = (hi - lo) / n
+        scaled = m.cast(m.maximum(v, low) - low, "float64") / step
+        # NaN compares false everywhere: it lands in bin 0
+        scaled = m.where(m.is_nan(scaled), a.zeros_like(scaled), scaled)
+        bins = m.cast(m.minimum(scaled, float(n - 1)), "int32")
+        return a.unsorted_segment_sum(a.ones_like(bins, dtype=as_dtype(dtype)), bins, n)
+
+
 __all__ = ["sort", "argsort", "gather_nd", "scatter_nd", "tensor_scatter_nd_update",
            "tensor_scatter_nd_add", "tensor_scatter_nd_sub", "tensor_scatter_nd_max",
            "tensor_scatter_nd_min", "boolean_mask", "sequence_mask", "eye", "linspace",
-           "meshgrid", "reverse", "roll", "searchsorted"]
+           "meshgrid", "reverse", "roll", "searchsorted", "unique", "unique_with_counts",
+           "histogram_fixed_width"]
