@@ -120,6 +120,59 @@ ResourceScatterUpdate = _declare(
     "the last update wins.")
 
 
+def _combine(var: VariableState, indices: np.ndarray, updates: np.ndarray, how: str) -> None:
+    """``variable[indices[i]] = how(variable[indices[i]], updates[i])`` for each i in
+    turn (TensorFlow's ScatterMul/Div/Min/Max): repeated indices apply every update."""
+    with var.lock:
+        flat = _checked_rows(var, indices, "update")
+        value = var.value
+        slices = updates.reshape((flat.size,) + value.shape[1:])
+        if how == "div" and value.dtype.kind in "iu":
+            zero = np.flatnonzero((slices == 0).reshape(flat.size, -1).any(axis=1))
+            if zero.size:
+                raise InvalidArgumentError(f"integer division by zero: updates[{zero[0]}] "
+                                           f"has a zero (variable '{var.name}')")
+            for k, row in enumerate(flat):  # one update per index, in order
+                q = np.abs(value[row]) // np.abs(slices[k])
+                # C++ integer division truncates towards zero
+                value[row] = np.where((value[row] < 0) != (slices[k] < 0), -q, q)
+            return
+        wide = _accumulator(value.dtype)
+        rows, where = np.unique(flat, return_inverse=True)
+        acc = value[rows].astype(wide)
+        ufunc = {"mul": np.multiply, "div": np.divide, "min": np.minimum,
+                 "max": np.maximum}[how]
+        ufunc.at(acc, where.reshape(-1), slices.astype(wide))
+        value[rows] = acc.astype(value.dtype)
+
+
+def _declare_combining(name: str, how: str, doc: str) -> OpDef:
+    op = def_op(name, ["resource", "indices", "updates"], stateful=True, doc=doc)
+    op.infer(_numeric_scatter_infer)
+
+    @op.kernel("reference", context=True)
+    def _kernel(ctx, var, indices, updates):
+        _combine(var, np.asarray(indices), np.asarray(updates), how)
+        return ()
+
+    return op
+
+
+ResourceScatterMul = _declare_combining(
+    "ResourceScatterMul", "mul",
+    "variable[indices[i...], ...] *= updates[i..., ...] in place; repeated indices multiply.")
+ResourceScatterDiv = _declare_combining(
+    "ResourceScatterDiv", "div",
+    "variable[indices[i...], ...] /= updates[i..., ...] in place; repeated indices divide "
+    "by each update (integers truncate towards zero; an integer zero divisor is an error).")
+ResourceScatterMin = _declare_combining(
+    "ResourceScatterMin", "min",
+    "variable[indices[i...], ...] = min(variable[...], updates[i..., ...]) in place.")
+ResourceScatterMax = _declare_combining(
+    "ResourceScatterMax", "max",
+    "variable[indices[i...], ...] = max(variable[...], updates[i..., ...]) in place.")
+
+
 # ----------------------------------------------------------------- ResourceGather
 
 ResourceGather = def_op(

@@ -44,6 +44,34 @@ def scatter_update(ref: Any, indices: Any, updates: Any, use_locking: bool = Tru
     return _scatter("ResourceScatterUpdate", ref, indices, updates, name)
 
 
+def scatter_mul(ref: Any, indices: Any, updates: Any, use_locking: bool = False,
+                name: str | None = None) -> Any:
+    """``ref[indices[i...], ...] *= updates[i..., ...]`` in place (repeated indices
+    multiply). Returns the update op in a graph."""
+    return _scatter("ResourceScatterMul", ref, indices, updates, name)
+
+
+def scatter_div(ref: Any, indices: Any, updates: Any, use_locking: bool = False,
+                name: str | None = None) -> Any:
+    """``ref[indices[i...], ...] /= updates[i..., ...]`` in place (repeated indices divide
+    by each update; integers truncate towards zero). Returns the update op in a graph."""
+    return _scatter("ResourceScatterDiv", ref, indices, updates, name)
+
+
+def scatter_min(ref: Any, indices: Any, updates: Any, use_locking: bool = False,
+                name: str | None = None) -> Any:
+    """``ref[indices[i...], ...] = min(ref[...], updates[i..., ...])`` in place. Returns
+    the update op in a graph."""
+    return _scatter("ResourceScatterMin", ref, indices, updates, name)
+
+
+def scatter_max(ref: Any, indices: Any, updates: Any, use_locking: bool = False,
+                name: str | None = None) -> Any:
+    """``ref[indices[i...], ...] = max(ref[...], updates[i..., ...])`` in place. Returns
+    the update op in a graph."""
+    return _scatter("ResourceScatterMax", ref, indices, updates, name)
+
+
 def returning_value(scatter: Callable[..., Any]) -> Callable[..., Any]:
     """TensorFlow 1's flavor of a scatter function: it returns the variable's value read
     after the update (a tensor to fetch or compute with), not the update op."""
@@ -75,5 +103,5 @@ def deduplicate(values: Any, indices: Any) -> tuple[Any, Any]:
     return summed, unique
 
 
-__all__ = ["scatter_add", "scatter_sub", "scatter_update", "gather_rows", "deduplicate",
-           "returning_value"]
+__all__ = ["scatter_add", "scatter_sub", "scatter_update", "scatter_mul", "scatter_div",
+           "scatter_min", "scatter_max", "gather_rows", "deduplicate", "returning_value"]
