@@ -3,6 +3,8 @@ with tw.compile; and the TensorFlow 2 training loop over a dataset."""
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -122,3 +124,15 @@ def test_training_loop_feeds_a_compiled_step_without_retracing():
     assert step.experimental_get_tracing_count() == 1
     assert losses[-1] < 1e-3 * losses[0]
     np.testing.assert_allclose(w.numpy(), true_w, atol=1e-2)
+
+
+def test_parallel_map_delivers_the_elements_before_a_failing_call_then_raises():
+    x = np.array([1.0, 2.0, 0.0, 4.0, 5.0], np.float32)
+    ds = Dataset.from_tensor_slices(x).map(
+        lambda v: tw.debugging.check_numerics(1.0 / v, "inverse"), num_parallel_calls=3)
+    it = ds.as_numpy_iterator()
+    assert [float(next(it)), float(next(it))] == [1.0, 0.5]
+    with pytest.raises(tw.errors.InvalidArgumentError, match="inverse"):
+        next(it)
+    # the failing pass shut its pool down (and waited for the calls in flight)
+    assert not [t for t in threading.enumerate() if t.name.startswith("tw.data.map")]
