@@ -257,6 +257,10 @@ def _mean(op, g):
     x = op.inputs[0]
     axes = op.attrs["axes"]
     g = restore_reduced_dims(g, x, axes, op.attrs["keepdims"])
+    if m._is_half(g.dtype):
+        # a count of 65520 or more has no float16 value (1/count has): divide in float32
+        share = m.cast(m.cast(g, "float32") / reduced_count(x, axes, "float32"), g.dtype)
+        return [broadcast_like(share, x)]
     return [broadcast_like(g / reduced_count(x, axes, g.dtype), x)]
 
 
