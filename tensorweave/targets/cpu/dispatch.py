@@ -6,8 +6,9 @@ and cached like every kernel). A call walks the dispatcher's table of entries, o
 argument signature that ran natively before: it checks that every argument is exactly a
 NumPy array (``type(a) is np.ndarray``) with the entry's rank, dims and dtype
 (type number, native byte order) and C-contiguous, reads nothing else, reuses the entry's
-result buffers when only the entry still holds them (their reference count is 1;
-otherwise a fresh buffer from the entry's allocator), releases the GIL around the step
+result buffers when only the entry still holds them (their reference count is 1) and
+they are writeable (not given up to ``donate_argnums`` elsewhere; otherwise a fresh
+buffer from the entry's allocator), releases the GIL around the step
 as ctypes does, and returns the result (or the structure that ``finish`` builds). Any
 mismatch returns `MISS` and the caller takes its Python path, which handles everything
 else (other array types, DLPack producers, static arguments, keywords, errors) exactly
@@ -57,6 +58,7 @@ class _Miss:
 
 MISS: Any = _Miss()
 _TAKEN = np.empty(0)  # a pool slot no call may reuse: its refcount is never 1
+_WRITEABLE = 0x0400  # NPY_ARRAY_WRITEABLE (the IR tests it as 1024)
 
 # table words (int64) of a dispatcher
 _T_COUNT, _T_MISS, _T_NDARRAY, _T_INCREF, _T_DECREF, _T_GETITEM, _T_SETITEM, _T_CALL, \
@@ -84,9 +86,11 @@ def layout() -> dict[str, int] | None:
     # NumPy's PyArrayObject: data, nd, dimensions, strides, base, descr, flags (public ABI)
     off = {"data": data, "nd": data + 8, "dims": data + 16, "descr": data + 40,
            "flags": data + 48, "type_num": 28, "byteorder": 26, "type": 8}
+    read_only = np.empty(4, np.float32)
+    read_only.flags.writeable = False
     samples = [np.empty((2, 3), np.float32), np.zeros(5, np.int64), np.empty((), np.float64),
                np.ones((4, 1, 2), np.uint8)[:, :, ::2], np.empty((3, 2), np.int32, order="F"),
-               np.empty(3, ">f8")]
+               np.empty(3, ">f8"), read_only]
 
     def i32(addr: int) -> int:
         return ctypes.c_int32.from_address(addr).value
@@ -105,7 +109,9 @@ def layout() -> dict[str, int] | None:
                 or ctypes.c_char.from_address(descr + off["byteorder"]).value \
                 != a.dtype.byteorder.encode():
             return None
-        if bool(i32(base + off["flags"]) & 1) != a.flags.c_contiguous:
+        flags = i32(base + off["flags"])
+        if bool(flags & 1) != a.flags.c_contiguous or \
+                bool(flags & _WRITEABLE) != a.flags.writeable:
             return None
     return off
 
@@ -437,7 +443,13 @@ res_loop:
 res_body:
   %r = call ptr %getitem(ptr %pool, i64 %rk)
   %rc = load i64, ptr %r
-  %free = icmp eq i64 %rc, 1
+  %unheld = icmp eq i64 %rc, 1
+  ; (and writeable: a buffer donated elsewhere, made read-only, is not handed out again)
+  %rflp = getelementptr i8, ptr %r, i64 {flags}
+  %rfl = load i32, ptr %rflp
+  %rwbit = and i32 %rfl, 1024
+  %rw = icmp ne i32 %rwbit, 0
+  %free = and i1 %unheld, %rw
   br i1 %free, label %res_store, label %res_alloc
 
 res_alloc:

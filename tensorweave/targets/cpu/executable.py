@@ -312,8 +312,9 @@ class NativeStep:
             return [allocator.empty(shape, dt) for shape, dt in self._result_specs]
         out = []
         for k, (shape, dt) in enumerate(self._result_specs):
-            # references: `spare`'s list and getrefcount's argument: nobody else has it
-            out.append(spare[k] if sys.getrefcount(spare[k]) <= 2
+            # references: `spare`'s list and getrefcount's argument: nobody else has it;
+            # read-only: donated to another function since (`donate_argnums`)
+            out.append(spare[k] if sys.getrefcount(spare[k]) <= 2 and spare[k].flags.writeable
                        else allocator.empty(shape, dt))
         return out
 
