@@ -601,10 +601,13 @@ def clip_by_norm(t: TensorLike, clip_norm: TensorLike, axes: Axis = None,
                              t.dense_shape)
     from . import array
     values = _floating(t, "clip_by_norm", "t")
-    clip_norm = convert_to_tensor(clip_norm, dtype=values.dtype)
     half = _is_half(values.dtype)
+    if half and isinstance(clip_norm, (int, float, np.integer, np.floating)):
+        clip = convert_to_tensor(clip_norm, dtype=float32)  # may exceed float16's range
+    else:
+        clip_norm = convert_to_tensor(clip_norm, dtype=values.dtype)
+        clip = cast(clip_norm, float32) if half else clip_norm
     work = cast(values, float32) if half else values
-    clip = cast(clip_norm, float32) if half else clip_norm
     l2sum = reduce_sum(work * work, axis=axes, keepdims=True)
     # sqrt's gradient at 0 is infinite: keep 0 out of it so a zero t has gradient 1
     positive = l2sum > 0
