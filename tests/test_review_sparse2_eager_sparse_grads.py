@@ -151,3 +151,25 @@ def test_a_sparse_gradient_differentiates_again_under_an_outer_tape():
         s = tw.reduce_sum(tw.convert_to_tensor(g))  # 3 x^2 at rows 0, 2
     h = outer.gradient(s, emb)
     np.testing.assert_allclose(np.asarray(tw.convert_to_tensor(h)).ravel(), [6.0, 0.0, 18.0])
+
+
+def test_a_compiled_lookup_called_under_an_eager_tape_gives_slices_too():
+    # TensorFlow 2's `loss = model(ids)` with a tf.function model, under an eager tape
+    emb = tw.Variable(EMB0.copy(), name="called_emb")
+    opt = tw.optimizers.Momentum(0.1, momentum=0.9)
+    model = tw.compile(lambda ids: loss_of(emb, ids))
+    compiled_opt = tw.optimizers.Momentum(0.1, momentum=0.9)
+    compiled_emb = tw.Variable(EMB0.copy(), name="called_emb_compiled")
+
+    @tw.compile
+    def step(ids):
+        compiled_opt.minimize(lambda: loss_of(compiled_emb, ids), [compiled_emb])
+
+    for ids in ID_STEPS:
+        with tw.GradientTape() as tape:
+            loss = model(ids)
+        g = tape.gradient(loss, emb)
+        assert isinstance(g, tw.IndexedSlices)
+        opt.apply_gradients([(g, emb)])
+        step(ids)
+    np.testing.assert_allclose(emb.numpy(), compiled_emb.numpy(), rtol=2e-5, atol=1e-6)

@@ -30,6 +30,7 @@ from ..errors import CompileError, DTypeError, TracingError
 from . import building, nest
 from .building import apply_op, convert_to_tensor, user_location
 from .context import current_builder
+from .indexed_slices import IndexedSlices
 from .tape import GradientTape
 from .variables import Variable
 
@@ -101,7 +102,9 @@ def _custom_gradient_grad(op: Any, *dys: Any) -> list[Any]:
     like = op.inputs[:entry.num_args + len(entry.variables)]
     grads = []
     for g, x in zip([*input_grads, *var_grads], like):
-        grads.append(None if g is None else convert_to_tensor(g, dtype_hint=x.dtype))
+        # (a variable's lookups may give IndexedSlices: they stay sparse, for optimizers)
+        grads.append(None if g is None else g if isinstance(g, IndexedSlices) else
+                     convert_to_tensor(g, dtype_hint=x.dtype))
     return grads + [None] * n_out
 
 

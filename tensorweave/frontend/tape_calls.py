@@ -72,7 +72,7 @@ def call_recorded(function: Any, args: tuple, kwargs: dict, tapes: list[Any]) ->
     def grad_fn(*dys: Any, variables: Any = None) -> Any:
         # inside the tape's graph: the recorded eager arguments stand for their values
         # there (`_TapeBuilder.lift_eager`); variables are read anew
-        from .autodiff import gradients
+        from .autodiff import sparse_gradients
         _refuse_changed(read_at_call, function, where)
         _refuse_retraced(function, args, kwargs, cf, where)
         traced = [convert_to_tensor(x) for x in xs]
@@ -83,8 +83,9 @@ def call_recorded(function: Any, args: tuple, kwargs: dict, tapes: list[Any]) ->
         recomputed, _ = nest.flatten(function.python_function(*call_args, **call_kwargs))
         ys = [convert_to_tensor(recomputed[i]) for i in results]
         pairs = [(y, d) for y, d in zip(ys, dys) if y.dtype.is_floating]
-        grads = gradients([y for y, _ in pairs], [*traced, *used],
-                          grad_ys=[d for _, d in pairs]) if pairs else \
+        # (lookups of a variable keep their IndexedSlices, as outside a compiled call)
+        grads = sparse_gradients([y for y, _ in pairs], [*traced, *used],
+                                 grad_ys=[d for _, d in pairs]) if pairs else \
             [None] * (len(traced) + len(used))
         if not used:  # (the CustomGradient node then takes the input gradients only)
             return grads[:len(traced)]
