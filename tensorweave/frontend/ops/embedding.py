@@ -84,12 +84,7 @@ def _clip_rows(rows: TensorLike, first_axis: int, max_norm: Any) -> TensorLike:
     axes = list(range(first_axis, rows.ndim))
     if not axes:
         raise ShapeError("max_norm needs embeddings of rank >= 1 (params of rank >= 2)")
-    clip = convert_to_tensor(max_norm, dtype=rows.dtype)
-    l2sum = m.reduce_sum(rows * rows, axis=axes, keepdims=True)
-    positive = l2sum > 0
-    # sqrt of a zero sum has an infinite gradient: take it of ones there instead
-    norm = m.where(positive, m.sqrt(m.where(positive, l2sum, a.ones_like(l2sum))), l2sum)
-    return rows * clip / m.maximum(norm, clip)
+    return m.clip_by_norm(rows, max_norm, axes)
 
 
 def _gather_from(shard: Any, ids: TensorLike, max_norm: Any) -> TensorLike:
