@@ -208,9 +208,14 @@ class GeneratorDataset(Dataset):
                 raise self._error(InvalidArgumentError,
                                   f"component {i}: the generator yielded {v!r:.100}, not a "
                                   f"tensor of {as_dtype(dtype).name}")
-            if a.dtype != dtype:
-                # TensorFlow converts the yielded values to the signature's dtype; a cast
-                # that changes a value (1.5 to an int) is an error there and here
+            if a.dtype != dtype and np.dtype(dtype).kind == "f":
+                # TensorFlow converts the yielded values to the signature's dtype: a float
+                # signature rounds (0.1 to float32; beyond its range, inf)
+                with np.errstate(over="ignore"):
+                    a = a.astype(dtype)
+            elif a.dtype != dtype:
+                # an integer signature: TensorFlow truncates 1.5 to 1 and wraps 300 to a
+                # uint8 44; a cast that changes a value is an error here
                 cast = a.astype(dtype)
                 if not np.array_equal(cast.astype(a.dtype), a, equal_nan=a.dtype.kind == "f"):
                     raise self._error(InvalidArgumentError,
