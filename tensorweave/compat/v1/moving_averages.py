@@ -11,8 +11,8 @@ from typing import Any
 
 from ...compiler import ir
 from ...compiler.dtypes import float32
-from ...frontend.building import convert_to_tensor
-from ...frontend.context import colocate_with, current_builder, name_scope
+from ...frontend.building import apply_op1, convert_to_tensor
+from ...frontend.context import colocate_with, control_dependencies, current_builder, name_scope
 from ...frontend.control_flow import cond
 from ...frontend.grouping import group
 from ...frontend.ops import math as _math
@@ -71,6 +71,16 @@ def assign_moving_average(variable: Variable, value: Any, decay: Any,
         new_step = step.assign_add(_math.cast(1.0, variable.dtype))
         bias_factor = 1 - _math.pow(1 - one_minus, new_step)
         return variable.assign(new_biased / bias_factor, read_value=False)
+
+
+def _read_in_branch(v: Variable) -> Tensor:
+    """`v`'s value, read inside the cond branch being built. A branch that only reads a
+    variable gets the read hoisted before the cond (frontend/control_flow), where it
+    would run, and fail for an uninitialized `v`, whichever branch is taken; a second
+    use of the variable's handle in the branch keeps the read there."""
+    initialized = apply_op1("VarIsInitialized", [v.handle()])
+    with control_dependencies([initialized]):
+        return v.read_value()
 
 
 def _zeros_like_var(v: Variable) -> Any:
@@ -150,7 +160,8 @@ class ExponentialMovingAverage:
             # the variable's value if it has one, else its initial value (TensorFlow's
             # `initialized_value`): one global initializer run gives both the same value
             def initial() -> Any:
-                return cond(is_variable_initialized(v), v.read_value, lambda: v.initial_value)
+                return cond(is_variable_initialized(v), lambda: _read_in_branch(v),
+                            lambda: v.initial_value)
             return v._create_slot(self._name, initial())
         if any(d is None for d in v.shape):
             raise ValueError(f"ExponentialMovingAverage.apply: tensor '{v.name}' has shape "
