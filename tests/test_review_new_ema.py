@@ -58,3 +58,11 @@ def test_the_shadow_of_an_initialized_variable_starts_at_its_current_value():
         sess.run(ema.average(w).initializer)
         np.testing.assert_array_equal(sess.run(ema.average(w)), [1.0, 2.0, 3.0])
 
+
+def test_the_update_op_is_named_after_the_name_scope_once():
+    # TensorFlow 2.21: 'ns/ExponentialMovingAverage' (was '.../ExponentialMovingAverage'
+    # twice)
+    w = tf.Variable([1.0], name="w")
+    with tf.name_scope("ns"):
+        op = tf.train.ExponentialMovingAverage(0.5).apply([w])
+    assert op.name == "ns/ExponentialMovingAverage"

@@ -153,7 +153,8 @@ class ExponentialMovingAverage:
                 with colocate_with(shadow):
                     updates.append(assign_moving_average(shadow, value, decay,
                                                          zero_debias=id(v) in debiased))
-            return group(*updates, name=self._name)
+        # named as the scope, as TensorFlow's group(..., name=scope)
+        return group(*updates, name=self._name)
 
     def _make_shadow(self, v: Any) -> Variable:
         if isinstance(v, Variable):
