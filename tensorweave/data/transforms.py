@@ -78,14 +78,23 @@ class ShuffleDataset(_Unary):
         return self._source._cardinality()
 
 
+_INT64_MIN = -2 ** 63
+
+
+def _negative_is_minus_one(count: int) -> int:
+    """A count of take/skip/repeat: TensorFlow's kernels treat every negative count as
+    -1 (all / forever)."""
+    return max(count, -1)
+
+
 class RepeatDataset(_Unary):
     """``Dataset.repeat``: `count` fresh passes over the input (None or -1: forever; an
     input with no elements ends at once instead of looping)."""
 
     def __init__(self, source: Dataset, count: int | None) -> None:
         super().__init__(source, "Dataset.repeat")
-        self._count = -1 if count is None else check_count(count, "Dataset.repeat: count",
-                                                            self._location, minimum=-1)
+        self._count = -1 if count is None else _negative_is_minus_one(
+            check_count(count, "Dataset.repeat: count", self._location, minimum=_INT64_MIN))
 
     def _iterate(self) -> Iterator[Element]:
         passes = itertools.count() if self._count < 0 else range(self._count)
@@ -113,7 +122,8 @@ class TakeDataset(_Unary):
 
     def __init__(self, source: Dataset, count: int) -> None:
         super().__init__(source, "Dataset.take")
-        self._count = check_count(count, "Dataset.take: count", self._location, minimum=-1)
+        self._count = _negative_is_minus_one(
+            check_count(count, "Dataset.take: count", self._location, minimum=_INT64_MIN))
 
     def _iterate(self) -> Iterator[Element]:
         if self._count < 0:
@@ -145,7 +155,8 @@ class SkipDataset(_Unary):
 
     def __init__(self, source: Dataset, count: int) -> None:
         super().__init__(source, "Dataset.skip")
-        self._count = check_count(count, "Dataset.skip: count", self._location, minimum=-1)
+        self._count = _negative_is_minus_one(
+            check_count(count, "Dataset.skip: count", self._location, minimum=_INT64_MIN))
 
     def _iterate(self) -> Iterator[Element]:
         if self._count < 0:
