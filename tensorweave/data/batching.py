@@ -96,7 +96,8 @@ class PaddedBatchDataset(_Batching):
         specs = source._structure.specs
         tree = source._structure.tree
         if padded_shapes is None:
-            shapes = [tuple(None for _ in s.shape) for s in specs]
+            # TensorFlow pads to the element's static shape: its known dims stay known
+            shapes = [tuple(s.shape) for s in specs]
         else:
             shapes, shape_tree = flatten_shapes(padded_shapes)
             if shape_tree != tree:
