@@ -6,8 +6,9 @@ Each builds the `Assert` op of ``tw.debugging`` (the same op, messages and failu
 report): it fails at run time with InvalidArgumentError naming the op, the line that
 made it and the message, and shows the values compared (or the tensors of `data`). As
 in TensorFlow 1's graph mode, the returned op checks only when it runs: fetch it or
-put it in ``tf.control_dependencies``. When both operands are Python or NumPy values
-the check is done at once (TensorFlow 1 raises InvalidArgumentError while building).
+put it in ``tf.control_dependencies``. When both operands are known while building
+(Python or NumPy values, or tensors made by ``tf.constant``) the check is also done at
+once (TensorFlow 1 raises InvalidArgumentError while building).
 Rank, dtype and scalar checks are static (graphs know every rank and dtype).
 """
 
@@ -26,6 +27,7 @@ from ...frontend.call_site import user_location
 from ...frontend.grouping import no_op
 from ...frontend.ops import debugging as _debugging
 from ...frontend.ops import math as _math
+from ...frontend.ops.array import _const_array
 from ...frontend.tensor import Tensor
 from .graph import in_default_graph
 
@@ -59,6 +61,14 @@ def _check(condition: Any, what: str, name: str, shown: list[tuple[str, Any]], d
     return _debugging._assert(_math.reduce_all(condition), what, name, shown, summarize)
 
 
+def _static_value(x: Any) -> np.ndarray | None:
+    """`x`'s value when known while building: a Python or NumPy value, or a tensor made
+    by a Const op (TensorFlow's ``constant_value``, which folds nothing else)."""
+    if hasattr(x, "_resource_arg"):
+        return None
+    return _const_array(x)
+
+
 def _static_failure(api: str, what: str, x: Any, y: Any) -> InvalidArgumentError:
     return InvalidArgumentError(f"{what}\nx = {np.asarray(x)!r}\ny = {np.asarray(y)!r}",
                                 op=api, location=_where())
@@ -70,10 +80,13 @@ def _binary(api: str, relation: Callable[[Any, Any], Any], np_relation: Callable
     def check(x: Any, y: Any, data: Any = None, summarize: int | None = None,
               message: str | None = None, name: str | None = None) -> Any:
         what = f"{_debugging._text(message)}Condition x {symbol} y did not hold element-wise"
-        if not _is_graph_value(x) and not _is_graph_value(y):
-            if not np.all(np_relation(np.asarray(x), np.asarray(y))):
-                raise _static_failure(api, what, x, y)
-            return no_op(name=name or api)
+        xs, ys = _static_value(x), _static_value(y)
+        if xs is not None and ys is not None:
+            # known operands (constants too) are compared while building, as TensorFlow 1
+            if not np.all(np_relation(xs, ys)):
+                raise _static_failure(api, what, xs, ys)
+            if not _is_graph_value(x) and not _is_graph_value(y):
+                return no_op(name=name or api)
         if data is None:  # tw.debugging's own assertion
             return _debugging._compare(x, y, relation, symbol, message, name, api, summarize)
         xt, yt = convert_operands(x, y)
@@ -85,7 +98,8 @@ def _binary(api: str, relation: Callable[[Any, Any], Any], np_relation: Callable
     return check
 
 
-def _unary(api: str, relation: Callable[[Any, Any], Any], symbol: str) -> Callable[..., Any]:
+def _unary(api: str, relation: Callable[[Any, Any], Any], np_relation: Callable,
+           symbol: str) -> Callable[..., Any]:
     @in_default_graph
     def check(x: Any, data: Any = None, summarize: int | None = None,
               message: str | None = None, name: str | None = None) -> Any:
@@ -93,6 +107,9 @@ def _unary(api: str, relation: Callable[[Any, Any], Any], symbol: str) -> Callab
         what = (f"{_debugging._text(message)}Condition x {symbol} 0 did not hold "
                 f"element-wise: x is {x.dtype.name}{format_shape(x.shape)}")
         zero = np.zeros((), x.dtype.np)
+        xs = _static_value(x)
+        if xs is not None and not np.all(np_relation(xs, zero)):
+            raise _static_failure(api, what, xs, zero)  # (TensorFlow 1 checks constants)
         return _check(relation(x, zero), what, name or api, [("x", x)], data, summarize)
 
     check.__name__ = api
@@ -108,10 +125,12 @@ assert_less_equal = _binary("assert_less_equal", _math.less_equal, np.less_equal
 assert_greater = _binary("assert_greater", _math.greater, np.greater, ">")
 assert_greater_equal = _binary("assert_greater_equal", _math.greater_equal, np.greater_equal,
                                ">=")
-assert_positive = _unary("assert_positive", _math.greater, ">")
-assert_negative = _unary("assert_negative", _math.less, "<")
-assert_non_negative = _unary("assert_non_negative", _math.greater_equal, ">=")
-assert_non_positive = _unary("assert_non_positive", _math.less_equal, "<=")
+assert_positive = _unary("assert_positive", _math.greater, np.greater, ">")
+assert_negative = _unary("assert_negative", _math.less, np.less, "<")
+assert_non_negative = _unary("assert_non_negative", _math.greater_equal, np.greater_equal,
+                              ">=")
+assert_non_positive = _unary("assert_non_positive", _math.less_equal, np.less_equal,
+                              "<=")
 
 
 @in_default_graph
