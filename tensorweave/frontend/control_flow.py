@@ -585,7 +585,8 @@ class _Loop:
 
     def call_body(self, flat: Sequence[Any]) -> list[Any]:
         out = self._call(self.body, flat)
-        if self.unpack and len(flat) == 1 and not isinstance(out, (tuple, list, dict)):
+        if self.unpack and len(flat) == 1 and (not isinstance(out, (tuple, list, dict)) or
+                                               _is_tensor_array(out)):
             out = [out]  # body returned the single loop variable itself
         leaves, tree = nest.flatten(out)
         if _plain(tree) != _plain(self.tree):
@@ -688,6 +689,11 @@ def _arrays_from(new: Any, old: Any) -> Any:
 
 def _children(tree: Any) -> tuple:
     return tree[2] if tree[0] in ("namedtuple", "dict") else tree[1]
+
+
+def _is_tensor_array(x: Any) -> bool:
+    from .tensor_array import TensorArray  # (a tuple subclass: nest sees a namedtuple)
+    return isinstance(x, TensorArray)
 
 
 def _is_float_tensor(x: Any) -> bool:

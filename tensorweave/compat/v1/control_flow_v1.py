@@ -1,5 +1,6 @@
-"""TensorFlow 1's ``tf.switch_case`` (an integer-indexed conditional) and ``tf.tuple``
-(tensors that are ready only when all of them are), on ``tw.case`` and control
+"""TensorFlow 1's ``tf.while_loop`` (one loop variable comes back as itself),
+``tf.switch_case`` (an integer-indexed conditional) and ``tf.tuple`` (tensors that are
+ready only when all of them are), on ``tw.while_loop``, ``tw.case`` and control
 dependencies."""
 
 from __future__ import annotations
@@ -10,11 +11,40 @@ from typing import Any
 from ...compiler import ir
 from ...frontend.context import control_dependencies
 from ...frontend.control_flow import case
+from ...frontend.control_flow import while_loop as _while_loop
 from ...frontend.grouping import group
 from ...frontend.ops import array as _array
 from ...frontend.ops import math as _math
 from ...frontend.tensor import Tensor
+from ...frontend.tensor_array import TensorArray
 from .graph import in_default_graph
+
+
+def _leaves(structure: Any) -> list[Any]:
+    """The tensors and TensorArrays of a nest of lists, tuples and dicts (a TensorArray
+    is one leaf, as TensorFlow's nest sees it)."""
+    if isinstance(structure, TensorArray) or not isinstance(structure, (list, builtins.tuple,
+                                                                        dict)):
+        return [structure]
+    values = structure.values() if isinstance(structure, dict) else structure
+    return [leaf for v in values for leaf in _leaves(v)]
+
+
+@in_default_graph
+def while_loop(cond: Any, body: Any, loop_vars: Any, shape_invariants: Any = None,
+               parallel_iterations: int = 10, back_prop: bool = True,
+               swap_memory: bool = False, name: str | None = None,
+               maximum_iterations: Any = None, return_same_structure: bool = False) -> Any:
+    """TensorFlow 1's ``tf.while_loop`` (its parameters in its order: `name` before
+    `maximum_iterations`): ``tw.while_loop``, except that without
+    ``return_same_structure=True`` a result holding one tensor (or TensorArray) is that
+    tensor itself, not a one-element list: ``tf.while_loop(c, b, [i])`` is a tensor."""
+    out = _while_loop(cond, body, loop_vars, shape_invariants, parallel_iterations,
+                      back_prop, swap_memory, maximum_iterations, name)
+    if return_same_structure:
+        return out
+    leaves = _leaves(out)
+    return leaves[0] if len(leaves) == 1 else out
 
 
 def _branches(branch_fns: Any) -> list[Any]:
@@ -96,4 +126,4 @@ def tuple(tensors: Any, name: str | None = None,  # noqa: A001 (TensorFlow's nam
     return out
 
 
-__all__ = ["switch_case", "tuple"]
+__all__ = ["switch_case", "tuple", "while_loop"]
