@@ -11,10 +11,10 @@ from __future__ import annotations
 from typing import Any
 
 from ...compiler.registry import not_differentiable, register_gradient
-from ...errors import CompileError
 from ..building import apply_op, apply_op1
 from ..indexed_slices import IndexedSlices
 from ..ops import array as a
+from ..ops import indexing as ix
 from ..ops import math as m
 from .common import unbroadcast
 
@@ -194,14 +194,18 @@ def _gather(op, g):
         values = a.reshape(g, [-1] + list(params.shape[1:]))
         return [IndexedSlices(values, a.reshape(indices, [-1]), params.shape), None]
     n = params.shape[axis]
-    if n is None:
-        raise CompileError(f"the gradient of Gather needs the size of params ({params.type}) "
-                           f"along axis {axis} when the graph is built; give that dimension "
-                           f"a static size")
     k = indices.ndim
     # bring the index dims of g to the front, sum them into segments, put the axis back
     front = list(range(axis, axis + k)) + list(range(axis)) + list(range(axis + k, g.ndim))
-    dense = a.unsorted_segment_sum(a.transpose(g, front), indices, n)
+    rows = a.transpose(g, front)
+    if n is not None:
+        dense = a.unsorted_segment_sum(rows, indices, n)
+    else:
+        # the size is known only at run time (a scan over a [None, ...] input reads its
+        # elements with Gather): add the rows into zeros shaped like params, axis first
+        first = [axis] + list(range(axis)) + list(range(axis + 1, params.ndim))
+        zeros = a.zeros_like(a.transpose(params, first) if axis else params)
+        dense = ix.tensor_scatter_nd_add(zeros, a.expand_dims(indices, -1), rows)
     back = list(range(1, axis + 1)) + [0] + list(range(axis + 1, params.ndim))
     return [a.transpose(dense, back), None]
 
