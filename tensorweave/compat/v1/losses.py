@@ -145,17 +145,25 @@ def compute_weighted_loss(losses: Any, weights: Any = 1.0, scope: str | None = N
     """``losses * weights`` reduced by `reduction` (default: the sum over the count of
     nonzero weights), computed in float32 and cast back to the dtype of `losses`, and
     added to `loss_collection` (None: to none)."""
-    Reduction.validate(reduction)
     with name_scope(scope or "weighted_loss"):
-        losses = convert_to_tensor(losses)
-        input_dtype = losses.dtype
-        check = assert_broadcastable(weights, losses, "tf.losses.compute_weighted_loss")
-        with control_dependencies([check] if check is not None else None):
-            loss = _reduce(_to_float32(losses), _to_float32(weights), reduction)
-            if loss.dtype is not input_dtype:
-                loss = _math.cast(loss, input_dtype)
-            elif check is not None:  # (the check must gate the result)
-                loss = _array.identity(loss)
+        return _weighted_loss(losses, weights, loss_collection, reduction)
+
+
+def _weighted_loss(losses: Any, weights: Any, loss_collection: str | None,
+                   reduction: str) -> Any:
+    """`compute_weighted_loss` in the current name scope: each loss reduces in its own
+    scope, as TensorFlow 1's (``mean_squared_error/value``), so `get_losses(scope=...)`
+    finds it by the loss's name."""
+    Reduction.validate(reduction)
+    losses = convert_to_tensor(losses)
+    input_dtype = losses.dtype
+    check = assert_broadcastable(weights, losses, "tf.losses.compute_weighted_loss")
+    with control_dependencies([check] if check is not None else None):
+        loss = _reduce(_to_float32(losses), _to_float32(weights), reduction)
+        if loss.dtype is not input_dtype:
+            loss = _math.cast(loss, input_dtype)
+        elif check is not None:  # (the check must gate the result)
+            loss = _array.identity(loss)
     add_loss(loss, loss_collection)
     return loss
 
@@ -182,7 +190,7 @@ def absolute_difference(labels: Any, predictions: Any, weights: Any = 1.0,
     with name_scope(scope or "absolute_difference"):
         labels, predictions = _pair("tf.losses.absolute_difference", labels, predictions)
         losses = _math.abs(_math.subtract(predictions, labels))
-    return compute_weighted_loss(losses, weights, scope, loss_collection, reduction)
+        return _weighted_loss(losses, weights, loss_collection, reduction)
 
 
 @in_default_graph
@@ -193,7 +201,7 @@ def mean_squared_error(labels: Any, predictions: Any, weights: Any = 1.0,
     with name_scope(scope or "mean_squared_error"):
         labels, predictions = _pair("tf.losses.mean_squared_error", labels, predictions)
         losses = _math.squared_difference(predictions, labels)
-    return compute_weighted_loss(losses, weights, scope, loss_collection, reduction)
+        return _weighted_loss(losses, weights, loss_collection, reduction)
 
 
 @in_default_graph
@@ -210,7 +218,7 @@ def huber_loss(labels: Any, predictions: Any, weights: Any = 1.0, delta: float =
         # |e| == delta, where the quadratic term already contributes (TensorFlow's choice)
         linear = _math.subtract(abs_error, quadratic)
         losses = 0.5 * quadratic * quadratic + delta * linear
-    return compute_weighted_loss(losses, weights, scope, loss_collection, reduction)
+        return _weighted_loss(losses, weights, loss_collection, reduction)
 
 
 @in_default_graph
@@ -223,7 +231,7 @@ def log_loss(labels: Any, predictions: Any, weights: Any = 1.0, epsilon: float =
         labels, predictions = _pair("tf.losses.log_loss", labels, predictions)
         losses = (-labels * _math.log(predictions + epsilon)
                   - (1 - labels) * _math.log(1 - predictions + epsilon))
-    return compute_weighted_loss(losses, weights, scope, loss_collection, reduction)
+        return _weighted_loss(losses, weights, loss_collection, reduction)
 
 
 @in_default_graph
@@ -236,7 +244,7 @@ def hinge_loss(labels: Any, logits: Any, weights: Any = 1.0, scope: str | None =
         labels, logits = _pair("tf.losses.hinge_loss", labels, logits, "logits")
         signs = 2 * labels - 1
         losses = _math.relu(1 - signs * logits)
-    return compute_weighted_loss(losses, weights, scope, loss_collection, reduction)
+        return _weighted_loss(losses, weights, loss_collection, reduction)
 
 
 @in_default_graph
@@ -257,7 +265,7 @@ def cosine_distance(labels: Any, predictions: Any, axis: int | None = None,
         labels, predictions = _pair("tf.losses.cosine_distance", labels, predictions)
         losses = 1 - _math.reduce_sum(_math.multiply(predictions, labels), axis=(axis,),
                                       keepdims=True)
-    return compute_weighted_loss(losses, weights, scope, loss_collection, reduction)
+        return _weighted_loss(losses, weights, loss_collection, reduction)
 
 
 @in_default_graph
@@ -277,7 +285,7 @@ def sigmoid_cross_entropy(multi_class_labels: Any, logits: Any, weights: Any = 1
             labels = labels * (1 - label_smoothing) + 0.5 * label_smoothing
         losses = sigmoid_cross_entropy_with_logits(labels=labels, logits=logits,
                                                    name="xentropy")
-    return compute_weighted_loss(losses, weights, scope, loss_collection, reduction)
+        return _weighted_loss(losses, weights, loss_collection, reduction)
 
 
 @in_default_graph
@@ -301,7 +309,7 @@ def softmax_cross_entropy(onehot_labels: Any, logits: Any, weights: Any = 1.0,
         labels = stop_gradient(labels)
         losses = _nn.softmax_cross_entropy_with_logits(labels=labels, logits=logits,
                                                        name="xentropy")
-    return compute_weighted_loss(losses, weights, scope, loss_collection, reduction)
+        return _weighted_loss(losses, weights, loss_collection, reduction)
 
 
 def _squeeze_last(t: Any, api: str, what: str) -> Any:
@@ -337,7 +345,7 @@ def sparse_softmax_cross_entropy(labels: Any, logits: Any, weights: Any = 1.0,
                              location=_where())
         losses = _nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits,
                                                               name="xentropy")
-    return compute_weighted_loss(losses, weights, scope, loss_collection, reduction)
+        return _weighted_loss(losses, weights, loss_collection, reduction)
 
 
 # -- the LOSSES and REGULARIZATION_LOSSES collections ------------------------------------
