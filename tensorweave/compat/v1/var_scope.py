@@ -345,10 +345,23 @@ def _make(name: str, shape: tuple, dtype: Any, initializer: Any, info: Partition
     var = Variable(initial, trainable=trainable, name=name, dtype=dtype, shape=shape,
                    collections=collections, _absolute_name=True)
     if regularizer is not None:
-        loss = regularizer(var)
+        loss = _regularization_loss(regularizer, var, name)
         if loss is not None:
             get_default_graph().add_to_collection(REGULARIZATION_LOSSES, loss)
     return var
+
+
+def _regularization_loss(regularizer: Any, var: Variable, name: str) -> Any:
+    """``regularizer(var)`` built under ``<name>/Regularizer/`` whatever the current name
+    scope, as TensorFlow's get_variable: scope filters of ``REGULARIZATION_LOSSES`` then
+    find a loss by its variable's name (a root ``v``'s ``sum`` matched scope ``s``)."""
+    with get_default_graph().as_default():
+        b = current_builder()
+        saved, b.name_scopes = b.name_scopes, [name, "Regularizer"]
+        try:
+            return regularizer(var)
+        finally:
+            b.name_scopes = saved
 
 
 def _make_partitioned(name: str, shape: tuple, dtype: Any, initializer: Any, partitioner: Any,
