@@ -24,6 +24,7 @@ from .structure import (
     merge_structures,
     numpy_dtype,
     structure_of,
+    to_array,
 )
 
 
@@ -175,6 +176,16 @@ def _signature_structure(output_signature: Any, output_types: Any, output_shapes
     return Structure(tree, tuple(specs))
 
 
+def _generator_arg(value: Any, op: str, location: str | None) -> Any:
+    """An `args` entry as TensorFlow hands it to the generator: converted as a tensor
+    (Python numbers to int32 / float32), a 0-d one as a NumPy scalar. A string stays a
+    str (TensorFlow passes bytes; tensorweave has no string dtype)."""
+    if isinstance(value, (str, bytes)):
+        return value
+    a = to_array(value, op, location)
+    return a[()] if a.ndim == 0 else a
+
+
 class GeneratorDataset(Dataset):
     """``Dataset.from_generator``: a Python generator's elements, checked against the
     signature."""
@@ -187,7 +198,8 @@ class GeneratorDataset(Dataset):
                               f"`generator` must be a callable that returns an iterator, "
                               f"got {type(generator).__name__}")
         self._generator = generator
-        self._args = tuple(np.asarray(a) for a in args) if args is not None else ()
+        self._args = tuple(_generator_arg(a, self._op, self._location)
+                           for a in args) if args is not None else ()
         self._structure = _signature_structure(output_signature, output_types, output_shapes,
                                                self._op, self._location)
         self._dtypes = [numpy_dtype(s) for s in self._structure.specs]
