@@ -81,9 +81,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from ...compiler.ir import Graph, Node, Value
 from ...compiler.types import ResourceType, TensorType
-from ..cpu.stacks import is_stack_type
+from ..cpu.stacks import BOUNDED_FIRST_BYTES, is_stack_type
 from .actions import (
     Copy,
     HostCall,
@@ -93,6 +95,7 @@ from .actions import (
     Offset,
     Slot,
     Storage,
+    row_stride,
     walk_actions,
 )
 from .lowering import VIEW_OPS, kernel_name
@@ -106,6 +109,12 @@ STACK_OPS = frozenset({"Stack", "StackPush", "StackPop"})
 FIRST_ROWS = 16  # entries of a stack whose size is known only at run time, at first
 # region ops a device loop body may hold (a product with its epilogue is one kernel)
 NESTABLE = frozenset({"Fusion", "FusedMatMul", "FusedConv2D", "While", "If"})
+
+
+def _entry_bytes(types: list[TensorType]) -> int:
+    """Bytes of one stack entry holding values of `types` (one row buffer each)."""
+    return sum(row_stride(int(np.prod(t.shape, dtype=np.int64)) * t.dtype.np.itemsize)
+               for t in types)
 
 
 class BodyOnHost(Exception):
@@ -154,6 +163,8 @@ class LoopPlanning:
         self.n_loops = 0  # loops planned so far: their `Loop.key`s
         # the temporaries holding stack entries -> (the Stack node's name, growable)
         self.stack_buffers: dict[int, tuple[str, bool]] = {}
+        # growable ones that may not pass their Stack's max_size -> that size
+        self.stack_limits: dict[int, int] = {}
 
     # the planner's own (see step._Planner)
     slots: dict[Value, Slot]
@@ -272,6 +283,7 @@ class LoopPlanning:
         del self.temps[n_temps:], self.live[n_live:], self.consts[n_consts:]
         for key in [k for k in self.stack_buffers if k >= n_temps]:
             del self.stack_buffers[key]
+            self.stack_limits.pop(key, None)
         self.fallbacks, self.assigned, self.cursor, self.preset = (fallbacks, assigned,
                                                                    cursor, preset)
         del self.var_names[n_vars:], self.var_types[n_vars:], self.first[n_vars:]
@@ -561,14 +573,24 @@ class LoopPlanning:
             if lo < 0 or 0 <= st.max_size <= hi:
                 raise Ineligible(f"StackPush '{node.name}' overfills its stack "
                                  f"(max_size {st.max_size})")
-            # a run-time count and no max_size: a first guess, grown by the runner
-            st.growable = span is None and st.max_size < 0
-            st.rows = st.max_size if st.max_size >= 0 else \
-                FIRST_ROWS if st.growable else hi + 1
+            # a run-time count and no max_size: a first guess, grown by the runner. A
+            # max_size needing more than BOUNDED_FIRST_BYTES (a safety bound such as
+            # maximum_iterations=10**7 on a loop of a few trips) starts there and grows
+            # up to max_size, as the cpu target's stacks do, instead of reserving it all
+            first = max(FIRST_ROWS, BOUNDED_FIRST_BYTES // _entry_bytes(types))
+            large = st.max_size > first
+            st.growable = (span is None and st.max_size < 0) or large
+            if large:
+                st.rows = first if span is None else min(st.max_size, max(first, hi + 1))
+            else:
+                st.rows = st.max_size if st.max_size >= 0 else \
+                    FIRST_ROWS if st.growable else hi + 1
             st.slots = [self._row_buffer(t, st.rows) for t in types]
             for slot in st.slots:
                 self.stack_buffers[slot.storage.key] = (
                     str(st.node.attrs.get("stack_name") or st.node.name), st.growable)
+                if large:
+                    self.stack_limits[slot.storage.key] = st.max_size
         elif [(s.dtype, s.shape) for s in st.slots] != \
                 [(t.dtype, tuple(int(d) for d in t.shape)) for t in types] or \
                 lo < 0 or (hi >= st.rows and not st.growable):

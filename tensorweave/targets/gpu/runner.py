@@ -190,9 +190,12 @@ class GpuStep:
         if entry < 0:
             raise InvalidArgumentError(f"pop from the empty stack '{name}': it was popped "
                                        f"more often than pushed", **context)
-        if not growable:
-            raise InvalidArgumentError(f"stack '{name}' is full ({rows} entries)", **context)
-        self._grow(slot, max(2 * rows, entry + 1))
+        limit = self.plan.stack_limits.get(key, -1)  # (a large max_size: grown up to it)
+        if not growable or 0 <= limit <= entry:
+            raise InvalidArgumentError(f"stack '{name}' is full "
+                                       f"({rows if limit < 0 else limit} entries)", **context)
+        more = max(2 * rows, entry + 1)
+        self._grow(slot, more if limit < 0 else min(more, limit))
         return entry
 
     def _grow(self, slot: Slot, rows: int) -> None:

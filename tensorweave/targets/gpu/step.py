@@ -105,6 +105,8 @@ class StepPlan:
     fallbacks: dict[str, str] = field(default_factory=dict)  # node name -> reason
     # temporaries holding stack entries -> (the Stack's name, whether the runner grows it)
     stack_buffers: dict[int, tuple[str, bool]] = field(default_factory=dict)
+    # growable stack buffers that may not pass their Stack's max_size -> that size
+    stack_limits: dict[int, int] = field(default_factory=dict)
 
     @property
     def kernels(self) -> list[Kernel]:
@@ -203,7 +205,7 @@ class _Planner(LoopPlanning, BranchPlanning):
         return StepPlan(g, self.actions, [self.slots[v] for v in g.args], results, self.consts,
                         self.temps, [tuple(x) for x in self.live], self.var_names,
                         self.var_types, self.first, self.assigned, self.n_status,
-                        self.fallbacks, self.stack_buffers)
+                        self.fallbacks, self.stack_buffers, self.stack_limits)
 
     def _var_name(self, v: Value) -> str:
         p = v.producer
