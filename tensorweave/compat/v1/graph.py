@@ -230,10 +230,13 @@ class Variable(_Variable):
             self.trainable = trainable
             self._initial_value = init
             self.initializer = self._build_initializer(init)
-        for c in collections or [GLOBAL_VARIABLES]:
+        collections = list(collections or [GLOBAL_VARIABLES])
+        if trainable and TRAINABLE_VARIABLES not in collections:
+            collections.append(TRAINABLE_VARIABLES)
+        # once per collection, as TensorFlow: a variable listed twice among the trainable
+        # ones would be stepped twice by minimize()
+        for c in dict.fromkeys(collections):
             graph.add_to_collection(c, self)
-        if trainable:
-            graph.add_to_collection(TRAINABLE_VARIABLES, self)
 
     def _build_initializer(self, init: Tensor) -> ir.Node:
         apply_op("AssignVariable", [self.handle(), init], name=f"{self._shared_name}/Assign")
