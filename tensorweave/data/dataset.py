@@ -292,6 +292,32 @@ class Dataset:
         return out
 
 
+class IteratorOptional:
+    """What `get_next_as_optional` returns: an element or nothing (TensorFlow's
+    ``tf.experimental.Optional``)."""
+
+    def __init__(self, value: Any, element_spec: Any) -> None:
+        self._value = value
+        self._element_spec = element_spec
+
+    @property
+    def element_spec(self) -> Any:
+        """The spec of the element it may hold."""
+        return self._element_spec
+
+    def has_value(self, name: str | None = None) -> Any:
+        """A bool scalar tensor: whether it holds an element."""
+        from ..frontend.building import convert_to_tensor
+        return convert_to_tensor(self._value is not None)
+
+    def get_value(self, name: str | None = None) -> Any:
+        """The element; InvalidArgumentError when it holds none (the iterator had ended)."""
+        if self._value is None:
+            raise InvalidArgumentError("Optional.get_value: the optional has no value (the "
+                                       "iterator had reached its end)")
+        return self._value
+
+
 class DatasetIterator:
     """One pass over a dataset (TensorFlow's ``OwnedIterator``): `next()` gives elements
     as eager tensors (or NumPy arrays from `as_numpy_iterator`). Closing it, or dropping
@@ -332,9 +358,10 @@ class DatasetIterator:
         except StopIteration:
             raise OutOfRangeError("End of sequence") from None
 
-    def get_next_as_optional(self) -> Any:
-        """The next element, or None at the end."""
-        return next(self, None)
+    def get_next_as_optional(self) -> IteratorOptional:
+        """The next element as an Optional (``has_value()``, ``get_value()``), empty at
+        the end (TensorFlow's ``tf.experimental.Optional``)."""
+        return IteratorOptional(next(self, None), self._dataset.element_spec)
 
     def close(self) -> None:
         """Stop the pass (and any background threads of its pipeline)."""
