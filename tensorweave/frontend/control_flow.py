@@ -414,17 +414,75 @@ def cond(pred: Any, true_fn: Callable[[], Any], false_fn: Callable[[], Any],
     if p.dtype is not bool_ or p.shape != ():
         raise TracingError(f"tw.cond: pred must be a bool scalar, got {p.type}",
                            location=_where())
-    then = _trace_region("cond_true", lambda _: true_fn(), [], [])
-    other = _trace_region("cond_false", lambda _: false_fn(), [], [])
+    shapes: list[tuple] = []  # per branch (see _branch_tensors)
+    then = _trace_region("cond_true", lambda _: _branch_tensors(true_fn(), shapes), [], [])
+    other = _trace_region("cond_false", lambda _: _branch_tensors(false_fn(), shapes), [], [])
     _hoist_reads([then, other], together=False)
-    if _plain(then.tree) != _plain(other.tree):
+    (then_tree, then_nones, returned), (else_tree, else_nones, _) = shapes
+    if _plain(then_tree) != _plain(else_tree):
         raise TracingError(f"tw.cond: true_fn and false_fn must return the same structure; "
-                           f"true_fn returns {_describe(then.tree)}, false_fn returns "
-                           f"{_describe(other.tree)}", location=_where())
+                           f"true_fn returns {_describe(then_tree)}, false_fn returns "
+                           f"{_describe(else_tree)}", location=_where())
+    if then_nones != else_nones:
+        paths = _leaf_paths(nest.unflatten(then_tree, then_nones))
+        raise TracingError(f"tw.cond: true_fn and false_fn must return None at the same "
+                           f"places; true_fn returns None at "
+                           f"{[q for q, n in zip(paths, then_nones) if n]}, false_fn at "
+                           f"{[q for q, n in zip(paths, else_nones) if n]}",
+                           location=_where())
     inputs = _extra_args([then, other], 0)
     outs = add_control_node("If", [p, *inputs], {}, [then.graph, other.graph], name or "cond",
                             after=_outer_control([then, other]))
-    return None if then.tree is None else nest.unflatten(then.tree, outs)
+    if then_tree is None:
+        return None
+    it = iter(outs)
+    leaves = [None if none else next(it) for none in then_nones]
+    return _in_key_order(nest.unflatten(then_tree, leaves), returned)
+
+
+def _branch_tensors(out: Any, shapes: list[tuple]) -> list[Any] | None:
+    """The leaves a cond branch returned that are not None, in TensorFlow's order (dict
+    keys sorted, so branches building dicts in different orders agree). Appends to
+    `shapes` what it returned: its structure with dict keys sorted, which of its leaves
+    are None, and its structure as returned (all None when the branch returned None)."""
+    if out is None:
+        shapes.append((None, (), None))
+        return None
+    leaves, tree = nest.flatten(_sorted_dicts(out))
+    shapes.append((tree, tuple(x is None for x in leaves), nest.flatten(out)[1]))
+    return [x for x in leaves if x is not None]
+
+
+def _sorted_dicts(x: Any) -> Any:
+    """`x` with the keys of its dicts sorted (as TensorFlow's nest orders them; keys
+    that do not sort keep their order)."""
+    if isinstance(x, dict):
+        try:
+            keys = sorted(x)
+        except TypeError:
+            keys = list(x)
+        return {k: _sorted_dicts(x[k]) for k in keys}
+    if isinstance(x, (tuple, list)) and not _is_tensor_array(x):
+        items = [_sorted_dicts(v) for v in x]
+        if all(a is b for a, b in zip(items, x)):
+            return x
+        if hasattr(type(x), "_fields"):
+            return type(x)(*items)
+        return type(x)(items)
+    return x
+
+
+def _in_key_order(value: Any, tree: Any) -> Any:
+    """`value` with its dicts' keys in the order of structure `tree` (nest.flatten's)."""
+    kind = tree[0]
+    if kind == "leaf":
+        return value
+    if kind == "dict":
+        return {k: _in_key_order(value[k], t) for k, t in zip(tree[1], tree[2])}
+    items = [_in_key_order(v, t) for v, t in zip(value, _children(tree))]
+    if all(a is b for a, b in zip(items, value)):
+        return value
+    return type(value)(*items) if kind == "namedtuple" else type(value)(items)
 
 
 def _v1_builder(values: Sequence[Any]) -> GraphBuilder | None:

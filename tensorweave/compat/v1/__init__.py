@@ -46,7 +46,7 @@ from .assertions import (  # noqa: F401
     assert_type,
     verify_tensor_all_finite,
 )
-from .control_flow_v1 import switch_case, tuple, while_loop  # noqa: F401, A004
+from .control_flow_v1 import cond, switch_case, tuple, while_loop  # noqa: F401, A004
 from .graph import (  # noqa: F401  (the public names of this module)
     Graph,
     GraphKeys,

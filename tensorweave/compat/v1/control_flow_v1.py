@@ -1,7 +1,7 @@
-"""TensorFlow 1's ``tf.while_loop`` (one loop variable comes back as itself),
-``tf.switch_case`` (an integer-indexed conditional) and ``tf.tuple`` (tensors that are
-ready only when all of them are), on ``tw.while_loop``, ``tw.case`` and control
-dependencies."""
+"""TensorFlow 1's ``tf.while_loop`` (one loop variable comes back as itself), ``tf.cond``
+(`strict`, and one-element results unpacked without it), ``tf.switch_case`` (an
+integer-indexed conditional) and ``tf.tuple`` (tensors that are ready only when all of
+them are), on ``tw.while_loop``, ``tw.cond``, ``tw.case`` and control dependencies."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from typing import Any
 from ...compiler import ir
 from ...frontend.context import control_dependencies
 from ...frontend.control_flow import case
+from ...frontend.control_flow import cond as _cond
 from ...frontend.control_flow import while_loop as _while_loop
 from ...frontend.grouping import group
 from ...frontend.ops import array as _array
@@ -45,6 +46,38 @@ def while_loop(cond: Any, body: Any, loop_vars: Any, shape_invariants: Any = Non
         return out
     leaves = _leaves(out)
     return leaves[0] if len(leaves) == 1 else out
+
+
+def _unpacked_if_singleton(fn: Any) -> Any:
+    """`fn` returning the element of a one-element list or tuple it returns."""
+    def call() -> Any:
+        out = fn()
+        if isinstance(out, (list, builtins.tuple)) and not isinstance(out, TensorArray) and \
+                len(out) == 1:
+            return out[0]
+        return out
+    return call
+
+
+@in_default_graph
+def cond(pred: Any, true_fn: Any = None, false_fn: Any = None, strict: bool = False,
+         name: str | None = None, fn1: Any = None, fn2: Any = None) -> Any:
+    """TensorFlow 1's ``tf.cond`` (its parameters in its order; `fn1`/`fn2` are the old
+    names of `true_fn`/`false_fn`): ``tw.cond``, except that without ``strict=True`` a
+    one-element list or tuple that a branch returns is unpacked, so ``tf.cond(p, lambda:
+    [a], lambda: [b])`` is a tensor (TensorFlow 1's non-strict mode; TensorFlow 2's graphs
+    with control flow v2 ignore `strict`)."""
+    for new, old, label in ((true_fn, fn1, "true_fn"), (false_fn, fn2, "false_fn")):
+        if new is not None and old is not None:
+            raise TypeError(f"tf.cond: {label} and {'fn1' if label == 'true_fn' else 'fn2'} "
+                            f"may not be set simultaneously")
+    true_fn = true_fn if true_fn is not None else fn1
+    false_fn = false_fn if false_fn is not None else fn2
+    if true_fn is None or false_fn is None:
+        raise TypeError("tf.cond: true_fn and false_fn are required")
+    if not strict:
+        true_fn, false_fn = _unpacked_if_singleton(true_fn), _unpacked_if_singleton(false_fn)
+    return _cond(pred, true_fn, false_fn, name)
 
 
 def _branches(branch_fns: Any) -> list[Any]:
@@ -126,4 +159,4 @@ def tuple(tensors: Any, name: str | None = None,  # noqa: A001 (TensorFlow's nam
     return out
 
 
-__all__ = ["switch_case", "tuple", "while_loop"]
+__all__ = ["cond", "switch_case", "tuple", "while_loop"]
