@@ -19,7 +19,7 @@ from ..compiler.dtypes import as_dtype
 from ..compiler.types import format_shape
 from ..errors import DTypeError, InvalidArgumentError, ShapeError
 from ..frontend import nest
-from ..frontend.building import convert_to_tensor
+from ..frontend.building import python_array
 from ..frontend.function import TensorSpec
 from ..frontend.tensor import EagerTensor, Tensor
 
@@ -98,7 +98,9 @@ def to_array(value: Any, what: str, location: str | None = None) -> np.ndarray:
     if value is None:
         raise InvalidArgumentError("an element leaf is None; every leaf of an "
                                    "element must be a tensor", op=what, location=location)
-    return np.asarray(convert_to_tensor(value))
+    # TensorFlow's default dtypes, computed without building a constant: inside a v1
+    # `with tf.Graph().as_default()` a built one would be symbolic (no value)
+    return python_array(value, None)
 
 
 def flatten_data(value: Any) -> tuple[list[Any], Any]:
