@@ -13,7 +13,8 @@ The generated function is
     i32 @<name>(i8** inputs, i8** outputs, i64* sizes)
 
 It loads the buffer pointers and calls an internal body whose buffer parameters are
-``noalias``. The body runs the loop nest; the innermost dim is processed `width` lanes at
+``noalias``, except those a donated argument can share (`KernelBuilder._noalias_buffers`).
+The body runs the loop nest; the innermost dim is processed `width` lanes at
 a time with explicit vector instructions (loads of contiguous operands, splats of
 broadcast ones) and then one element at a time for the remainder. Reductions (over the
 trailing dims) keep vector accumulators that are combined, after each row, in a fixed
@@ -288,6 +289,30 @@ class KernelBuilder:
         b.ret(b.call(body, self._buffer_args(b, ins, outs) + [sizes]))
         return fn
 
+    def _noalias_buffers(self) -> list[int]:
+        """The body's buffer arguments (inputs, then outputs) it may mark ``noalias``.
+
+        ``noalias`` promises LLVM that memory written through one argument is reached
+        through no other while the body runs; the promise rests on where buffers come
+        from. The step planner (`step._Planner`) never overlaps two values of one call:
+        workspace offsets (`_place`) free a value only for definitions after its last
+        use, so an output never lands on an input of the same node; results get
+        distinct buffers (one per alias root); result buffers are reused only when
+        nobody else holds them (`executable.NativeStep._results`, the dispatcher's
+        refcount-1 check), so an argument is never a reused result; variables are
+        updated by `step._update_function` and memmove, neither ``noalias``. The one
+        exception is ``donate_argnums``: `allocator.donation_pairs` computes a result
+        into the donated argument that an elementwise body reads at the output's own
+        index, so such an input and the output are the same memory. Inputs spanning
+        every loop dim (the only ones that can be that argument: a donated input has as
+        many elements as the result) and the full outputs are therefore not
+        ``noalias``; broadcast inputs and reduction outputs still are (they are never
+        the donated buffer), so broadcast loads stay hoisted out of the inner loop."""
+        n_in = self.n_in
+        full_span = [j for j in range(n_in) if all(self.layout.masks[j])]
+        shared = set(full_span) | {n_in + k for k in self.full} if self.full else set()
+        return [j for j in range(n_in + len(self.p.outputs)) if j not in shared]
+
     def _chunk(self, body: ir.Function) -> ir.Function:
         """``i32 <name>.chunk(i8* ctx, i64 begin, i64 end)``: the body on rows begin..end-1
         of dim 0; ctx points to a `_CTX` (the kernel's arguments)."""
@@ -319,8 +344,8 @@ class KernelBuilder:
         fn.attributes.add("alwaysinline")
         fn.attributes.add("nounwind")
         n_buf = len(dts)
-        for a in fn.args[:n_buf]:
-            a.add_attribute("noalias")
+        for j in self._noalias_buffers():
+            fn.args[j].add_attribute("noalias")
         self.fn = fn
         self.entry = fn.append_basic_block("entry")
         self.b = ir.IRBuilder(self.entry)

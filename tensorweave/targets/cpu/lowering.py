@@ -478,6 +478,11 @@ def _gemm_generated(fn: ir.Function, dtype: DType) -> None:
     """A self-contained GEMM (i-p-j loop order, vectorized by LLVM over j), for libraries
     that must not depend on a BLAS."""
     ta, tb, m, n, k, alpha, a, lda, b_, ldb, beta, c, ldc = fn.args
+    # (noalias holds: C never overlaps A or B. A product's output is a workspace value
+    # placed after its inputs' last use, a result buffer or the loop's accumulator
+    # (outer_acc, whose A and B are the histories: `step._Planner`), and a donated
+    # argument takes a result only from a Fusion (`allocator._elementwise_reader`);
+    # A and B may be the same memory, f(x, x): both are only read)
     for p in (a, b_, c):
         p.add_attribute("noalias")
     b = ir.IRBuilder(fn.append_basic_block("entry"))
