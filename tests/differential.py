@@ -113,9 +113,11 @@ class Program:
                                **kw)[0], layout)
                 for a, (kw, layout) in zip(self.args, self.arg_specs)]
 
-    def make_vars(self) -> list[Any]:
-        """Fresh variables at their initial values, used by the next trace."""
-        self.variables = [tw.Variable(a.copy()) for a in self.var_inits]
+    def make_vars(self, variable_class: Any = None) -> list[Any]:
+        """Fresh variables at their initial values, used by the next trace
+        (`variable_class`: tf.compat.v1.Variable in a v1 Graph; default tw.Variable)."""
+        self.variables = [(variable_class or tw.Variable)(np.array(a))
+                          for a in self.var_inits]
         return self.variables
 
     def __call__(self, *xs: Any) -> list[Any]:
@@ -214,6 +216,15 @@ OPS: dict[str, Any] = {
     "roll": tw.roll,
     "split_part": lambda x, num, axis, part: tw.split(x, num, axis)[part],
     "reduce_logsumexp": tw.reduce_logsumexp,
+    "cumprod": tw.math.cumprod,
+    "sort": tw.sort,
+    "top_k_values": lambda x, k: tw.math.top_k(x, k)[0],
+    "top_k_indices": lambda x, k: tw.math.top_k(x, k)[1],
+    "einsum": lambda *xs, equation: tw.einsum(equation, *xs),
+    "unsorted_segment_sum": tw.math.unsorted_segment_sum,
+    "scatter_nd_add": tw.tensor_scatter_nd_add,
+    "conv2d": tw.nn.conv2d, "depthwise_conv2d": tw.nn.depthwise_conv2d,
+    "max_pool2d": tw.nn.max_pool2d, "avg_pool2d": tw.nn.avg_pool2d,
 }
 
 UNARY_EXACT = ("negative", "abs", "square", "relu", "sign", "floor", "ceil", "round",
@@ -906,6 +917,192 @@ def _gen_softmax(b: Builder) -> None:
     b.emit(Instr(op, (i,), {"axis": axis}), Val(v.shape, v.dtype, mo, e, 0.0))
 
 
+def _gen_cumprod(b: Builder) -> None:
+    """Running products (exclusive/reverse): the first-order bound of `reduce_prod` over
+    the scanned axis, one rounding per partial product."""
+    i = b.pick(lambda v: len(v.shape) >= 1 and v.dtype in (F32, F64, I32))
+    if i is None:
+        return
+    v = b.vals[i]
+    axis = b.draw(st.integers(-len(v.shape), len(v.shape) - 1))
+    n = v.shape[axis]
+    floaty = v.dtype in FLOATS
+    if n > 12 or n * math.log(max(v.mag, 1.0)) > math.log(MAX_MAG if floaty else MAX_INT):
+        return
+    mp = max(v.mag, 1.0) ** n
+    g = min(1.0, v.gran ** n)  # (an exclusive product starts at 1)
+    ep = _rounded(v.dtype, mp, v.err * n * max(v.mag, 1.0) ** max(n - 1, 0), g, max(n, 1))
+    b.emit(Instr("cumprod", (i,), {"axis": axis, "exclusive": b.draw(st.booleans()),
+                                   "reverse": b.draw(st.booleans())}),
+           Val(v.shape, v.dtype, mp, ep, g if ep == 0 else 0.0))
+
+
+def _gen_sort(b: Builder) -> None:
+    """sort / top_k values: sorting is 1-Lipschitz in the max norm, so the bounds carry
+    over; top_k's indices only of exact values (ties: the lower index first)."""
+    i = b.pick(lambda v: len(v.shape) >= 1 and v.dtype in (F32, F64, I32))
+    if i is None:
+        return
+    v = b.vals[i]
+    r = len(v.shape)
+    if b.draw(st.booleans()):
+        b.emit(Instr("sort", (i,), {"axis": b.draw(st.integers(-r, r - 1)),
+                                    "direction": b.draw(st.sampled_from(
+                                        ["ASCENDING", "DESCENDING"]))}), v)
+        return
+    k = b.draw(st.integers(0, v.shape[-1]))
+    shape = v.shape[:-1] + (k,)
+    if v.exact and not b.specials and b.draw(st.booleans()):
+        b.emit(Instr("top_k_indices", (i,), {"k": k}),
+               Val(shape, I32, float(v.shape[-1]), 0.0, 1.0))
+    else:
+        b.emit(Instr("top_k_values", (i,), {"k": k}), _same(v, shape))
+
+
+def _contraction(dtype, v: Val, w: Val, k: int, shape) -> Val | None:
+    """The bounds of sums of `k` products of elements of `v` and `w` (matmul's rule)."""
+    mo = v.mag * w.mag * max(k, 1)
+    if mo > (MAX_MAG * 10 if dtype in FLOATS else MAX_INT) or int(np.prod(shape)) > MAX_ELEMS:
+        return None
+    e = k * (v.mag * w.err + w.mag * v.err + v.err * w.err)
+    g = v.gran * w.gran
+    e = _rounded(dtype, mo, e, g, max(k, 1))
+    return Val(tuple(shape), dtype, mo, e, g if e == 0 else 0.0)
+
+
+def _gen_einsum(b: Builder) -> None:
+    """Two-operand einsums (contractions, outer and row-wise products, a batch matmul)
+    and one-operand transposes/sums, bounded as matmul/reduce_sum are."""
+    i = b.pick(lambda v: 1 <= len(v.shape) <= 3 and v.dtype in (F32, F64, I32)
+               and v.size <= 20000)
+    if i is None:
+        return
+    v = b.vals[i]
+    d = b.draw
+    if len(v.shape) == 1:
+        (n,) = v.shape
+        eq = d(st.sampled_from(["i,j->ij", "i,i->", "i->"]))
+        other = {"i,j->ij": (d(st.integers(0, 5)),), "i,i->": (n,), "i->": None}[eq]
+        k = {"i,j->ij": 1, "i,i->": n, "i->": n}[eq]
+        shape = {"i,j->ij": (n, other[0] if other else 0), "i,i->": (), "i->": ()}[eq]
+    elif len(v.shape) == 2:
+        n, m = v.shape
+        eq = d(st.sampled_from(["ij,jk->ik", "ij,kj->ik", "ij,ij->i", "ij->ji", "ij->j"]))
+        c = d(st.integers(1, 5))
+        other = {"ij,jk->ik": (m, c), "ij,kj->ik": (c, m), "ij,ij->i": (n, m),
+                 "ij->ji": None, "ij->j": None}[eq]
+        k = {"ij,jk->ik": m, "ij,kj->ik": m, "ij,ij->i": m, "ij->ji": 1, "ij->j": n}[eq]
+        shape = {"ij,jk->ik": (n, c), "ij,kj->ik": (n, c), "ij,ij->i": (n,),
+                 "ij->ji": (m, n), "ij->j": (m,)}[eq]
+    else:
+        bt, n, m = v.shape
+        c = d(st.integers(1, 5))
+        eq, other, k, shape = "bij,bjk->bik", (bt, m, c), m, (bt, n, c)
+    if other is None:
+        one = Val((), v.dtype, 1.0, 0.0, 1.0)  # (one operand: products with 1)
+        out = _contraction(v.dtype, v, one, k, shape)
+        if out is not None:
+            b.emit(Instr("einsum", (i,), {"equation": eq}), out)
+        return
+    j = b.pick(lambda w: w.dtype == v.dtype and w.shape == other) \
+        if d(st.booleans()) else None
+    if j is None:
+        j = b.new_arg(other, v.dtype)
+    out = _contraction(v.dtype, v, b.vals[j], k, shape)
+    if out is not None:
+        b.emit(Instr("einsum", (i, j), {"equation": eq}), out)
+
+
+def _gen_segment(b: Builder) -> None:
+    """unsorted_segment_sum (ids -1 are dropped) and tensor_scatter_nd_add of rows
+    (repeated indices add up): sums of at most n (or u + 1) terms, in any order."""
+    i = b.pick(lambda v: len(v.shape) >= 1 and v.shape[0] > 0 and v.dtype in (F32, F64, I32)
+               and v.size <= 50000)
+    if i is None:
+        return
+    v = b.vals[i]
+    n = v.shape[0]
+    floaty = v.dtype in FLOATS
+    if b.draw(st.booleans()):
+        num = b.draw(st.integers(1, 5))
+        ids = b.new_arg((n,), b.draw(st.sampled_from([I32, I64])), lo=-1, hi=num - 1)
+        mo = v.mag * n
+        if mo > (MAX_MAG * 10 if floaty else MAX_INT):
+            return
+        e = _rounded(v.dtype, mo, v.err * n, v.gran, n)
+        b.emit(Instr("unsorted_segment_sum", (i, ids), {"num_segments": num}),
+               Val((num,) + v.shape[1:], v.dtype, mo, e, v.gran if e == 0 else 0.0))
+        return
+    u = b.draw(st.integers(0, 4))
+    idx = b.new_arg((u, 1), I32, nonneg=True, lo=0, hi=n - 1)
+    ushape = (u,) + v.shape[1:]
+    j = b.pick(lambda w: w.dtype == v.dtype and w.shape == ushape) \
+        if b.draw(st.booleans()) else None
+    if j is None:
+        j = b.new_arg(ushape, v.dtype)
+    w = b.vals[j]
+    mo = v.mag + u * w.mag
+    if mo > (MAX_MAG * 10 if floaty else MAX_INT):
+        return
+    g = min(v.gran, w.gran)
+    e = _rounded(v.dtype, mo, v.err + u * w.err, g, u + 1)
+    b.emit(Instr("scatter_nd_add", (i, idx, j)), Val(v.shape, v.dtype, mo, e,
+                                                     g if e == 0 else 0.0))
+
+
+def _gen_conv(b: Builder) -> None:
+    """conv2d, depthwise_conv2d (sums of kh*kw*cin / kh*kw products: matmul's rule),
+    max_pool2d (bounds carry over) and avg_pool2d (a mean of at most kh*kw terms) on
+    small NHWC values, SAME or VALID, strides 1 or 2."""
+    i = b.pick(lambda v: len(v.shape) == 4 and v.dtype in FLOATS and v.size <= 20000
+               and v.shape[3] <= 8 and all(n > 0 for n in v.shape))
+    if i is None:  # an NHWC image made of another float value: (1, h, w, c)
+        i = b.pick(lambda v: v.dtype in FLOATS and 0 < v.size <= 4000)
+        if i is None:
+            return
+        v = b.vals[i]
+        c = b.draw(st.sampled_from([q for q in (1, 2, 3) if v.size % q == 0]))
+        rest = v.size // c
+        h = max(q for q in range(1, math.isqrt(rest) + 1) if rest % q == 0)
+        i = b.emit(Instr("reshape", (i,), {"shape": [1, h, rest // h, c]}),
+                   _same(v, (1, h, rest // h, c)))
+        if i is None:
+            return
+    v = b.vals[i]
+    d = b.draw
+    nb, h, w_, c = v.shape
+    op = d(st.sampled_from(["conv2d", "depthwise_conv2d", "max_pool2d", "avg_pool2d"]))
+    kh, kw = d(st.integers(1, 3)), d(st.integers(1, 3))
+    s = d(st.sampled_from([1, 1, 2]))
+    pad = d(st.sampled_from(["SAME", "VALID"]))
+    if pad == "VALID":
+        if h < kh or w_ < kw:
+            return
+        oh, ow = (h - kh) // s + 1, (w_ - kw) // s + 1
+    else:
+        oh, ow = -(-h // s), -(-w_ // s)
+    if op in ("max_pool2d", "avg_pool2d"):
+        params = {"ksize": [kh, kw], "strides": s, "padding": pad}
+        shape = (nb, oh, ow, c)
+        if op == "max_pool2d":
+            b.emit(Instr(op, (i,), params), _same(v, shape))
+            return
+        n = kh * kw
+        es = _rounded(v.dtype, v.mag * n, v.err * n, v.gran, n)
+        b.emit(Instr(op, (i,), params),
+               Val(shape, v.dtype, v.mag, _rounded(v.dtype, v.mag, es + 1e-300, 0, 2, False),
+                   0.0))
+        return
+    cout = d(st.integers(1, 4)) if op == "conv2d" else d(st.integers(1, 2))
+    fshape = (kh, kw, c, cout)
+    f = b.new_arg(fshape, v.dtype)
+    k = kh * kw * (c if op == "conv2d" else 1)
+    out = _contraction(v.dtype, v, b.vals[f], k,
+                       (nb, oh, ow, cout if op == "conv2d" else c * cout))
+    if out is not None:
+        b.emit(Instr(op, (i, f), {"strides": s, "padding": pad}), out)
+
+
 # --------------------------------------------------------- control flow and variables
 
 # A region body is a short chain of elementwise steps on one value `x` (its shape and
@@ -1164,12 +1361,15 @@ GENERATORS = {
     "reduce": _gen_reduce, "arg": _gen_arg, "matmul": _gen_matmul, "layout": _gen_layout,
     "join": _gen_join, "gather": _gen_gather, "one_hot": _gen_one_hot,
     "cumsum": _gen_cumsum, "softmax": _gen_softmax,
+    "cumprod": _gen_cumprod, "sort": _gen_sort, "einsum": _gen_einsum,
+    "segment": _gen_segment, "conv": _gen_conv,
     "cond": _gen_cond, "while": _gen_while, "scan": _gen_scan, "var": _gen_var,
 }
 # elementwise kinds weigh more: fusion clusters are what the cpu target builds from them
 GENERATORS_LIST = (["unary"] * 3 + ["binary"] * 4 + ["compare", "logical", "where", "cast"]
                    + ["reduce"] * 2 + ["arg", "matmul", "layout", "layout", "join", "gather",
-                                       "one_hot", "cumsum", "softmax"])
+                                       "one_hot", "cumsum", "softmax", "cumprod", "sort",
+                                       "einsum", "segment", "conv"])
 CONTROL_LIST = GENERATORS_LIST + ["cond", "cond", "while", "while", "scan", "scan"]
 # around variables only exact ops on float64 and int32, so that a second call (which
 # reads what the first assigned) is still bitwise comparable
@@ -1222,22 +1422,75 @@ GENERIC_OPS_OK = tuple(o for o in OPS if o not in (
 GRAD_OPS_OK = tuple(o for o in OPS if o not in ("sqrt_abs", "floordiv_nz", "floormod_nz"))
 
 
-def gradient_program(prog: Program, seed: int = 0):
-    """A function of `prog`'s arguments returning the gradients, with respect to its
-    floating-point arguments, of a random weighted sum of its floating-point outputs."""
+def weighted_loss(prog: Program, seed: int = 0):
+    """A function of `prog`'s arguments (tensors, traced or eager) returning a random
+    weighted sum of its floating-point outputs, in float64; and the indices of the
+    floating-point arguments (what gradients are taken with respect to)."""
     rng = np.random.default_rng(seed)
     float_outs = [k for k, i in enumerate(prog.outputs) if prog.vals[i].dtype in FLOATS]
     weights = {k: rng.integers(-4, 5, size=prog.vals[prog.outputs[k]].shape) / 4
                for k in float_outs}
-    wrt = [i for i, a in enumerate(prog.args) if a.dtype in FLOATS]
 
-    def grads(*xs):
+    def loss_fn(*xs):
         outs = nest.flatten(prog(*xs))[0]
         loss = tw.constant(0.0, "float64")
         for k in float_outs:
             loss = loss + tw.reduce_sum(tw.cast(outs[k], "float64") * weights[k])
-        return tw.gradients(loss, [xs[i] for i in wrt], unconnected_gradients="zero")
+        return loss
+    return loss_fn, [i for i, a in enumerate(prog.args) if a.dtype in FLOATS]
+
+
+def gradient_program(prog: Program, seed: int = 0):
+    """A function of `prog`'s arguments returning the gradients, with respect to its
+    floating-point arguments, of a random weighted sum of its floating-point outputs."""
+    loss_fn, wrt = weighted_loss(prog, seed)
+
+    def grads(*xs):
+        return tw.gradients(loss_fn(*xs), [xs[i] for i in wrt], unconnected_gradients="zero")
     return grads
+
+
+def eager_gradients(prog: Program, seed: int = 0) -> list[np.ndarray]:
+    """`gradient_program`'s gradients computed eagerly: the program run op by op on
+    EagerTensors under a tw.GradientTape."""
+    loss_fn, wrt = weighted_loss(prog, seed)
+    xs = [tw.constant(a) for a in prog.args]
+    with tw.GradientTape() as tape:
+        for i in wrt:
+            tape.watch(xs[i])
+        loss = loss_fn(*xs)
+    grads = tape.gradient(loss, [xs[i] for i in wrt], unconnected_gradients="zero")
+    return [np.asarray(g) for g in grads]
+
+
+def run_eager(prog: Program, args: list[np.ndarray] | None = None) -> list[np.ndarray]:
+    """Run `prog` eagerly (no tw.compile: each op on EagerTensors as it is called)."""
+    return leaves(prog(*[tw.constant(a) for a in (prog.args if args is None else args)]))
+
+
+def run_session(prog: Program, args: list[np.ndarray] | None = None,
+                unknown_dims: bool = False, calls: int = 1) -> tuple[list, list]:
+    """Build `prog` in a tf.compat.v1 Graph on placeholders (`unknown_dims`: every dim
+    None) with its variables, initialize them and run the outputs `calls` times in a
+    Session with a feed_dict: each call's outputs and the variables' final values.
+    (A v1 Graph orders nothing by itself: a program that reads a variable it assigns
+    gets either value, as in TensorFlow 1.)"""
+    import tensorweave.compat.v1 as tf1
+    args = prog.args if args is None else args
+    graph = tf1.Graph()
+    with graph.as_default():
+        phs = [tf1.placeholder(a.dtype.name, [None] * a.ndim if unknown_dims else a.shape)
+               for a in args]
+        prog.make_vars(tf1.Variable)
+        outs = nest.flatten(prog(*phs))[0]
+        reads = [v.read_value() for v in prog.variables]
+        init = tf1.global_variables_initializer()
+    with tf1.Session(graph=graph) as session:
+        session.run(init)
+        got = [[np.asarray(o) for o in session.run(outs, dict(zip(phs, args)))]
+               for _ in range(calls)]
+        var_values = [np.asarray(v) for v in session.run(reads)] if reads else []
+    return got, var_values
 
 
 # ---------------------------------------------------------------------------- running

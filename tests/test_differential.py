@@ -295,6 +295,78 @@ def test_two_outputs_of_one_value_are_distinct_arrays(target: str) -> None:
     np.testing.assert_array_equal(d, [-1.0, -1.0])
 
 
+# ----------------------------------------------------- eager and v1 Session legs
+
+@_examples(25)
+@given(prog=D.programs(max_ops=10, mode="control", big=False),
+       seed=st.integers(0, 2 ** 31 - 1))
+def test_eager_matches_the_reference(prog: D.Program, seed: int) -> None:
+    """The program run eagerly (op by op on EagerTensors, tw.cond/while_loop/scan
+    executed in Python, no passes) gives what the compiled reference target gives,
+    within the program's own bounds, on its arguments and on others."""
+    tol = prog.tolerances()
+    prog.make_vars()
+    D.compare(D.run_eager(prog), D.run(prog, "reference"), tol, "eager vs reference", prog)
+    other = prog.fresh_args(seed)
+    D.compare(D.run_eager(prog, other), D.run(prog, "reference", args=other), tol,
+              "eager vs reference, other argument values", prog)
+
+
+@_examples(15)
+@given(prog=D.programs(max_ops=10, mode="vars", big=False))
+def test_eager_variable_programs(prog: D.Program) -> None:
+    """Variable programs run eagerly twice: outputs and final variable values bitwise
+    equal to the compiled reference target's."""
+    _, ref, ref_vars = _call(prog, "reference", calls=2)
+    prog.make_vars()
+    eager = [D.run_eager(prog) for _ in range(2)]
+    for k in range(2):
+        D.compare(eager[k], ref[k], prog.tolerances(), f"eager call {k}", prog)
+    D.compare([v.numpy() for v in prog.variables], ref_vars, [0.0] * len(ref_vars),
+              "variables after two eager calls", prog)
+
+
+@_examples(12)
+@given(prog=D.programs(max_ops=9, mode="grad", big=False), seed=st.integers(0, 99))
+def test_eager_gradients_match_compiled_gradients(prog: D.Program, seed: int) -> None:
+    """tw.GradientTape over the program run eagerly gives tw.gradients' values on the
+    reference target (the same tolerances as `test_gradients_of_random_programs`)."""
+    prog.make_vars()
+    eager = D.eager_gradients(prog, seed)
+    ref = [np.asarray(g) for g in tw.compile(D.gradient_program(prog, seed),
+                                             target="reference")(*prog.args)]
+    tol = 1e-4 if any(v.dtype == D.F32 for v in prog.vals) else 1e-9
+    assert len(eager) == len(ref)
+    for k, (e, r) in enumerate(zip(eager, ref)):
+        assert e.dtype == r.dtype and e.shape == r.shape, \
+            f"gradient {k}: {e.dtype}{e.shape} != {r.dtype}{r.shape}\n{prog.text()}"
+        scale = max(1.0, float(np.max(np.abs(r)))) if r.size else 1.0
+        np.testing.assert_allclose(e, r, rtol=tol, atol=tol * scale, equal_nan=True,
+                                   err_msg=f"gradient {k}\n{prog.text()}")
+
+
+@_examples(20)
+@given(prog=D.programs(max_ops=10, mode="control", big=False),
+       unknown=st.booleans(), seed=st.integers(0, 2 ** 31 - 1))
+def test_v1_session_matches_the_reference(prog: D.Program, unknown: bool, seed: int
+                                          ) -> None:
+    """The program built in a tf.compat.v1 Graph on placeholders (fully known shapes,
+    or every dim None) and run by a Session with feed_dict, twice with other values in
+    between: the reference target's results within the program's bounds."""
+    tol = prog.tolerances()
+    other = prog.fresh_args(seed)
+    (got,), _ = D.run_session(prog, unknown_dims=unknown)
+    D.compare(got, D.run(prog, "reference"), tol, "v1 Session vs reference", prog)
+    (got,), _ = D.run_session(prog, args=other, unknown_dims=unknown)
+    D.compare(got, D.run(prog, "reference", args=other), tol,
+              "v1 Session vs reference, other argument values", prog)
+
+
+# (no v1 leg for variable programs: a v1 Graph has no automatic control dependencies,
+# so a read and an assignment of one variable in one Session.run run in either order,
+# as in TensorFlow 1; those programs assume the order of the Python code)
+
+
 # ------------------------------------------------------------------------------ gpu
 
 @_examples(3)
@@ -305,12 +377,22 @@ def _gpu_case(prog: D.Program) -> None:
     D.compare(D.run(prog, "gpu"), want, prog.tolerances(), "gpu vs reference", prog)
 
 
+@_examples(2)
+@given(prog=D.programs(max_ops=6, big=False, specials=True))
+def _gpu_specials_case(prog: D.Program) -> None:
+    """(Run in the simulator's process by the test below: NaN, +-inf and -0.0.)"""
+    want = D.run(prog, "reference")
+    D.compare(D.run(prog, "gpu"), want, prog.tolerances(), "gpu vs reference", prog)
+
+
 def test_gpu_target_matches_the_reference_in_the_simulator() -> None:
     """A few tiny programs on the gpu target in numba's CUDA simulator (a process of its
-    own: numba picks the simulator when it is first imported)."""
+    own: numba picks the simulator when it is first imported), some with NaN, +-inf and
+    -0.0 among their values."""
     pytest.importorskip("numba.cuda")
     if os.environ.get("TW_FUZZ_IN_SIMULATOR"):
         _gpu_case()
+        _gpu_specials_case()
         return
     env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1", TW_FUZZ_IN_SIMULATOR="1")
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
