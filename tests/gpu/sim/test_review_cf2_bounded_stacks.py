@@ -72,18 +72,19 @@ def test_a_large_bound_reserves_at_most_the_first_bytes(bound, run_time_count):
 
 
 def test_a_bounded_stack_grows_up_to_its_bound(monkeypatch):
-    """With the first allocation capped (at FIRST_ROWS entries, the least a stack
-    starts with), a bound of 40 and the trip count fed: the stacks start with 16
-    entries, double to 32, and stop at 40 (the bound); later calls keep them."""
-    assert loops.FIRST_ROWS == 16
+    """With the first allocation capped (at FIRST_ROWS entries, the least a stack starts
+    with, here 2: few simulated iterations), a bound of 5 and the trip count fed: the
+    stacks start with 2 entries, double to 4, and stop at 5 (the bound); later calls
+    keep them."""
     x, w = _inputs()
-    f = lambda x, w, n: rnn_weight_grad(x, w, n, 40)  # noqa: E731
+    f = lambda x, w, n: rnn_weight_grad(x, w, n, 5)  # noqa: E731
     monkeypatch.setattr(loops, "BOUNDED_FIRST_BYTES", 1)
+    monkeypatch.setattr(loops, "FIRST_ROWS", 2)
     gpu, ref = tw.compile(f, target="gpu"), tw.compile(f, target="reference")
-    for n, rows in ((3, 16), (20, 32), (35, 40), (100, 40), (2, 40)):
+    for n, rows in ((1, 2), (3, 4), (5, 5), (9, 5), (2, 5)):
         _check(gpu, ref, x, w, np.int32(n))
         step = _step(gpu, x, w, np.int32(n))
-        assert set(step.trips.values()) == {min(n, 40)}
-        assert step.plan.stack_limits and set(step.plan.stack_limits.values()) == {40}
-        assert all(step._rows.get(k, 16) == rows for k in step.plan.stack_limits), \
+        assert set(step.trips.values()) == {min(n, 5)}
+        assert step.plan.stack_limits and set(step.plan.stack_limits.values()) == {5}
+        assert all(step._rows.get(k, 2) == rows for k in step.plan.stack_limits), \
             {k: step._rows.get(k) for k in step.plan.stack_limits}
