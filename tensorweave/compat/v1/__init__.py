@@ -127,6 +127,25 @@ scatter_div = in_default_graph(_scatter.returning_value(_scatter.scatter_div))
 scatter_min = in_default_graph(_scatter.returning_value(_scatter.scatter_min))
 scatter_max = in_default_graph(_scatter.returning_value(_scatter.scatter_max))
 convert_to_tensor = in_default_graph(_tw.convert_to_tensor)
+
+
+def _variable_update(method: str) -> Any:
+    def update(ref: Any, value: Any, use_locking: Any = None, name: str | None = None,
+               **_: Any) -> Any:
+        if not hasattr(ref, method):
+            raise TypeError(f"tf.{method} updates a variable, got {type(ref).__name__}")
+        with name_scope(name or method.title().replace("_", "")):
+            return getattr(ref, method)(value)
+
+    update.__name__ = method
+    update.__doc__ = (f"TensorFlow 1's ``tf.{method}(ref, value)``: ``ref.{method}(value)``, "
+                      f"returning the variable's value after the update.")
+    return update
+
+
+assign = _variable_update("assign")
+assign_add = _variable_update("assign_add")
+assign_sub = _variable_update("assign_sub")
 gradients = in_default_graph(_autodiff.gradients)
 stop_gradient = in_default_graph(_autodiff.stop_gradient)
 group = in_default_graph(_grouping.group)

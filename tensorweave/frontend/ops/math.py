@@ -697,6 +697,17 @@ def matmul(a: TensorLike, b: TensorLike, transpose_a: bool = False, transpose_b:
                      name=name)
 
 
+def count_nonzero(input: TensorLike, axis: Axis = None, keepdims: bool = False,  # noqa: A002
+                  dtype: DType | str = int64, name: str | None = None) -> Result:
+    """How many elements over `axis` are not zero (True for bool; NaN counts, as it is
+    not equal to zero), as `dtype` (int64 by default), as ``tf.math.count_nonzero``."""
+    x = convert_to_tensor(input)
+    nonzero = x if x.dtype.is_bool else not_equal(x, np.zeros((), x.dtype.np))
+    # counted in int64 whatever `dtype` is, so a narrow dtype only rounds the final count
+    count = reduce_sum(cast(nonzero, int64), axis=axis, keepdims=keepdims)
+    return cast(count, dtype, name=name)
+
+
 __all__ = ["add", "subtract", "multiply", "divide", "truediv", "floordiv", "floormod", "mod",
            "pow", "maximum", "minimum", "squared_difference", "add_n", "negative", "abs", "exp",
            "log", "log1p", "expm1", "erf", "sqrt", "rsqrt", "square", "sin", "cos", "tanh",
@@ -707,6 +718,7 @@ __all__ = ["add", "subtract", "multiply", "divide", "truediv", "floordiv", "floo
            "reduce_all", "reduce_any", "argmax", "argmin", "matmul",
            "tan", "asin", "acos", "atan", "atan2", "sinh", "cosh", "round", "is_nan", "is_inf",
            "is_finite", "reduce_logsumexp", "reduce_variance", "reduce_std", "cumsum", "cumprod",
-           "clip_by_value", "clip_by_norm", "clip_by_global_norm", "einsum", "tensordot"]
+           "clip_by_value", "clip_by_norm", "clip_by_global_norm", "count_nonzero", "einsum",
+           "tensordot"]
 
 from .einsum import einsum, tensordot  # noqa: E402  (einsum is built on the functions above)
