@@ -2,12 +2,15 @@
 
 Forward: a loop nest over (image row, output column), split over threads by output rows
 (each chunk writes its own rows, so results do not depend on the thread count). An output
-pixel's ``C * multiplier`` channels are zeroed, then each filter tap whose input position
-is inside the image adds ``x[c] * filter[tap, c, m]`` to channel ``c * multiplier + m``:
-taps in the reference kernel's (row-major) order, padding skipped instead of read, and
-the channel loop innermost and contiguous in the input, the filter and the output, so it
-vectorizes. Padded taps add nothing in the reference either, so both compute the same
-sums in the same order (bitwise equal results).
+pixel's ``C * multiplier`` channels go in groups of up to `DEPTHWISE_VECTORS` explicit
+vectors (then single vectors, then single channels); for each group every filter tap
+whose input position is inside the image adds ``x[c] * filter[tap, c, m]`` to channel
+``c * multiplier + m`` in accumulators that stay in registers, starting from 0, and the
+sums are stored once: taps in the reference kernel's (row-major) order, padding skipped
+instead of read. Padded taps add nothing in the reference either, so both compute the
+same sums in the same order (bitwise equal results). (Summing in the output, zeroed and
+then read and written per tap, was miscompiled at O2 by an LLVM InstCombine bug:
+docs/llvm_o2_miscompile.md.)
 
 Input gradient: gathered, not scattered, so threads own disjoint input rows: each input
 pixel visits the taps in row-major order and takes the output pixel that read it through
@@ -23,8 +26,11 @@ import llvmlite.ir as ir
 
 from ....compiler.ir import Node
 from ..lowering import F64, I64, LoweringContext, lowering
-from .nn import _at, _floats_only, _lin, _parallel, _zero_output, window
+from .nn import _at, _floats_only, _lanes, _lin, _parallel, _zero_output, window
 
+# Vectors of output channels the forward lowering sums together per pass over the taps
+# (their accumulators stay in registers; the tap loop's bounds checks are shared).
+DEPTHWISE_VECTORS = 4
 # A filter-gradient row of f64 sums (C * M of them) lives on the stack; larger rows run
 # the reference kernel instead.
 MAX_SUM_ROW = 1 << 14
@@ -69,54 +75,100 @@ def _depthwise(cx: LoweringContext) -> None:
     if rows * g.ow * cm == 0:
         cx.ret_ok()
         return
-    zero = ir.Constant(cx.scalar(dtype), 0.0)
+    lanes = _lanes(dtype)
+    vectors = cm // lanes
+    group = min(DEPTHWISE_VECTORS, vectors)  # vectors summed together per pass of the taps
+    groups = vectors // group if group else 0
+    scalar = cx.scalar(dtype)
 
     def body(k: LoweringContext, ptrs: list[ir.Value], begin: ir.Value, end: ir.Value) -> None:
         x, w, out = ptrs
         b = k.b
+        vt = ir.VectorType(scalar, lanes)
+        accs = [k.alloca(vt, name=f"vsum{v}") for v in range(group)]
+        one = k.alloca(scalar, name="sum") if vectors * lanes < cm else None
         with k.loop(begin, end, name="row") as r:
             n, i = b.udiv(r, I64(g.oh)), b.urem(r, I64(g.oh))
             ih0 = _lin(k, (i, g.sh), -g.pt)
             with k.loop(0, g.ow, name="col") as j:
                 iw0 = _lin(k, (j, g.sw), -g.pl)
                 orow = _at(k, out, b.mul(b.add(b.mul(r, I64(g.ow)), j), I64(cm)))
-                with k.loop(0, cm, name="z") as q:
-                    b.store(zero, _at(k, orow, q))
-                with k.loop(0, g.kh, name="di") as di:
-                    ih = b.add(ih0, b.mul(di, I64(g.dh)))
-                    with k.if_then(_inside(k, ih, g.h)):
-                        with k.loop(0, g.kw, name="dj") as dj:
-                            iw = b.add(iw0, b.mul(dj, I64(g.dw)))
-                            with k.if_then(_inside(k, iw, g.w)):
-                                pix = _lin(k, (n, g.h * g.w), (ih, g.w), (iw, 1))
-                                xrow = _at(k, x, b.mul(pix, I64(g.c)))
-                                tap = b.add(b.mul(di, I64(g.kw)), dj)
-                                wrow = _at(k, w, b.mul(tap, I64(cm)))
-                                _accumulate(k, xrow, wrow, orow, g.c, mult)
+                where = (g, mult, n, ih0, iw0, x, w, orow)
+                if groups:
+                    with k.loop(0, groups, name="cg") as gi:
+                        _channel_sums(k, where, b.mul(gi, I64(group * lanes)), accs)
+                for v in range(groups * group, vectors):  # (fewer than `group` left)
+                    _channel_sums(k, where, I64(v * lanes), accs[:1])
+                if one is not None:
+                    with k.loop(vectors * lanes, cm, name="cs") as q:
+                        _channel_sums(k, where, q, [one])
 
     _parallel(cx, rows, rows * g.ow * cm * g.kh * g.kw,
               [cx.input(0), cx.input(1), cx.output(0)], body, "rows")
     cx.ret_ok()
 
 
-def _accumulate(k: LoweringContext, xrow: ir.Value, wrow: ir.Value, orow: ir.Value, c: int,
-                mult: int) -> None:
-    """orow[c*M + m] += xrow[c] * wrow[c*M + m] (no contraction: the reference rounds the
-    product before adding)."""
+def _channel_sums(k: LoweringContext, where: tuple, q: ir.Value, accs: list[ir.Value]
+                  ) -> None:
+    """Output channels q.. of one pixel (consecutive vectors of them, one per slot of
+    `accs`, or channel q alone for one scalar slot): the in-image taps' ``x * w`` added
+    in row-major tap order to 0, then stored once. (The slots are stack slots that
+    mem2reg turns into registers: summing in the output itself, zeroed and then read and
+    written per tap, is the pattern LLVM's InstCombine store merging miscompiles at O2,
+    docs/llvm_o2_miscompile.md.) No contraction: the reference rounds the product before
+    adding."""
+    g, mult, n, ih0, iw0, x, w, orow = where
     b = k.b
-    if mult == 1:
-        with k.loop(0, c, name="c") as ch:
-            p = _at(k, orow, ch)
-            b.store(b.fadd(b.load(p), b.fmul(b.load(_at(k, xrow, ch)),
-                                              b.load(_at(k, wrow, ch)))), p)
-        return
-    with k.loop(0, c, name="c") as ch:
-        xv = b.load(_at(k, xrow, ch))
-        base = b.mul(ch, I64(mult))
-        with k.loop(0, mult, name="m") as m:
-            idx = b.add(base, m)
-            p = _at(k, orow, idx)
-            b.store(b.fadd(b.load(p), b.fmul(xv, b.load(_at(k, wrow, idx)))), p)
+    t = accs[0].type.pointee
+    vector = isinstance(t, ir.VectorType)
+    width = t.count if vector else 1
+    align = 4 if isinstance(t, ir.VectorType) and isinstance(t.element, ir.FloatType) else 8
+    cm = g.c * mult
+
+    def at(ptr: ir.Value, index: ir.Value) -> ir.Value:
+        p = _at(k, ptr, index)
+        return b.bitcast(p, ir.PointerType(t)) if vector else p
+
+    def load(ptr: ir.Value, index: ir.Value) -> ir.Value:
+        return b.load(at(ptr, index), align=align) if vector else b.load(at(ptr, index))
+
+    qs = [q if v == 0 else b.add(q, I64(v * width)) for v in range(len(accs))]
+    for acc in accs:
+        b.store(ir.Constant(t, None), acc)  # (zeroinitializer: +0.0, the reference's start)
+    with k.loop(0, g.kh, name="di") as di:
+        ih = b.add(ih0, b.mul(di, I64(g.dh)))
+        with k.if_then(_inside(k, ih, g.h)):
+            with k.loop(0, g.kw, name="dj") as dj:
+                iw = b.add(iw0, b.mul(dj, I64(g.dw)))
+                with k.if_then(_inside(k, iw, g.w)):
+                    pix = _lin(k, (n, g.h * g.w), (ih, g.w), (iw, 1))
+                    xrow = _at(k, x, b.mul(pix, I64(g.c)))
+                    tap = b.add(b.mul(di, I64(g.kw)), dj)
+                    wrow = _at(k, w, b.mul(tap, I64(cm)))
+                    for acc, qv in zip(accs, qs):
+                        xv = load(xrow, qv) if mult == 1 else _spread(k, xrow, qv, mult, t)
+                        b.store(b.fadd(b.load(acc), b.fmul(xv, load(wrow, qv))), acc)
+    for acc, qv in zip(accs, qs):
+        total = b.load(acc)
+        if vector:
+            b.store(total, at(orow, qv), align=align)
+        else:
+            b.store(total, at(orow, qv))
+
+
+def _spread(k: LoweringContext, xrow: ir.Value, q: ir.Value, mult: int, t: ir.Type
+            ) -> ir.Value:
+    """The input values of output channels q.. (channel q reads input channel q // M): one
+    scalar, or a vector of them built lane by lane (a vector load would read past the
+    pixel's channels in the last block)."""
+    b = k.b
+    if not isinstance(t, ir.VectorType):
+        return b.load(_at(k, xrow, b.udiv(q, I64(mult))))
+    v = ir.Constant(t, None)
+    for lane in range(t.count):
+        src = b.udiv(b.add(q, I64(lane)), I64(mult))
+        v = b.insert_element(v, b.load(_at(k, xrow, src)), ir.IntType(32)(lane))
+    return v
 
 
 # The gradients unroll the multiplier loop; larger multipliers run the reference kernel.
