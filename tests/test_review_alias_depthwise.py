@@ -18,27 +18,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import tensorweave as tw
 from tests.lowerings.helpers import check_lowering, reference_outputs, single_node
 from tests.lowerings.test_nn_extra_lowerings import threads
-from tests.ops.test_nn_extra import depthwise_ref
-from tests.test_review_llvm_depthwise_o2_cases import WRONG_AT_O2
+from tests.test_review_llvm_depthwise_o2_cases import WRONG_AT_O2, check_case
 
 
-@pytest.mark.parametrize("h, w, kh, kw, sh, sw, ph, pw", WRONG_AT_O2)
-def test_the_o2_cases_are_right_at_o2(h, w, kh, kw, sh, sw, ph, pw, monkeypatch):
-    monkeypatch.setenv("TW_LLVM_OPT", "2")  # (the JIT's cache keys name the level)
-    r = np.random.default_rng(h * 100 + w * 10 + sh)
-    x = r.uniform(-1, 1, (2, h, w, 1)).astype(np.float32)
-    f = r.uniform(-1, 1, (kh, kw, 1, 1)).astype(np.float32)
-    pads = [[0, ph], [0, pw]]
-
-    def conv(a, b):
-        return tw.nn.depthwise_conv2d(a, b, [1, sh, sw, 1], [[0, 0], *pads, [0, 0]])
-
-    got = np.asarray(tw.compile(conv, target="cpu")(x, f))
-    np.testing.assert_allclose(got, depthwise_ref(x, f, (sh, sw), (1, 1), pads),
-                               rtol=1e-6, atol=1e-7)
+@pytest.mark.parametrize("case", WRONG_AT_O2)
+def test_the_o2_cases_are_right_at_o2(case, monkeypatch):
+    check_case(case, monkeypatch, "2")
 
 
 @settings(max_examples=15, deadline=None)
