@@ -1471,15 +1471,18 @@ def run_eager(prog: Program, args: list[np.ndarray] | None = None) -> list[np.nd
 def run_session(prog: Program, args: list[np.ndarray] | None = None,
                 unknown_dims: bool = False, calls: int = 1) -> tuple[list, list]:
     """Build `prog` in a tf.compat.v1 Graph on placeholders (`unknown_dims`: every dim
-    None) with its variables, initialize them and run the outputs `calls` times in a
-    Session with a feed_dict: each call's outputs and the variables' final values.
+    of a float argument None; int arguments are indices, ids, trip counts: the index
+    depth of a scatter must be known when the graph is built) with its variables,
+    initialize them and run the outputs `calls` times in a Session with a feed_dict:
+    each call's outputs and the variables' final values.
     (A v1 Graph orders nothing by itself: a program that reads a variable it assigns
     gets either value, as in TensorFlow 1.)"""
     import tensorweave.compat.v1 as tf1
     args = prog.args if args is None else args
     graph = tf1.Graph()
     with graph.as_default():
-        phs = [tf1.placeholder(a.dtype.name, [None] * a.ndim if unknown_dims else a.shape)
+        phs = [tf1.placeholder(a.dtype.name, [None] * a.ndim
+                               if unknown_dims and a.dtype in FLOATS else a.shape)
                for a in args]
         prog.make_vars(tf1.Variable)
         outs = nest.flatten(prog(*phs))[0]
