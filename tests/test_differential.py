@@ -12,7 +12,9 @@ tile, pad ...), softmax, cumsum and comparisons, on C-ordered, Fortran-ordered a
 NumPy arguments, 0-d and empty tensors, and now and then base shapes of more than 64K
 elements. One test draws NaN, +-inf and -0.0 among the float arguments' values. Other
 programs add tw.cond / tw.while_loop / tw.scan, tw.Variable reads and assignments, and
-gradients of a random scalar loss.
+gradients of a random scalar loss. The same programs also run eagerly (op by op, with
+tw.GradientTape for gradients) and in a tf.compat.v1 Graph on placeholders run by a
+Session, against the same reference results and bounds.
 
 Tolerances come from the program itself (see `tests/differential.py`): values computed
 without rounding (and every int or bool) must be bitwise equal, the others are within an
