@@ -131,15 +131,16 @@ convert_to_tensor = in_default_graph(_tw.convert_to_tensor)
 
 def _variable_update(method: str) -> Any:
     def update(ref: Any, value: Any, use_locking: Any = None, name: str | None = None,
-               **_: Any) -> Any:
+               read_value: bool = True) -> Any:
         if not hasattr(ref, method):
             raise TypeError(f"tf.{method} updates a variable, got {type(ref).__name__}")
         with name_scope(name or method.title().replace("_", "")):
-            return getattr(ref, method)(value)
+            return getattr(ref, method)(value, read_value=read_value)
 
     update.__name__ = method
     update.__doc__ = (f"TensorFlow 1's ``tf.{method}(ref, value)``: ``ref.{method}(value)``, "
-                      f"returning the variable's value after the update.")
+                      f"returning the variable's value after the update (the update op with "
+                      f"``read_value=False``).")
     return update
 
 
