@@ -19,9 +19,10 @@ import numpy as np
 GRANULE = 512
 
 
-@dataclass
+@dataclass(eq=False)  # a block is itself: the simulator's arrays compare element-wise
 class Block:
-    """A device allocation of `nbytes` (rounded) bytes: `data` is a uint8 device array."""
+    """A device allocation of `nbytes` (rounded) bytes: `data` is a uint8 device array.
+    Blocks compare (and hash) by identity: two blocks are never the same allocation."""
 
     nbytes: int
     data: Any
