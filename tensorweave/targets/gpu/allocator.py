@@ -48,7 +48,9 @@ class CachingAllocator:
     def __init__(self, cuda: Any) -> None:
         self._cuda = cuda
         self._pool: dict[int, list[Block]] = {}
-        self._lock = threading.Lock()
+        # reentrant: a step's finalizer frees its blocks, and the cyclic garbage collector
+        # can run it on this thread while it holds the lock (an allocation inside free)
+        self._lock = threading.RLock()
         self.in_use = 0
         self.peak = 0
         self.cached = 0
