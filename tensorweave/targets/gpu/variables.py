@@ -21,10 +21,14 @@ from .allocator import Block, CachingAllocator
 
 
 class Mirror:
-    """The device copy of one variable."""
+    """The device copy of one variable. It refers to its variable weakly (the registry
+    below is keyed by the variable), and its block goes back to the allocator when the
+    variable is collected."""
 
     def __init__(self, state: VariableState, allocator: CachingAllocator) -> None:
-        self.state = state
+        # a strong reference here would keep the WeakKeyDictionary's key alive through its
+        # own value: no mirror, and no device block, would ever be freed
+        self._state = weakref.ref(state)
         t = state.type
         self.shape = tuple(int(s) for s in t.shape)
         self.dtype = t.dtype.np
@@ -35,6 +39,15 @@ class Mirror:
         self.snapshot: np.ndarray | None = None
         self.uploads = 0
         self.downloads = 0
+        weakref.finalize(state, allocator.free, self.block)
+
+    @property
+    def state(self) -> VariableState:
+        """The variable (alive while any step that uses this mirror holds it)."""
+        state = self._state()
+        if state is None:
+            raise ReferenceError("the variable of this device mirror was collected")
+        return state
 
     def to_device(self) -> bool:
         """Upload the host value if it changed since the last sync (call under the
@@ -75,6 +88,7 @@ def mirror(state: VariableState, allocator: CachingAllocator) -> Mirror:
 
 
 def mirror_count() -> int:
+    """How many variables have a device mirror now."""
     return len(_mirrors)
 
 
