@@ -212,6 +212,12 @@ def thread_control() -> dict[str, int] | None:
 
 # ------------------------------------------------------------------------ the IR
 
+# `noalias` on a, b and c is sound for the same reason as beside the generated GEMM
+# (`lowering._gemm_generated`): a product's output is a workspace value placed after its
+# inputs' last use, a result buffer, or a loop accumulator whose operands are other
+# buffers, and a donated argument takes a result only from a Fusion, never from a
+# MatMul; a and b may be the same memory (x @ x) since both are only read, which
+# `noalias` allows.
 _BATCH_LOOP = """
 define i32 @tw_matmul_{dt}({t}* noalias %a, {t}* noalias %b, {t}* noalias %c, i64 %batch,
                            i64* %aoff, i64* %boff, i64* %dims) {{
