@@ -59,6 +59,15 @@ def _no_activity_regularizer(layer: str, activity_regularizer: Any) -> None:
                                  f"supported", location=str(user_location()))
 
 
+def _layer_scope(name: str | None, default_name: str, reuse: Any) -> Any:
+    """The variable scope of a layer: `name`, else a unique `default_name` (``dense``,
+    ``dense_1``); a layer asked to reuse without a name reuses `default_name` itself,
+    as TensorFlow's layers do."""
+    if name is None and reuse:
+        name = default_name
+    return variable_scope(name, default_name=default_name, reuse=reuse)
+
+
 def _finish(y: Any, bias: Any, activation: Callable | None) -> Any:
     if bias is not None:
         y = _nn.bias_add(y, bias)
@@ -80,7 +89,7 @@ def dense(inputs: TensorLike, units: int, activation: Callable | None = None,
     if in_dim is None:
         raise ShapeError("tf.layers.dense: the last dim of the inputs must be known",
                          location=str(user_location()))
-    with variable_scope(name, default_name="dense", reuse=reuse):
+    with _layer_scope(name, "dense", reuse):
         kernel = get_variable("kernel", [in_dim, units], dtype=x.dtype,
                               initializer=kernel_initializer, regularizer=kernel_regularizer,
                               constraint=kernel_constraint, trainable=trainable)
@@ -122,7 +131,7 @@ def conv2d(inputs: TensorLike, filters: int, kernel_size: IntOrPair,
         raise ShapeError(f"tf.layers.conv2d: inputs must be NHWC with known channels, got "
                          f"{x.shape}", location=str(user_location()))
     kh, kw = _pair(kernel_size, "kernel_size")
-    with variable_scope(name, default_name="conv2d", reuse=reuse):
+    with _layer_scope(name, "conv2d", reuse):
         kernel = get_variable("kernel", [kh, kw, x.shape[-1], filters], dtype=x.dtype,
                               initializer=kernel_initializer, regularizer=kernel_regularizer,
                               constraint=kernel_constraint, trainable=trainable)

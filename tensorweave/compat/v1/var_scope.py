@@ -168,7 +168,27 @@ class _GraphState:
     def __init__(self) -> None:
         self.store: dict[str, Any] = {}
         self.scope = VariableScope(False)
-        self.default_names: dict[str, int] = {}
+        # how many times each full scope name was opened (TensorFlow's
+        # variable_scopes_count): a default name is made unique against it
+        self.scope_counts: dict[str, int] = {}
+
+    def unique_default_name(self, parent: str, prefix: str) -> str:
+        """`prefix`, or ``prefix_k`` with the smallest k, not yet opened under `parent`."""
+        name = f"{parent}/{prefix}" if parent else prefix
+        if not self.scope_counts.get(name):
+            return prefix
+        k = 1
+        while self.scope_counts.get(f"{name}_{k}"):
+            k += 1
+        return f"{prefix}_{k}"
+
+    def close_subscopes(self, name: str) -> None:
+        """Forget the counts of the scopes under `name` (TensorFlow does when `name` is
+        left, so a model built again in the same scope gets the same names)."""
+        start = f"{name}/"
+        for key in self.scope_counts:
+            if key.startswith(start):
+                self.scope_counts[key] = 0
 
 
 _STATES: weakref.WeakKeyDictionary[Graph, _GraphState] = weakref.WeakKeyDictionary()
@@ -218,19 +238,26 @@ def variable_scope(name_or_scope: Any, default_name: str | None = None, values: 
     _refuse_constraint("variable_scope", constraint)
     state = _state()
     parent = state.scope
-    if isinstance(name_or_scope, VariableScope):
+    reentered = isinstance(name_or_scope, VariableScope)
+    if reentered:
         base = name_or_scope
         full = base.name
+        inherited = parent.reuse if parent.reuse else base.reuse
     else:
         if name_or_scope is None:
             if default_name is None:
                 raise ValueError("variable_scope needs name_or_scope or default_name")
-            count = state.default_names.get(f"{parent.name}/{default_name}", 0)
-            state.default_names[f"{parent.name}/{default_name}"] = count + 1
-            name_or_scope = default_name if count == 0 else f"{default_name}_{count}"
+            if reuse is True:
+                raise ValueError("reuse=True cannot be used without a name_or_scope")
+            name_or_scope = state.unique_default_name(parent.name, default_name)
         base = parent
         full = f"{parent.name}/{name_or_scope}" if parent.name else str(name_or_scope)
-    inherited = parent.reuse if parent.reuse else base.reuse
+        inherited = parent.reuse
+    # TensorFlow's counting: every scope opened counts for the default names; leaving a
+    # named scope forgets its subscopes' counts, leaving a scope object restores the
+    # counts as they were just after it was entered
+    state.scope_counts[full] = state.scope_counts.get(full, 0) + 1
+    saved_counts = dict(state.scope_counts) if reentered else None
     scope = VariableScope(reuse if reuse else inherited, full,
                           initializer if initializer is not None else base.initializer,
                           partitioner if partitioner is not None else base.partitioner,
@@ -241,6 +268,10 @@ def variable_scope(name_or_scope: Any, default_name: str | None = None, values: 
         with _name_scope(full.rsplit("/", 1)[-1] if auxiliary_name_scope else None):
             yield scope
     finally:
+        if saved_counts is not None:
+            state.scope_counts = saved_counts
+        else:
+            state.close_subscopes(full)
         state.scope = parent
 
 
