@@ -17,7 +17,9 @@ How a body becomes a region
   keeps its reads and updates inside the region (through its own ``VarHandle``), so each
   iteration sees the previous one's update; those reads carry no gradient (a gradient
   with respect to the variable through them is a CompileError:
-  `check_no_region_reads_reach`, called by tapes and `tw.gradients`).
+  `check_no_region_reads_reach`, called by tapes and `tw.gradients`). A cond whose
+  predicate tests a variable's initialization (``VarIsInitialized``) keeps that
+  variable's reads in its branches, so only the branch taken reads it.
 - The node is stateful; with automatic control dependencies it is ordered after earlier
   stateful ops on the variables and resources its regions touch, and later ones after it.
 
@@ -297,19 +299,45 @@ def _trace_region(name: str, fn: Callable[[list[Tensor]], Any], arg_types: Seque
     return _Traced(graph, builder, tree)
 
 
-def _hoist_reads(traced: Sequence[_Traced], together: bool) -> None:
+def _hoist_reads(traced: Sequence[_Traced], together: bool,
+                 keep: frozenset[str] = frozenset()) -> None:
     """Hoist the reads of variables that a region never assigns (see the module
     docstring). With `together` (a loop's cond and body), a variable that either region
-    assigns stays inside both; branches are judged one by one."""
+    assigns stays inside both; branches are judged one by one. Reads of the variables
+    named in `keep` stay where they are."""
     reads: dict = {}
     if together:
         graphs = [t.graph for t in traced]
         pure = set.intersection(*[_read_only_variables(g) | _unused(g, graphs) for g in graphs])
         for t in traced:
-            _hoist_variable_reads(t.builder, pure, reads)
+            _hoist_variable_reads(t.builder, pure - keep, reads)
     else:
         for t in traced:
-            _hoist_variable_reads(t.builder, _read_only_variables(t.graph), reads)
+            _hoist_variable_reads(t.builder, _read_only_variables(t.graph) - keep, reads)
+
+
+def _initialization_tested(pred: Value) -> frozenset[str]:
+    """Shared names of the variables whose ``VarIsInitialized`` `pred` is computed from.
+
+    A branch of ``cond(is_variable_initialized(v), v.read_value, ...)`` must read `v`
+    only when taken: hoisted before the ``If``, the read would run, and fail on an
+    uninitialized `v`, whichever branch the predicate picks (TensorFlow reads inside
+    the branch). Such reads stay in their region (and carry no gradient)."""
+    names: set[str] = set()
+    seen: set[int] = set()
+    stack = [pred.producer] if pred.producer is not None else []
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if node.op == "VarIsInitialized":
+            handle = node.inputs[0].producer
+            if handle is not None and handle.op == "VarHandle":
+                names.add(handle.attrs["shared_name"])
+            continue
+        stack += [v.producer for v in node.inputs if v.producer is not None]
+    return frozenset(names)
 
 
 def _unused(graph: Graph, graphs: Sequence[Graph]) -> set[str]:
@@ -417,7 +445,7 @@ def cond(pred: Any, true_fn: Callable[[], Any], false_fn: Callable[[], Any],
     shapes: list[tuple] = []  # per branch (see _branch_tensors)
     then = _trace_region("cond_true", lambda _: _branch_tensors(true_fn(), shapes), [], [])
     other = _trace_region("cond_false", lambda _: _branch_tensors(false_fn(), shapes), [], [])
-    _hoist_reads([then, other], together=False)
+    _hoist_reads([then, other], together=False, keep=_initialization_tested(p.value))
     (then_tree, then_nones, returned), (else_tree, else_nones, _) = shapes
     if _plain(then_tree) != _plain(else_tree):
         raise TracingError(f"tw.cond: true_fn and false_fn must return the same structure; "

@@ -13,12 +13,13 @@ from typing import Any
 from ...compiler import ir
 from ...compiler.dtypes import DType, as_dtype
 from ...compiler.types import TensorType, as_shape, format_shape
-from ...errors import FailedPreconditionError, UnknownNameError
+from ...errors import FailedPreconditionError, ShapeError, UnknownNameError
 from ...frontend.building import apply_op, apply_op1, convert_to_tensor
 from ...frontend.call_site import api_name, user_location
 from ...frontend.context import GraphBuilder, building, control_dependencies, current_builder
 from ...frontend.grouping import group
 from ...frontend.tensor import Tensor
+from ...frontend.tensor_shape import Dimension, TensorShape, dimension_value
 from ...frontend.variables import Variable as _Variable
 
 GLOBAL_VARIABLES = "variables"
@@ -176,11 +177,23 @@ def placeholder(dtype: DType | str, shape: Any = None, name: str | None = None) 
     without a `shape` is a scalar (TensorFlow's common use: ``keep_prob``, a learning
     rate); feeding it an array of another rank is an error that says so. Give a shape,
     e.g. ``[None, 784]``, for anything else."""
-    if shape is None:
-        shape = ()
+    dims = () if shape is None else _declared_dims(shape, "tf.placeholder")
     dtype = as_dtype(dtype)
-    return apply_op1("Placeholder", [], {"dtype": dtype, "shape": tuple(shape)},
+    return apply_op1("Placeholder", [], {"dtype": dtype, "shape": dims},
                      name=name or "Placeholder")
+
+
+def _declared_dims(shape: Any, op: str) -> tuple:
+    """A shape argument (a list, tuple or `TensorShape`, dims ints, None, -1 or
+    ``tf.Dimension``) as a tuple of ints and None; an error naming `op` for an unknown
+    rank, which tensorweave's graphs cannot hold."""
+    if isinstance(shape, TensorShape) and shape.rank is None:
+        raise ShapeError("a shape of unknown rank (TensorShape(None)) is not supported: "
+                         "tensorweave's graphs need every rank; give the shape as a list, "
+                         "with None for dims unknown until run time", op=op, location=_where())
+    if isinstance(shape, (int, Dimension)):
+        shape = (shape,)
+    return as_shape(tuple(dimension_value(d) for d in shape))
 
 
 @in_default_graph
@@ -189,7 +202,8 @@ def placeholder_with_default(input: Any, shape: Any, name: str | None = None) ->
     (None dims: a fed value may have any size there), which must allow `input`'s.
     `shape=None` keeps `input`'s shape (graphs need every rank)."""
     t = convert_to_tensor(input)
-    declared = tuple(t.shape) if shape is None else as_shape(shape)
+    declared = tuple(t.shape) if shape is None else _declared_dims(
+        shape, "tf.placeholder_with_default")
     if len(declared) != len(t.shape) or any(
             d is not None and s is not None and d != s for d, s in zip(declared, t.shape)):
         raise ValueError(f"placeholder_with_default: the default of shape "
@@ -253,6 +267,15 @@ class Variable(_Variable):
     @property
     def op(self) -> ir.Node:
         return self.handle().producer
+
+    def initialized_value(self) -> Tensor:
+        """The variable's value once initialized, else its initial value (TensorFlow 1's
+        ``initialized_value``: ``w2 = tf.Variable(w.initialized_value() * 2)`` gets a
+        value from one ``global_variables_initializer()`` run, whatever its order)."""
+        from ...frontend.control_flow import cond
+        with self._graph.as_default():
+            return cond(is_variable_initialized(self), self.read_value,
+                        lambda: self._initial_value)
 
     def _create_slot(self, slot_name: str, initial: Any) -> Variable:
         """An optimizer's slot variable, on the device of this variable whatever the
