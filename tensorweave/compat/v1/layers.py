@@ -190,8 +190,17 @@ def dropout(inputs: TensorLike, rate: float = 0.5, noise_shape: Any = None,
 @in_default_graph
 def flatten(inputs: TensorLike, name: str | None = None, data_format: str = "channels_last"
             ) -> Any:
-    """`inputs` reshaped to ``[batch, features]`` (the non-batch dims must be known)."""
+    """`inputs` reshaped to ``[batch, features]`` (the non-batch dims must be known).
+    With ``data_format="channels_first"`` the channels (axis 1) are moved last first, as
+    TensorFlow does, so the features come in the order of a ``channels_last`` model."""
+    if data_format not in ("channels_first", "channels_last"):
+        raise InvalidArgumentError(f"tf.layers.flatten: data_format must be 'channels_first' "
+                                   f"or 'channels_last', got {data_format!r}",
+                                   location=str(user_location()))
     x = convert_to_tensor(inputs)
+    if data_format == "channels_first" and len(x.shape) >= 3:
+        rank = len(x.shape)
+        x = _array.transpose(x, [0, *range(2, rank), 1])
     rest = x.shape[1:]
     if any(d is None for d in rest):
         raise ShapeError(f"tf.layers.flatten: the dims after the batch must be known, got "
