@@ -38,6 +38,7 @@ from .frontend.ops.debugging import print  # noqa: A004  (TensorFlow's tf.print)
 from .frontend.tape import GradientTape, UnconnectedGradients
 from .frontend.tensor import EagerTensor, Tensor
 from .frontend.tensor_array import TensorArray
+from .frontend.tensor_shape import TensorShape
 from .frontend.variables import Variable
 
 bool = bool_  # noqa: A001  (TensorFlow spells it tw.bool)
@@ -84,7 +85,7 @@ __all__ = ["errors", "DType", "as_dtype", "bfloat16", "bool", "bool_", "float16"
            "value_and_grad",
            "case", "cond", "foldl", "scan", "while_loop",
            "GradientTape", "UnconnectedGradients", "custom_gradient", "map_fn", "vectorized_map",
-           "vmap", "TensorArray", "print",
+           "vmap", "TensorArray", "TensorShape", "print",
            "nn", "optimizers", "profiler", "random", "train", "config", "debugging", "math", "queue",
            "summary", "bitwise", "experimental", "data",
            "linalg", "compat", "distribute", *_ops_all]  # noqa: F405 (compat, distribute: __getattr__)

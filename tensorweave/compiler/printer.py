@@ -554,5 +554,6 @@ def _canonical(x: Any) -> Any:
     if isinstance(x, Type):
         return ("type", format_type(x))
     if isinstance(x, (tuple, list)):
-        return (type(x).__name__, tuple(_canonical(e) for e in x))
+        # by kind, not class: a TensorShape attribute prints (and parses back) as a tuple
+        return ("list" if isinstance(x, list) else "tuple", tuple(_canonical(e) for e in x))
     raise Unfingerprintable(f"{type(x).__name__} attribute")

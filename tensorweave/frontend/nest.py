@@ -18,7 +18,8 @@ def flatten(structure: Any) -> tuple[list[Any], Any]:
         if _is_namedtuple(x):
             return ("namedtuple", type(x), tuple(go(v) for v in x))
         if isinstance(x, (tuple, list)):
-            return (type(x).__name__, tuple(go(v) for v in x))
+            # (a tuple subclass such as a TensorShape is a tuple here: rebuilt as one)
+            return ("list" if isinstance(x, list) else "tuple", tuple(go(v) for v in x))
         if isinstance(x, dict):
             keys = tuple(x.keys())
             return ("dict", keys, tuple(go(x[k]) for k in keys))

@@ -19,6 +19,7 @@ from ..compiler.dtypes import DType, as_dtype
 from ..compiler.ir import Node, Value
 from ..compiler.types import TensorType, format_shape
 from ..errors import TracingError
+from .tensor_shape import TensorShape, from_static
 
 
 def _math():
@@ -163,11 +164,13 @@ class Tensor(TensorOps):
         return self.value.type.dtype
 
     @property
-    def shape(self) -> tuple:
-        """Static shape: a tuple of ints, with None for dims unknown until run time."""
-        return self.value.type.shape
+    def shape(self) -> TensorShape:
+        """Static shape: a `TensorShape` (a tuple of ints, with None for dims unknown until
+        run time, with TensorFlow's ``as_list()``, ``ndims`` ...)."""
+        return from_static(self.value.type.shape)
 
-    def get_shape(self) -> tuple:
+    def get_shape(self) -> TensorShape:
+        """The static shape (TensorFlow 1's spelling of `shape`)."""
         return self.shape
 
     @property
@@ -241,10 +244,12 @@ class EagerTensor(TensorOps):
         return as_dtype(self._array.dtype)
 
     @property
-    def shape(self) -> tuple:
-        return self._array.shape
+    def shape(self) -> TensorShape:
+        """The shape, a `TensorShape` (a tuple of ints)."""
+        return from_static(self._array.shape)
 
-    def get_shape(self) -> tuple:
+    def get_shape(self) -> TensorShape:
+        """The shape (TensorFlow 1's spelling of `shape`)."""
         return self.shape
 
     @property

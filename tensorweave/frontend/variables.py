@@ -15,6 +15,7 @@ from . import building
 from .building import apply_op, apply_op1, convert_to_tensor
 from .context import current_builder
 from .tensor import EagerTensor, TensorOps
+from .tensor_shape import TensorShape, from_static
 
 
 class Variable(TensorOps):
@@ -81,10 +82,12 @@ class Variable(TensorOps):
         return self._type.dtype
 
     @property
-    def shape(self) -> tuple:
-        return self._type.shape
+    def shape(self) -> TensorShape:
+        """The variable's static shape, a `TensorShape` (a tuple of ints and None)."""
+        return from_static(self._type.shape)
 
-    def get_shape(self) -> tuple:
+    def get_shape(self) -> TensorShape:
+        """The static shape (TensorFlow 1's spelling of `shape`)."""
         return self.shape
 
     @property

@@ -25,6 +25,12 @@ from ...frontend import queues as _queues
 from ...frontend.building import constant as _constant
 from ...frontend.ops import scatter as _scatter
 from ...frontend.ops.dropout import dropout_v1 as _dropout_v1
+from ...frontend.tensor_shape import (  # noqa: F401
+    Dimension,
+    TensorShape,
+    dimension_at_index,
+    dimension_value,
+)
 from . import assertions as _assertions
 from . import layers, losses, metrics, operation_run, summary, train  # noqa: F401
 from .assertions import (  # noqa: F401
