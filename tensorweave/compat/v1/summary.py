@@ -88,11 +88,11 @@ def merge(inputs: Any, collections: Any = None, name: str | None = None) -> Tens
 
 
 def merge_all(key: str = SUMMARIES, scope: str | None = None, name: str | None = None) -> Tensor | None:
-    """`merge` of every summary in the default graph's collection `key` (those whose tag
-    starts with `scope`, if given); None when there is none."""
-    found = get_default_graph().get_collection(key)
-    if scope is not None:
-        found = [t for t in found if t.value.producer.attrs.get("tag", "").startswith(scope)]
+    """`merge` of every summary in the default graph's collection `key` (with `scope`,
+    those whose op name the regular expression matches from the start, as
+    ``get_collection``: the name, not the tag, which a family changes); None when there
+    is none."""
+    found = get_default_graph().get_collection(key, scope)
     return merge(found, name=name) if found else None
 
 
