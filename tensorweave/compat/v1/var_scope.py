@@ -265,7 +265,12 @@ def variable_scope(name_or_scope: Any, default_name: str | None = None, values: 
                           regularizer if regularizer is not None else base.regularizer)
     state.scope = scope
     try:
-        with _name_scope(full.rsplit("/", 1)[-1] if auxiliary_name_scope else None):
+        # the name scope TensorFlow opens, under the current one: the whole name given
+        # ("a/b"), or the last part of a scope object's name
+        aux = (full.rsplit("/", 1)[-1] if reentered else str(name_or_scope)) \
+            if auxiliary_name_scope else None
+        with _name_scope(aux) as opened:
+            scope.original_name_scope = base.original_name_scope if reentered else opened
             yield scope
     finally:
         if saved_counts is not None:
@@ -276,15 +281,16 @@ def variable_scope(name_or_scope: Any, default_name: str | None = None, values: 
 
 
 @contextlib.contextmanager
-def _name_scope(name: str | None) -> Iterator[None]:
-    if not name:
-        yield
-    elif current_builder() is None:
-        with get_default_graph().as_default(), _context.name_scope(name):
-            yield
-    else:
-        with _context.name_scope(name):
-            yield
+def _name_scope(name: str | None) -> Iterator[str]:
+    """Open name scope `name` (none when empty) under the current one; yields the
+    current name scope inside (``outer/name/``, or ``""`` at the root)."""
+    with contextlib.ExitStack() as stack:
+        if current_builder() is None:
+            stack.enter_context(get_default_graph().as_default())
+        if name:
+            stack.enter_context(_context.name_scope(name))
+        prefix = current_builder().scoped_name("").rstrip("/")
+        yield f"{prefix}/" if prefix else ""
 
 
 @in_default_graph
