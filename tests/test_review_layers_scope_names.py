@@ -6,7 +6,10 @@ names its ops ``a/b/...``), and a scope's ``original_name_scope`` is the name sc
 opened, under the current one (``outer_ns/vs/`` inside ``tf.name_scope("outer_ns")``).
 tensorweave opened only the last component (ops ``b/op``), so summaries were tagged
 ``enc/loss`` instead of ``model/enc/loss`` and ``get_losses(scope="model")`` missed the
-losses built there; ``original_name_scope`` ignored the enclosing name scope."""
+losses built there; ``original_name_scope`` ignored the enclosing name scope.
+A ``VariableScope`` object entered again keeps its own reuse (TensorFlow does not inherit
+the parent's there): inside ``variable_scope("r", reuse=True)``, entering a scope captured
+with reuse=False gave reuse True."""
 
 from __future__ import annotations
 
@@ -58,3 +61,15 @@ def test_original_name_scope_is_the_name_scope_opened():
         # a scope object entered again keeps the name scope it was made with
         assert again.original_name_scope == "outer_ns/vs/"
 
+
+def test_a_scope_object_keeps_its_own_reuse():
+    with tf.variable_scope("plain") as plain:
+        pass
+    with tf.variable_scope("r", reuse=True):
+        with tf.variable_scope(plain) as entered:
+            assert entered.reuse is False  # TensorFlow 2.21
+            created = tf.get_variable("new", [1])
+    assert created.name == "plain/new:0"
+    with tf.variable_scope("r2", reuse=True):
+        with tf.variable_scope("named") as named:
+            assert named.reuse is True  # a name inherits the parent's reuse

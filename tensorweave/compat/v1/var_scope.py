@@ -242,7 +242,8 @@ def variable_scope(name_or_scope: Any, default_name: str | None = None, values: 
     if reentered:
         base = name_or_scope
         full = base.name
-        inherited = parent.reuse if parent.reuse else base.reuse
+        # (a scope object keeps its own reuse: the parent's is not inherited)
+        inherited = base.reuse
     else:
         if name_or_scope is None:
             if default_name is None:
