@@ -33,6 +33,8 @@ from ...frontend.tensor_shape import (  # noqa: F401
 )
 from . import assertions as _assertions
 from . import layers, losses, metrics, operation_run, summary, train  # noqa: F401
+from . import rnn as _rnn
+from . import rnn_cell as _rnn_cell
 from .assertions import (  # noqa: F401
     Assert,
     assert_equal,
@@ -452,7 +454,20 @@ def _nn_extras() -> dict[str, Any]:
     return extras
 
 
+def _rnn_cell_module() -> types.ModuleType:
+    mod = types.ModuleType(f"{__name__}.nn.rnn_cell", "``tf.nn.rnn_cell``: TensorFlow 1's "
+                           "recurrent cells.")
+    mod.__dict__.update({k: getattr(_rnn_cell, k) for k in _rnn_cell.__all__})
+    _public_only(mod)
+    return mod
+
+
 nn = _graph_mode_module("nn", _nn_src, _nn_extras())
+# TensorFlow 1's recurrent networks: tf.nn.rnn_cell.*, tf.nn.dynamic_rnn, ...
+nn.__dict__.update({k: getattr(_rnn, k) for k in _rnn.__all__ if k != "reverse_sequence"},
+                   rnn_cell=_rnn_cell_module())
+_public_only(nn)
+reverse_sequence = _rnn.reverse_sequence
 random = _graph_mode_module("random", _random_src, {})
 math = _graph_mode_module("math", importlib.import_module("tensorweave.math"), {})
 linalg = _graph_mode_module("linalg", importlib.import_module("tensorweave.linalg"), {})
