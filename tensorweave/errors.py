@@ -125,6 +125,11 @@ class UnauthenticatedError(OpError):
     """A request without the cluster's token (or with a wrong one) was refused."""
 
 
+class UnknownError(OpError):
+    """An error with no better category, e.g. an exception raised by the Python function
+    of a ``tf.py_func`` (TensorFlow's ``tf.errors.UnknownError``)."""
+
+
 class AbortedError(OpError):
     """The operation was aborted, typically by a concurrent action (e.g. a server shutting
     down while a step ran)."""

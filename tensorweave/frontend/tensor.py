@@ -20,6 +20,7 @@ from ..compiler.ir import Node, Value
 from ..compiler.types import TensorType, format_shape
 from ..errors import TracingError
 from .tensor_shape import TensorShape, from_static
+from .tensor_shape import as_shape as as_static_shape
 
 
 def _math():
@@ -172,6 +173,39 @@ class Tensor(TensorOps):
     def get_shape(self) -> TensorShape:
         """The static shape (TensorFlow 1's spelling of `shape`)."""
         return self.shape
+
+    def set_shape(self, shape: Any) -> None:
+        """TensorFlow's ``set_shape``: check that `shape` is compatible with the static
+        shape (ValueError if not). A graph's types are fixed once ops read them, so a
+        shape that knows more is taken only by a placeholder nothing reads yet; other
+        tensors say so (a ``tf.py_func`` output takes its first shape this way)."""
+        given, current = as_static_shape(shape), self.shape
+        if not current.is_compatible_with(given):
+            # TensorFlow's words (its shape inference's merge)
+            if given.rank != current.rank:
+                raise ValueError(f"Shapes must be equal rank, but are {current.rank} and "
+                                 f"{given.rank}")
+            i, a, b = next((i, a, b) for i, (a, b) in enumerate(zip(current, given))
+                           if a is not None and b is not None and a != b)
+            raise ValueError(f"Dimension {i} in both shapes must be equal, but are {a} and "
+                             f"{b}. Shapes are {format_shape(current)} and "
+                             f"{format_shape(given)}.")
+        merged = current.merge_with(given)
+        if merged == current:
+            return
+        node = self.value.producer
+        if node is not None and node.op == "Placeholder" and \
+                not node.graph.consumers().get(self.value):
+            node.attrs["shape"] = tuple(merged)
+            self.value.type = TensorType(self.dtype, tuple(merged))
+            return
+        from .building import user_location
+        loc = user_location()
+        raise TracingError(f"set_shape({list(given)}) would narrow the static shape of "
+                           f"{self._where()} to {merged}; tensorweave fixes an op's output "
+                           f"types when the op is built: give the shape where the tensor "
+                           f"is made (a placeholder's shape, before it is used)",
+                           location=str(loc) if loc else None)
 
     @property
     def ndim(self) -> int:

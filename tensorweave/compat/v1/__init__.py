@@ -88,12 +88,14 @@ from .initializers import (  # noqa: F401
     truncated_normal_initializer,
     zeros_initializer,
 )
+from .logging_ops import Print  # noqa: F401
 from .moving_averages import moving_average_variables  # noqa: F401
 from .partitioners import (  # noqa: F401
     fixed_size_partitioner,
     min_max_variable_partitioner,
     variable_axis_size_partitioner,
 )
+from .script_ops import numpy_function, py_func  # noqa: F401
 from .session import (  # noqa: F401
     ConfigProto,
     InteractiveSession,
