@@ -82,7 +82,14 @@ class constant_initializer(Initializer):  # noqa: N801
         if value.size != math.prod(shape):
             raise ValueError(f"constant_initializer: a value of shape {self.value.shape} "
                              f"cannot initialize a variable of shape {list(shape)}")
-        return _tw.constant(value.reshape(shape).astype(d.np))
+        value = value.reshape(shape)
+        cast = value.astype(d.np)
+        if cast.dtype.kind in "iu" and value.dtype.kind in "fc" \
+                and not np.array_equal(cast, value):
+            # (TensorFlow refuses any float for an integer variable; truncating is wrong)
+            raise TypeError(f"constant_initializer: expected {cast.dtype.name}, got the "
+                            f"non-integral value(s) {value[cast != value].ravel()[:3].tolist()}")
+        return _tw.constant(cast)
 
 
 class random_uniform_initializer(Initializer):  # noqa: N801
