@@ -179,7 +179,8 @@ def _all_equal(v: Value, scalar: int, after_state: dict[Node, bool],
         return False
     if not np.all(value == scalar):
         return False
-    if zero_sign is None or value.dtype.kind != "f":
+    # (the project's dtype, not NumPy's kind: ml_dtypes' bfloat16 has kind "V")
+    if zero_sign is None or not as_dtype(value.dtype).is_floating:
         return True
     return bool(np.all(np.signbit(value) == zero_sign))
 
