@@ -13,14 +13,20 @@ then read and written per tap, was miscompiled at O2 by an LLVM InstCombine bug:
 docs/llvm_o2_miscompile.md.)
 
 Input gradient: gathered, not scattered, so threads own disjoint input rows: each input
-pixel visits the taps in row-major order and takes the output pixel that read it through
-that tap (when the stride divides the offset), adding ``sum_m dy[c*M+m] * filter[tap,
-c, m]``, the reference's per-tap order. Filter gradient: threads own filter taps; each tap
-sums ``x * dy`` over the output pixels whose input position is inside the image, in f64
-for f32 (a stack row of ``C * M`` sums), rounded once.
+pixel's channels go in groups of up to `INPUT_GRAD_VECTORS` vectors; for each group the
+taps are visited in row-major order, taking the output pixel that read this one through
+that tap (when the stride divides the offset), and ``sum_m dy[c*M+m] * filter[tap, c,
+m]`` is added to register accumulators from 0, stored once: the reference's per-tap
+order. Filter gradient: threads own filter taps; each tap's ``C * M`` elements go in
+groups of up to `FILTER_GRAD_VECTORS` vectors, each summing ``x * dy`` over the output
+pixels whose input position is inside the image in f64 registers (for f32), rounded and
+stored once. No lowering here reads back an element it stored (the pattern the
+InstCombine bug needs).
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 import llvmlite.ir as ir
 
@@ -31,9 +37,16 @@ from .nn import _at, _floats_only, _lanes, _lin, _parallel, _zero_output, window
 # Vectors of output channels the forward lowering sums together per pass over the taps
 # (their accumulators stay in registers; the tap loop's bounds checks are shared).
 DEPTHWISE_VECTORS = 4
-# A filter-gradient row of f64 sums (C * M of them) lives on the stack; larger rows run
-# the reference kernel instead.
-MAX_SUM_ROW = 1 << 14
+# Vectors of input-gradient channels summed together per pass over the taps (measured,
+# 8x56x56x64 3x3, one thread: 4 vectors 1.74 ms, 8 1.33 ms; 8x28x28x128 stride 2: 0.27,
+# 0.20 ms).
+INPUT_GRAD_VECTORS = 8
+# Vectors of filter-gradient channels summed together per pass over the output pixels.
+# More than the registers hold (f64 sums for f32 take two per vector on AVX2): a spilled
+# accumulator costs less than another pass over x and dy, which bounds this kernel
+# (measured, 8x56x56x64 3x3, one thread: 4 vectors 4.5 ms, 8 2.4 ms, 16 2.4 ms;
+# 8x28x28x128 stride 2: 0.76, 0.47, 0.45 ms).
+FILTER_GRAD_VECTORS = 16
 
 
 def _geometry(node: Node):
@@ -76,17 +89,11 @@ def _depthwise(cx: LoweringContext) -> None:
         cx.ret_ok()
         return
     lanes = _lanes(dtype)
-    vectors = cm // lanes
-    group = min(DEPTHWISE_VECTORS, vectors)  # vectors summed together per pass of the taps
-    groups = vectors // group if group else 0
     scalar = cx.scalar(dtype)
 
     def body(k: LoweringContext, ptrs: list[ir.Value], begin: ir.Value, end: ir.Value) -> None:
         x, w, out = ptrs
         b = k.b
-        vt = ir.VectorType(scalar, lanes)
-        accs = [k.alloca(vt, name=f"vsum{v}") for v in range(group)]
-        one = k.alloca(scalar, name="sum") if vectors * lanes < cm else None
         with k.loop(begin, end, name="row") as r:
             n, i = b.udiv(r, I64(g.oh)), b.urem(r, I64(g.oh))
             ih0 = _lin(k, (i, g.sh), -g.pt)
@@ -94,45 +101,99 @@ def _depthwise(cx: LoweringContext) -> None:
                 iw0 = _lin(k, (j, g.sw), -g.pl)
                 orow = _at(k, out, b.mul(b.add(b.mul(r, I64(g.ow)), j), I64(cm)))
                 where = (g, mult, n, ih0, iw0, x, w, orow)
-                if groups:
-                    with k.loop(0, groups, name="cg") as gi:
-                        _channel_sums(k, where, b.mul(gi, I64(group * lanes)), accs)
-                for v in range(groups * group, vectors):  # (fewer than `group` left)
-                    _channel_sums(k, where, I64(v * lanes), accs[:1])
-                if one is not None:
-                    with k.loop(vectors * lanes, cm, name="cs") as q:
-                        _channel_sums(k, where, q, [one])
+                _channel_groups(k, cm, lanes, scalar,
+                                lambda q, accs: _channel_sums(k, where, q, accs))
 
     _parallel(cx, rows, rows * g.ow * cm * g.kh * g.kw,
               [cx.input(0), cx.input(1), cx.output(0)], body, "rows")
     cx.ret_ok()
 
 
+def _channel_groups(k: LoweringContext, count: int, lanes: int, scalar: ir.Type,
+                    body: Callable[[ir.Value, list[ir.Value]], None],
+                    most: int = DEPTHWISE_VECTORS) -> None:
+    """``body(q, slots)`` over channels [0, count) of one pixel or tap: groups of up to
+    `DEPTHWISE_VECTORS` vectors of `lanes` channels (a loop over the groups), then the
+    vectors left (one at a time), then single channels (a loop). `slots` are stack slots
+    of `scalar` vectors (one per vector of the group) or one `scalar`: mem2reg turns them
+    into registers, so a body that sums into them and stores each total once never reads
+    back what it wrote to memory (docs/llvm_o2_miscompile.md)."""
+    b = k.b
+    vectors = count // lanes
+    group = min(most, vectors)  # vectors summed together per pass of the taps
+    groups = vectors // group if group else 0
+    vt = ir.VectorType(scalar, lanes)
+    accs = [k.alloca(vt, name=f"vsum{v}") for v in range(group)]
+    if groups:
+        with k.loop(0, groups, name="cg") as gi:
+            body(b.mul(gi, I64(group * lanes)), accs)
+    for v in range(groups * group, vectors):  # (fewer than `group` left)
+        body(I64(v * lanes), accs[:1])
+    if vectors * lanes < count:
+        one = k.alloca(scalar, name="sum")
+        with k.loop(vectors * lanes, count, name="cs") as q:
+            body(q, [one])
+
+
+def _align(t: ir.Type) -> int:
+    """The alignment the kernels give a load or store of `t`: its element's size."""
+    element = t.element if isinstance(t, ir.VectorType) else t
+    return 4 if isinstance(element, ir.FloatType) else 8
+
+
+def _strided(k: LoweringContext, row: ir.Value, first: ir.Value, step: int, t: ir.Type
+             ) -> list[ir.Value]:
+    """For m in [0, step): ``row[first + m + l * step]`` for each lane l of `t` (a scalar
+    type: row[first + m]). For vectors one load of ``step`` vectors' worth (row[first ..
+    first + lanes * step), which the caller's channels cover), its lanes picked out by
+    shuffles."""
+    b = k.b
+    if not isinstance(t, ir.VectorType):
+        return [b.load(_at(k, row, b.add(first, I64(m)) if m else first)) for m in range(step)]
+    wide = t if step == 1 else ir.VectorType(t.element, t.count * step)
+    v = b.load(b.bitcast(_at(k, row, first), ir.PointerType(wide)), align=_align(t))
+    if step == 1:
+        return [v]
+    lanes = ir.VectorType(ir.IntType(32), t.count)
+    return [b.shuffle_vector(v, ir.Constant(wide, ir.Undefined),
+                             ir.Constant(lanes, [m + lane * step for lane in range(t.count)]))
+            for m in range(step)]
+
+
+def _store_sums(k: LoweringContext, accs: list[ir.Value], qs: list[ir.Value], row: ir.Value,
+                t: ir.Type) -> None:
+    """Store each slot's total (converted to `t`, the output's lanes) at row[q]: the only
+    store of those output elements."""
+    b = k.b
+    for acc, q in zip(accs, qs):
+        total = b.load(acc)
+        if total.type != t:
+            total = b.fptrunc(total, t)
+        b.store(total, b.bitcast(_at(k, row, q), ir.PointerType(t)), align=_align(t))
+
+
+def _slot_channels(accs: list[ir.Value], k: LoweringContext, q: ir.Value
+                   ) -> tuple[ir.Type, list[ir.Value]]:
+    """(the slots' type, the first channel of each slot) for slots starting at channel q."""
+    t = accs[0].type.pointee
+    width = t.count if isinstance(t, ir.VectorType) else 1
+    return t, [q if v == 0 else k.b.add(q, I64(v * width)) for v in range(len(accs))]
+
+
+def _lanes_of(t: ir.Type, scalar: ir.Type) -> ir.Type:
+    return ir.VectorType(scalar, t.count) if isinstance(t, ir.VectorType) else scalar
+
+
 def _channel_sums(k: LoweringContext, where: tuple, q: ir.Value, accs: list[ir.Value]
                   ) -> None:
     """Output channels q.. of one pixel (consecutive vectors of them, one per slot of
     `accs`, or channel q alone for one scalar slot): the in-image taps' ``x * w`` added
-    in row-major tap order to 0, then stored once. (The slots are stack slots that
-    mem2reg turns into registers: summing in the output itself, zeroed and then read and
-    written per tap, is the pattern LLVM's InstCombine store merging miscompiles at O2,
-    docs/llvm_o2_miscompile.md.) No contraction: the reference rounds the product before
-    adding."""
+    in row-major tap order to 0, then stored once. No contraction: the reference rounds
+    the product before adding."""
     g, mult, n, ih0, iw0, x, w, orow = where
     b = k.b
-    t = accs[0].type.pointee
-    vector = isinstance(t, ir.VectorType)
-    width = t.count if vector else 1
-    align = 4 if isinstance(t, ir.VectorType) and isinstance(t.element, ir.FloatType) else 8
+    t, qs = _slot_channels(accs, k, q)
     cm = g.c * mult
-
-    def at(ptr: ir.Value, index: ir.Value) -> ir.Value:
-        p = _at(k, ptr, index)
-        return b.bitcast(p, ir.PointerType(t)) if vector else p
-
-    def load(ptr: ir.Value, index: ir.Value) -> ir.Value:
-        return b.load(at(ptr, index), align=align) if vector else b.load(at(ptr, index))
-
-    qs = [q if v == 0 else b.add(q, I64(v * width)) for v in range(len(accs))]
     for acc in accs:
         b.store(ir.Constant(t, None), acc)  # (zeroinitializer: +0.0, the reference's start)
     with k.loop(0, g.kh, name="di") as di:
@@ -146,14 +207,11 @@ def _channel_sums(k: LoweringContext, where: tuple, q: ir.Value, accs: list[ir.V
                     tap = b.add(b.mul(di, I64(g.kw)), dj)
                     wrow = _at(k, w, b.mul(tap, I64(cm)))
                     for acc, qv in zip(accs, qs):
-                        xv = load(xrow, qv) if mult == 1 else _spread(k, xrow, qv, mult, t)
-                        b.store(b.fadd(b.load(acc), b.fmul(xv, load(wrow, qv))), acc)
-    for acc, qv in zip(accs, qs):
-        total = b.load(acc)
-        if vector:
-            b.store(total, at(orow, qv), align=align)
-        else:
-            b.store(total, at(orow, qv))
+                        xv = _strided(k, xrow, qv, 1, t)[0] if mult == 1 else _spread(k, xrow, qv,
+                                                                                   mult, t)
+                        b.store(b.fadd(b.load(acc), b.fmul(xv, _strided(k, wrow, qv, 1, t)[0])),
+                                acc)
+    _store_sums(k, accs, qs, orow, t)
 
 
 def _spread(k: LoweringContext, xrow: ir.Value, q: ir.Value, mult: int, t: ir.Type
@@ -171,13 +229,9 @@ def _spread(k: LoweringContext, xrow: ir.Value, q: ir.Value, mult: int, t: ir.Ty
     return v
 
 
-# The gradients unroll the multiplier loop; larger multipliers run the reference kernel.
+# The input gradient unrolls the multiplier loop; larger multipliers run the reference
+# kernel.
 MAX_UNROLLED_MULTIPLIER = 64
-
-
-def _filter_grad_supported(node: Node) -> bool:
-    g, mult = _geometry(node)
-    return _floats_only(node) and g.c * mult <= MAX_SUM_ROW and mult <= MAX_UNROLLED_MULTIPLIER
 
 
 def _backprop_input_supported(node: Node) -> bool:
@@ -199,7 +253,8 @@ def _depthwise_backprop_input(cx: LoweringContext) -> None:
         _zero_output(cx)
         cx.ret_ok()
         return
-    zero = ir.Constant(cx.scalar(dtype), 0.0)
+    lanes = _lanes(dtype)
+    scalar = cx.scalar(dtype)
 
     def body(k: LoweringContext, ptrs: list[ir.Value], begin: ir.Value, end: ir.Value) -> None:
         w, dy, dx = ptrs
@@ -208,41 +263,54 @@ def _depthwise_backprop_input(cx: LoweringContext) -> None:
             n, ih = b.udiv(r, I64(g.h)), b.urem(r, I64(g.h))
             with k.loop(0, g.w, name="col") as iw:
                 xrow = _at(k, dx, b.mul(b.add(b.mul(r, I64(g.w)), iw), I64(g.c)))
-                with k.loop(0, g.c, name="z") as q:
-                    b.store(zero, _at(k, xrow, q))
-                with k.loop(0, g.kh, name="di") as di:
-                    i, ok_h = _source(k, _lin(k, (ih, 1), g.pt, (di, -g.dh)), g.sh, g.oh)
-                    with k.if_then(ok_h):
-                        with k.loop(0, g.kw, name="dj") as dj:
-                            j, ok_w = _source(k, _lin(k, (iw, 1), g.pl, (dj, -g.dw)), g.sw,
-                                              g.ow)
-                            with k.if_then(ok_w):
-                                opix = _lin(k, (n, g.oh * g.ow), (i, g.ow), (j, 1))
-                                grow = _at(k, dy, b.mul(opix, I64(cm)))
-                                tap = b.add(b.mul(di, I64(g.kw)), dj)
-                                wrow = _at(k, w, b.mul(tap, I64(cm)))
-                                _gather_channels(k, grow, wrow, xrow, g.c, mult)
+                where = (g, mult, n, ih, iw, w, dy, xrow)
+                _channel_groups(k, g.c, lanes, scalar,
+                                lambda q, accs: _input_grad_sums(k, where, q, accs),
+                                INPUT_GRAD_VECTORS)
 
     _parallel(cx, rows, rows * g.w * cm * g.kh * g.kw,
               [cx.input(0), cx.input(1), cx.output(0)], body, "rows")
     cx.ret_ok()
 
 
-def _gather_channels(k: LoweringContext, grow: ir.Value, wrow: ir.Value, xrow: ir.Value,
-                     c: int, mult: int) -> None:
-    """xrow[c] += sum_m grow[c*M + m] * wrow[c*M + m] (the sum first, as the reference)."""
+def _input_grad_sums(k: LoweringContext, where: tuple, q: ir.Value, accs: list[ir.Value]
+                     ) -> None:
+    """Input channels q.. of one input pixel (a vector of them per slot of `accs`, or
+    channel q alone): for each tap (row-major) whose output pixel read this one (the
+    stride divides the offset), ``sum_m dy[c*M + m] * w[tap, c, m]`` (m in order) added
+    to 0 in a register; stored once. Gathered, not scattered: threads own disjoint input
+    rows, and an input element is never read back from memory (the zero-then-add pattern
+    LLVM's InstCombine store merging miscompiles, docs/llvm_o2_miscompile.md). The same
+    operations in the same order as adding each tap's sum to a zeroed dx."""
+    g, mult, n, ih, iw, w, dy, xrow = where
     b = k.b
-    with k.loop(0, c, name="c") as ch:
-        base = b.mul(ch, I64(mult))
-        total = b.fmul(b.load(_at(k, grow, base)), b.load(_at(k, wrow, base)))
-        for m in range(1, mult):  # multipliers are small: unrolled
-            idx = b.add(base, I64(m))
-            total = b.fadd(total, b.fmul(b.load(_at(k, grow, idx)), b.load(_at(k, wrow, idx))))
-        p = _at(k, xrow, ch)
-        b.store(b.fadd(b.load(p), total), p)
+    t, qs = _slot_channels(accs, k, q)
+    cm = g.c * mult
+    for acc in accs:
+        b.store(ir.Constant(t, None), acc)
+    with k.loop(0, g.kh, name="di") as di:
+        i, ok_h = _source(k, _lin(k, (ih, 1), g.pt, (di, -g.dh)), g.sh, g.oh)
+        with k.if_then(ok_h):
+            with k.loop(0, g.kw, name="dj") as dj:
+                j, ok_w = _source(k, _lin(k, (iw, 1), g.pl, (dj, -g.dw)), g.sw, g.ow)
+                with k.if_then(ok_w):
+                    opix = _lin(k, (n, g.oh * g.ow), (i, g.ow), (j, 1))
+                    grow = _at(k, dy, b.mul(opix, I64(cm)))
+                    tap = b.add(b.mul(di, I64(g.kw)), dj)
+                    wrow = _at(k, w, b.mul(tap, I64(cm)))
+                    for acc, qv in zip(accs, qs):
+                        base = b.mul(qv, I64(mult)) if mult > 1 else qv
+                        total = None
+                        # (multipliers are small: unrolled)
+                        for gv, wv in zip(_strided(k, grow, base, mult, t),
+                                          _strided(k, wrow, base, mult, t)):
+                            prod = b.fmul(gv, wv)
+                            total = prod if total is None else b.fadd(total, prod)
+                        b.store(b.fadd(b.load(acc), total), acc)
+    _store_sums(k, accs, qs, xrow, t)
 
 
-@lowering("DepthwiseConv2dNativeBackpropFilter", supports=_filter_grad_supported)
+@lowering("DepthwiseConv2dNativeBackpropFilter", supports=_floats_only)
 def _depthwise_backprop_filter(cx: LoweringContext) -> None:
     """dw[di, dj, c, m] = sum over output pixels whose tap (di, dj) is inside the image
     of x[n, ih, iw, c] * dy[n, i, j, c*M + m], summed in f64 for f32."""
@@ -253,42 +321,53 @@ def _depthwise_backprop_filter(cx: LoweringContext) -> None:
     if taps * cm == 0:
         cx.ret_ok()
         return
-    wide = dtype.name != "f64"
-    scalar = cx.scalar(dtype)
+    lanes = _lanes(dtype)
 
     def body(k: LoweringContext, ptrs: list[ir.Value], begin: ir.Value, end: ir.Value) -> None:
         x, dy, dw = ptrs
         b = k.b
-        acc = k.alloca(F64, cm, name="sums")
         with k.loop(begin, end, name="tap") as tap:
             di, dj = b.udiv(tap, I64(g.kw)), b.urem(tap, I64(g.kw))
-            with k.loop(0, cm, name="z") as q:
-                b.store(ir.Constant(F64, 0.0), _at(k, acc, q))
-            with k.loop(0, g.n * g.oh, name="orow") as r:
-                n, i = b.udiv(r, I64(g.oh)), b.urem(r, I64(g.oh))
-                ih = _lin(k, (i, g.sh), -g.pt, (di, g.dh))
-                with k.if_then(_inside(k, ih, g.h)):
-                    with k.loop(0, g.ow, name="ocol") as j:
-                        iw = _lin(k, (j, g.sw), -g.pl, (dj, g.dw))
-                        with k.if_then(_inside(k, iw, g.w)):
-                            pix = _lin(k, (n, g.h * g.w), (ih, g.w), (iw, 1))
-                            xrow = _at(k, x, b.mul(pix, I64(g.c)))
-                            grow = _at(k, dy, b.mul(b.add(b.mul(r, I64(g.ow)), j), I64(cm)))
-                            with k.loop(0, g.c, name="c") as ch:
-                                xv = b.load(_at(k, xrow, ch))
-                                xv = b.fpext(xv, F64) if wide else xv
-                                base = b.mul(ch, I64(mult))
-                                for m in range(mult):
-                                    idx = b.add(base, I64(m)) if m else base
-                                    gv = b.load(_at(k, grow, idx))
-                                    gv = b.fpext(gv, F64) if wide else gv
-                                    p = _at(k, acc, idx)
-                                    b.store(b.fadd(b.load(p), b.fmul(xv, gv)), p)
             wrow = _at(k, dw, b.mul(tap, I64(cm)))
-            with k.loop(0, cm, name="out") as q:
-                v = b.load(_at(k, acc, q))
-                b.store(b.fptrunc(v, scalar) if wide else v, _at(k, wrow, q))
+            where = (g, mult, di, dj, x, dy, wrow)
+            _channel_groups(k, cm, lanes, F64 if dtype.name != "f64" else cx.scalar(dtype),
+                            lambda q, accs: _filter_grad_sums(k, where, q, accs),
+                            FILTER_GRAD_VECTORS)
 
     _parallel(cx, taps, taps * g.n * g.oh * g.ow * cm,
               [cx.input(0), cx.input(1), cx.output(0)], body, "taps")
     cx.ret_ok()
+
+
+def _filter_grad_sums(k: LoweringContext, where: tuple, q: ir.Value, accs: list[ir.Value]
+                      ) -> None:
+    """Filter elements q.. (flat c * M + m) of one tap: ``x * dy`` over the output pixels
+    (in order) whose input position is inside the image, summed in f64 registers (the
+    slots' type) from 0 and rounded and stored once (the sums were a stack row, zeroed and
+    then read and written per pixel: the pattern of docs/llvm_o2_miscompile.md). The same
+    sums in the same order."""
+    g, mult, di, dj, x, dy, wrow = where
+    b = k.b
+    t, qs = _slot_channels(accs, k, q)
+    io = _lanes_of(t, wrow.type.pointee)  # the tensors' lanes
+    cm = g.c * mult
+    for acc in accs:
+        b.store(ir.Constant(t, None), acc)
+    with k.loop(0, g.n * g.oh, name="orow") as r:
+        n, i = b.udiv(r, I64(g.oh)), b.urem(r, I64(g.oh))
+        ih = _lin(k, (i, g.sh), -g.pt, (di, g.dh))
+        with k.if_then(_inside(k, ih, g.h)):
+            with k.loop(0, g.ow, name="ocol") as j:
+                iw = _lin(k, (j, g.sw), -g.pl, (dj, g.dw))
+                with k.if_then(_inside(k, iw, g.w)):
+                    pix = _lin(k, (n, g.h * g.w), (ih, g.w), (iw, 1))
+                    xrow = _at(k, x, b.mul(pix, I64(g.c)))
+                    grow = _at(k, dy, b.mul(b.add(b.mul(r, I64(g.ow)), j), I64(cm)))
+                    for acc, qv in zip(accs, qs):
+                        xv = _strided(k, xrow, qv, 1, io)[0] if mult == 1 else _spread(
+                            k, xrow, qv, mult, io)
+                        gv = _strided(k, grow, qv, 1, io)[0]
+                        if io != t:
+                            xv, gv = b.fpext(xv, t), b.fpext(gv, t)
+                        b.store(b.fadd(b.load(acc), b.fmul(xv, gv)), acc)
+    _store_sums(k, accs, qs, wrow, io)
