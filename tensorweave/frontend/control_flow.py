@@ -701,7 +701,9 @@ class _Loop:
     def run_eagerly(self, values: list[Any], maximum_iterations: Any) -> Any:
         limit = None if maximum_iterations is None else int(maximum_iterations)
         done = 0
-        while (limit is None or done < limit) and bool(self.call_cond(values)):
+        # the cond runs before the bound is checked, also on the last test (TensorFlow
+        # ANDs the two): a cond with an effect runs once more than the body
+        while bool(self.call_cond(values)) and (limit is None or done < limit):
             values = self.call_body(values)
             # a TensorArray that learned its element shape in the body keeps it (its
             # class holds the shape; rebuilt with the old one, it would forget its rows)
@@ -727,6 +729,15 @@ class _Loop:
             else:
                 limit = limit_or_tensor
         cond_r = _trace_region("while_cond", cond_fn, types, names)
+        if limit >= 0 and _has_effects(cond_r.graph):
+            # TensorFlow evaluates the cond and then ANDs it with the bound, so a cond with
+            # an effect runs once more than the body (3 times for a bound of 2, eagerly and
+            # in graphs alike); the node's static bound would stop before that last run
+            body_fn = self._count_in_cond(cond_r, limit)
+            tensors = [*tensors, convert_to_tensor(np.int32(0))]
+            types.append(TensorType(int32, ()))
+            names.append("iteration")
+            limit = -1
         body_r = _trace_region("while_body", body_fn, types, names)
         _hoist_reads([cond_r, body_r], together=True)
         outer = _extra_args([cond_r, body_r], len(types))
@@ -736,6 +747,24 @@ class _Loop:
         outs = add_control_node("While", [*tensors, *outer], attrs, [cond_r.graph, body_r.graph],
                                 name, after=_outer_control([cond_r, body_r]))
         return nest.unflatten(self.tree, outs[:n])
+
+    def _count_in_cond(self, cond_r: _Traced, limit: int) -> Callable:
+        """Give the traced cond region an iteration argument (after the loop variables)
+        and the result ``iteration < limit and cond``; the body to trace with it."""
+        from .ops import math
+        graph, builder = cond_r.graph, cond_r.builder
+        n = len(self.types)
+        counter = graph.add_arg(TensorType(int32, ()), "iteration")
+        set_args(graph, [*graph.args[:n], counter, *graph.args[n:-1]])
+        with building(builder):
+            within = math.less(Tensor(counter, builder), np.int32(limit))
+            result = math.logical_and(within, Tensor(graph.results[0], builder))
+        graph.set_results([result.value])
+
+        def body_fn(flat: list[Any]) -> list[Any]:
+            return [*self.call_body(flat[:-1]), flat[-1] + 1]
+
+        return body_fn
 
     def _bounded(self, limit: Any) -> tuple[Callable, Callable]:
         """cond and body over the loop variables plus an iteration counter that stops the
@@ -755,6 +784,18 @@ class _Loop:
             return [*self.call_body(flat[:-1]), flat[-1] + 1]
 
         return cond_fn, body_fn
+
+
+# ops whose runs cannot be observed (reads), and the region ops judged by their regions
+_UNOBSERVABLE = frozenset({"ReadVariable", "VarIsInitialized", "QueueSize", "QueueIsClosed",
+                           "AccumulatorNumAccumulated", "NoOp", "If", "While"})
+
+
+def _has_effects(graph: Graph) -> bool:
+    """Whether running `graph` (regions included) can be observed afterwards: it
+    updates state, prints, asserts or draws random numbers."""
+    return any(get_op(n.op).stateful and n.op not in _UNOBSERVABLE
+               for g in _graphs(graph) for n in g.nodes)
 
 
 def _arrays_from(new: Any, old: Any) -> Any:
