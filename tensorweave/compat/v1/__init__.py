@@ -32,6 +32,7 @@ from ...frontend.tensor_shape import (  # noqa: F401
     dimension_value,
 )
 from . import assertions as _assertions
+from . import layer_classes as _layer_classes
 from . import layers, losses, metrics, operation_run, summary, train  # noqa: F401
 from . import rnn as _rnn
 from . import rnn_cell as _rnn_cell
@@ -470,6 +471,11 @@ nn.__dict__.update({k: getattr(_rnn, k) for k in _rnn.__all__ if k != "reverse_s
                    rnn_cell=_rnn_cell_module())
 _public_only(nn)
 reverse_sequence = _rnn.reverse_sequence
+# tf.layers' classes (Dense, Conv2D, ...): a name layers.py defines itself stays its own
+for _name in _layer_classes.__all__:
+    if not hasattr(layers, _name):
+        setattr(layers, _name, getattr(_layer_classes, _name))
+        layers.__all__.append(_name)
 random = _graph_mode_module("random", _random_src, {})
 math = _graph_mode_module("math", importlib.import_module("tensorweave.math"), {})
 linalg = _graph_mode_module("linalg", importlib.import_module("tensorweave.linalg"), {})

@@ -14,7 +14,6 @@ numbers here.
 from __future__ import annotations
 
 import collections
-import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -33,6 +32,7 @@ from ...frontend.ops.dropout import dropout as _dropout
 from ...frontend.tensor import EagerTensor, Tensor
 from .graph import in_default_graph
 from .initializers import constant_initializer, zeros_initializer
+from .layer_classes import FirstScope, snake_case
 from .var_scope import AUTO_REUSE, get_variable, variable_scope
 
 TensorLike = Any
@@ -57,12 +57,6 @@ class LSTMStateTuple(collections.namedtuple("LSTMStateTuple", ("c", "h"))):
 def _where() -> str | None:
     loc = user_location()
     return str(loc) if loc else None
-
-
-def _snake_case(name: str) -> str:
-    """TensorFlow's layer base names: ``BasicLSTMCell`` -> ``basic_lstm_cell``."""
-    s = re.sub(r"(.)([A-Z][a-z]+)", r"\1_\2", name)
-    return re.sub(r"([a-z])([A-Z])", r"\1_\2", s).lower()
 
 
 def _activation(activation: Any) -> Callable:
@@ -171,7 +165,7 @@ class RNNCell:
         self.trainable = trainable
         self._reuse = reuse
         self._given_name = name
-        self._base_name = name or _snake_case(type(self).__name__)
+        self._base_name = name or snake_case(type(self).__name__)
         self._dtype = None if dtype is None else as_dtype(dtype)
         self._scope: Any = None
         self.built = False
@@ -245,11 +239,9 @@ class RNNCell:
 
     add_weight = add_variable
 
+    @in_default_graph
     def __call__(self, inputs: Any, state: Any, scope: Any = None) -> tuple[Any, Any]:
         """``(output, new_state)`` of one step, the variables made on the first call."""
-        if _building_needed():
-            with _default_graph():
-                return self.__call__(inputs, state, scope)
         with self._entered_scope(scope):
             if not self.built:
                 flat, _ = nest.flatten(inputs)
@@ -263,40 +255,7 @@ class RNNCell:
     def _entered_scope(self, scope: Any) -> Any:
         if self._scope is not None:
             return variable_scope(self._scope, reuse=AUTO_REUSE)
-        return _capturing(self, scope)
-
-
-class _capturing:  # noqa: N801 (a context manager used like a function)
-    """The first call's variable scope: `scope` when given (the cell's variables go
-    straight in it, as TensorFlow's), else a scope named after the cell, made unique
-    (or, with ``reuse=True``, the cell's name as it is, to share an earlier cell's)."""
-
-    def __init__(self, cell: RNNCell, scope: Any) -> None:
-        self.cell, self.scope = cell, scope
-
-    def __enter__(self) -> Any:
-        cell = self.cell
-        if self.scope is not None:
-            self._cm = variable_scope(self.scope)
-        elif cell._reuse:
-            self._cm = variable_scope(cell._base_name, reuse=cell._reuse)
-        else:
-            self._cm = variable_scope(None, default_name=cell._base_name)
-        cell._scope = self._cm.__enter__()
-        return cell._scope
-
-    def __exit__(self, *exc: Any) -> Any:
-        return self._cm.__exit__(*exc)
-
-
-def _building_needed() -> bool:
-    from ...frontend.context import current_builder
-    return current_builder() is None
-
-
-def _default_graph() -> Any:
-    from .graph import get_default_graph
-    return get_default_graph().as_default()
+        return FirstScope(self, scope)
 
 
 LayerRNNCell = RNNCell
@@ -636,10 +595,8 @@ class RNNCellWrapper(RNNCell):
     def zero_state(self, batch_size: Any, dtype: Any) -> Any:
         return self.cell.zero_state(batch_size, dtype)
 
+    @in_default_graph
     def __call__(self, inputs: Any, state: Any, scope: Any = None) -> tuple[Any, Any]:
-        if _building_needed():
-            with _default_graph():
-                return self.__call__(inputs, state, scope)
         return self._wrapped_call(inputs, state, scope)
 
     def _wrapped_call(self, inputs: Any, state: Any, scope: Any) -> tuple[Any, Any]:
@@ -653,7 +610,6 @@ def _keep(value: Any) -> Any:
         if not 0.0 < value <= 1.0:
             raise ValueError(f"DropoutWrapper: a keep probability must be in (0, 1], got "
                              f"{value}")
-        return value
     return value
 
 
