@@ -62,15 +62,22 @@ def _erf(op, g):
     return [g * (2 / math.sqrt(math.pi)) * m.exp(-m.square(x))]
 
 
+def _zero_where_no_gradient(g, grad):
+    """`grad` with 0 where the incoming gradient `g` is 0, as TensorFlow's SqrtGrad,
+    RsqrtGrad and ReciprocalGrad kernels (``if dy == 0 return 0``): the branch that a
+    ``where(d > 0, sqrt(d), 0)`` does not select gets 0, not ``0 * inf = NaN``."""
+    return m.where(m.equal(g, 0), _zeros(grad), grad)
+
+
 @register_gradient("Sqrt")
 def _sqrt(op, g):
-    return [g * 0.5 / op.outputs[0]]
+    return [_zero_where_no_gradient(g, g * 0.5 / op.outputs[0])]
 
 
 @register_gradient("Rsqrt")
 def _rsqrt(op, g):
     y = op.outputs[0]
-    return [g * -0.5 * y * y * y]
+    return [_zero_where_no_gradient(g, g * -0.5 * y * y * y)]
 
 
 @register_gradient("Square")
@@ -81,7 +88,7 @@ def _square(op, g):
 @register_gradient("Reciprocal")
 def _reciprocal(op, g):
     y = op.outputs[0]
-    return [-g * y * y]
+    return [_zero_where_no_gradient(g, -g * y * y)]
 
 
 @register_gradient("Sin")
