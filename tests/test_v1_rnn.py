@@ -440,3 +440,51 @@ def test_sequence_length_checked_at_run_time_when_the_batch_is_unknown():
     session_run(out, {x: np.ones((2, 3, 2)), lengths: [1, 3]})
     with pytest.raises(InvalidArgumentError, match="sequence_length must have batch_size"):
         session_run(out, {x: np.ones((2, 3, 2)), lengths: [1, 3, 2]})
+
+
+class RunningSum(R.RNNCell):
+    """A TensorFlow 1 user cell: nested inputs, a variable made with get_variable in
+    `call` (the old style), a state of two tensors."""
+
+    @property
+    def state_size(self):
+        return (2, 1)
+
+    @property
+    def output_size(self):
+        return 2
+
+    def call(self, inputs, state):
+        a, b = inputs
+        w = tf.get_variable("w", [2], dtype=a.dtype, initializer=tf.ones_initializer())
+        total = state[0] + a * w + b
+        return total, (total, state[1] + 1)
+
+
+def test_user_cell_with_nested_inputs_and_its_own_get_variable():
+    a = tf.placeholder(tf.float64, [None, 3, 2])
+    b = tf.placeholder(tf.float64, [None, 3, 2])
+    out, (total, count) = tf.nn.dynamic_rnn(RunningSum(), (a, b), sequence_length=[3, 2],
+                                            dtype=tf.float64)
+    assert [v.name for v in tf.global_variables()] == ["rnn/running_sum/w:0"]
+    av, bv = fixed((2, 3, 2), 0.0), fixed((2, 3, 2), 1.0)
+    o, t, c = session_run([out, total, count], {a: av, b: bv})
+    want = np.cumsum(av + bv, axis=1)
+    np.testing.assert_allclose(o[0], want[0], rtol=1e-12)
+    np.testing.assert_allclose(o[1, :2], want[1, :2], rtol=1e-12)
+    np.testing.assert_array_equal(o[1, 2], 0)
+    np.testing.assert_allclose(t, [want[0, 2], want[1, 1]], rtol=1e-12)
+    np.testing.assert_array_equal(c[:, 0], [3, 2])   # steps taken by each row
+
+
+def test_multi_cell_zero_state_from_tf_shape_and_state_dropout():
+    x = tf.placeholder(tf.float32, [None, 2, 3])
+    cell = R.MultiRNNCell([R.DropoutWrapper(R.BasicLSTMCell(4), state_keep_prob=0.5, seed=1),
+                           R.GRUCell(2)])
+    init = cell.zero_state(tf.shape(x)[0], tf.float32)
+    out, state = tf.nn.dynamic_rnn(cell, x, initial_state=init)
+    xs = fixed((3, 2, 3), 0.0).astype(np.float32)
+    o, s = session_run([out, state], {x: xs})
+    assert o.shape == (3, 2, 2) and s[0].c.shape == (3, 4) and s[1].shape == (3, 2)
+    # h is dropped (each element 0 or scaled), c never is (TensorFlow's default filter)
+    assert np.all(s[0].c != 0) and np.any(s[0].h == 0)
