@@ -14,7 +14,7 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ...errors import InvalidArgumentError, ShapeError, UnimplementedError
+from ...errors import DTypeError, InvalidArgumentError, ShapeError, UnimplementedError
 from ...frontend.building import convert_to_tensor, user_location
 from ...frontend.ops import array as _array
 from ...frontend.ops import math as _math
@@ -59,6 +59,14 @@ def _no_activity_regularizer(layer: str, activity_regularizer: Any) -> None:
                                  f"supported", location=str(user_location()))
 
 
+def _floating(layer: str, x: Any) -> None:
+    # (an integer kernel would get get_variable's integer default, zeros: a dead layer)
+    if not x.dtype.is_floating:
+        raise DTypeError(f"tf.layers.{layer}: a {layer} layer can only be built with a "
+                         f"floating-point dtype, got inputs of dtype {x.dtype.name}",
+                         location=str(user_location()))
+
+
 def _layer_scope(name: str | None, default_name: str, reuse: Any) -> Any:
     """The variable scope of a layer: `name`, else a unique `default_name` (``dense``,
     ``dense_1``); a layer asked to reuse without a name reuses `default_name` itself,
@@ -85,6 +93,7 @@ def dense(inputs: TensorLike, units: int, activation: Callable | None = None,
     variables ``<name>/kernel`` (``[in, units]``) and ``<name>/bias`` (``[units]``)."""
     _no_activity_regularizer("dense", activity_regularizer)
     x = convert_to_tensor(inputs)
+    _floating("dense", x)
     in_dim = x.shape[-1]
     if in_dim is None:
         raise ShapeError("tf.layers.dense: the last dim of the inputs must be known",
