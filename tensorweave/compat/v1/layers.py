@@ -1,11 +1,12 @@
 """TensorFlow 1's functional layers (``tf.layers.dense``, ``conv2d``, ``max_pooling2d``,
-``average_pooling2d``, ``dropout``, ``flatten``).
+``average_pooling2d``, ``dropout``, ``flatten``, ``batch_normalization``).
 
 Each call opens a variable scope named after the layer (``dense``, ``dense_1``, ... or
 `name`) and makes its variables with `get_variable` in the default graph, so they are
 named as in TensorFlow (``dense/kernel``, ``dense/bias``), are trainable and global, and
 are shared with ``reuse=True``. Kernels default to Glorot uniform and biases to zeros,
-TensorFlow's defaults. Images are NHWC (``channels_last``) only.
+TensorFlow's defaults. Images are NHWC (``channels_last``) only, except in
+``batch_normalization``, which takes any `axis`.
 """
 
 from __future__ import annotations
@@ -19,9 +20,10 @@ from ...frontend.building import convert_to_tensor, user_location
 from ...frontend.ops import array as _array
 from ...frontend.ops import math as _math
 from ...frontend.ops import nn as _nn
+from ...frontend.ops import normalization as _norm
 from ...frontend.ops.dropout import dropout as _dropout
-from .graph import in_default_graph
-from .initializers import zeros_initializer
+from .graph import GraphKeys, get_default_graph, in_default_graph
+from .initializers import ones_initializer, zeros_initializer
 from .var_scope import get_variable, variable_scope
 
 TensorLike = Any
@@ -196,6 +198,138 @@ def dropout(inputs: TensorLike, rate: float = 0.5, noise_shape: Any = None,
     return _dropout(x, rate=effective, noise_shape=noise_shape, seed=seed, name=name)
 
 
+def _no_batch_norm_extras(**given: Any) -> None:
+    # (each changes the training math; an error rather than a model trained without it)
+    for what, value in given.items():
+        if value not in (None, False):
+            raise UnimplementedError(f"tf.layers.batch_normalization({what}=...) is not "
+                                     f"supported", location=str(user_location()))
+
+
+@in_default_graph
+def batch_normalization(inputs: TensorLike, axis: int | Sequence[int] = -1,
+                        momentum: float = 0.99, epsilon: float = 1e-3, center: bool = True,
+                        scale: bool = True, beta_initializer: Any = None,
+                        gamma_initializer: Any = None, moving_mean_initializer: Any = None,
+                        moving_variance_initializer: Any = None, beta_regularizer: Any = None,
+                        gamma_regularizer: Any = None, beta_constraint: Any = None,
+                        gamma_constraint: Any = None, training: Any = False,
+                        trainable: bool = True, name: str | None = None, reuse: Any = None,
+                        renorm: bool = False, renorm_clipping: Any = None,
+                        renorm_momentum: float = 0.99, fused: bool | None = None,
+                        virtual_batch_size: int | None = None, adjustment: Any = None) -> Any:
+    """Batch normalization over every axis but `axis` (an int or ints), with variables
+    ``<name>/gamma``, ``beta`` (trainable, unless `scale`/`center` are False) and
+    ``moving_mean``, ``moving_variance`` (not trainable).
+
+    While `training` (a Python bool or a boolean tensor fed at run time) the batch's
+    mean and biased variance normalize the inputs, and two ops in the ``UPDATE_OPS``
+    collection move the moving statistics toward them (``moving -= (moving - batch) *
+    (1 - momentum)``, unchanged when a `training` tensor is False): run them with the
+    training step, as in TensorFlow. Otherwise the moving statistics normalize. As in
+    TensorFlow, where its fused kernel would run (`fused` not False, a 4-D or 5-D float32
+    or half input, one channel axis: 1 or the last), moving_variance moves toward the
+    Bessel-corrected batch variance (``n / (n - 1)``), elsewhere toward the biased one."""
+    _no_batch_norm_extras(renorm=renorm, renorm_clipping=renorm_clipping,
+                          virtual_batch_size=virtual_batch_size, adjustment=adjustment)
+    _refuse_constraints("batch_normalization", beta_constraint, gamma_constraint)
+    x = convert_to_tensor(inputs)
+    _floating("batch_normalization", x)
+    rank = len(x.shape)
+    raw_axes = [axis] if isinstance(axis, int) else list(axis)
+    if not raw_axes or any(not -rank <= a < rank for a in raw_axes):
+        raise InvalidArgumentError(f"tf.layers.batch_normalization: axis {axis} is out of "
+                                   f"range for inputs {x.shape}", location=str(user_location()))
+    axes = sorted({a % rank for a in raw_axes})
+    fused = _uses_fused_kernel(fused, rank, raw_axes, axes, x.dtype.name)
+    if any(x.shape[a] is None for a in axes):
+        raise ShapeError(f"tf.layers.batch_normalization: inputs {x.shape} must have known "
+                         f"dims along axis {axis}", location=str(user_location()))
+    # one parameter per normalized position: [C] for one axis, else broadcastable
+    param_shape = [x.shape[axes[0]]] if len(axes) == 1 else \
+        [x.shape[i] if i in axes else 1 for i in range(rank)]
+    broadcast = [x.shape[i] if i in axes else 1 for i in range(rank)]
+    reduce_axes = [i for i in range(rank) if i not in axes]
+    # half-precision inputs keep float32 parameters and statistics, as TensorFlow
+    pdtype = x.dtype if x.dtype.name not in ("f16", "bf16") else _math.float32
+    xc = _math.cast(x, pdtype) if pdtype is not x.dtype else x
+    with _layer_scope(name, "batch_normalization", reuse):
+        gamma = get_variable("gamma", param_shape, dtype=pdtype,
+                             initializer=gamma_initializer or ones_initializer(),
+                             regularizer=gamma_regularizer, trainable=trainable) \
+            if scale else None
+        beta = get_variable("beta", param_shape, dtype=pdtype,
+                            initializer=beta_initializer or zeros_initializer(),
+                            regularizer=beta_regularizer, trainable=trainable) \
+            if center else None
+        moving_mean = get_variable("moving_mean", param_shape, dtype=pdtype,
+                                   initializer=moving_mean_initializer or zeros_initializer(),
+                                   trainable=False)
+        moving_var = get_variable("moving_variance", param_shape, dtype=pdtype,
+                                  initializer=moving_variance_initializer or ones_initializer(),
+                                  trainable=False)
+
+        def shaped(v: Any) -> Any:
+            return None if v is None else _array.reshape(v, broadcast)
+
+        if isinstance(training, bool) and not training:
+            mean, var = convert_to_tensor(moving_mean), convert_to_tensor(moving_var)
+        else:
+            batch_mean, batch_var = _norm.moments(xc, reduce_axes)
+            if len(axes) > 1:
+                batch_mean = _array.reshape(batch_mean, param_shape)
+                batch_var = _array.reshape(batch_var, param_shape)
+            # TensorFlow's fused kernel returns the Bessel-corrected variance and the
+            # layer moves moving_variance toward it (the non-fused path: the biased one)
+            update_var = batch_var
+            if fused:
+                count = _math.cast(_array.size(xc), pdtype) / \
+                    _math.cast(_array.size(batch_var), pdtype)
+                update_var = batch_var * (count / _math.maximum(count - 1.0, 1.0))
+            if isinstance(training, bool):
+                mean, var = batch_mean, batch_var
+            else:
+                flag = convert_to_tensor(training)
+                mean = _math.where(flag, batch_mean, convert_to_tensor(moving_mean))
+                var = _math.where(flag, batch_var, convert_to_tensor(moving_var))
+                update_var = _math.where(flag, update_var, convert_to_tensor(moving_var))
+            if trainable:  # (TensorFlow leaves a frozen layer's updates out of UPDATE_OPS)
+                graph = get_default_graph()
+                for moving, value in ((moving_mean, mean), (moving_var, update_var)):
+                    # with a training tensor that is False, value is `moving`: no change
+                    delta = (convert_to_tensor(moving) - value) * (1.0 - momentum)
+                    graph.add_to_collection(GraphKeys.UPDATE_OPS,
+                                            moving.assign_sub(delta, read_value=False))
+        y = _norm.batch_normalization(xc, shaped(mean), shaped(var), shaped(beta),
+                                      shaped(gamma), epsilon)
+        return _math.cast(y, x.dtype) if xc is not x else y
+
+
+def _uses_fused_kernel(fused: bool | None, rank: int, raw_axes: list[int], axes: list[int],
+                       dtype: str) -> bool:
+    """Whether TensorFlow 1's batch_normalization layer takes its fused kernel, which
+    changes the moving variance's update: with `fused` True or None, 4-D or 5-D inputs
+    normalized along one channel axis (1 or the last) in a float32 or half dtype."""
+    if fused is False or rank not in (4, 5):
+        return False
+    if len(raw_axes) != 1 or raw_axes[0] not in (-4, -3, -1, 1, 3, 4) or \
+            dtype not in ("f16", "bf16", "f32"):
+        return False
+    if axes[0] in (1, rank - 1):
+        return True
+    if rank == 4:  # (TensorFlow refuses a fused 4-D layer on another axis)
+        raise InvalidArgumentError(f"tf.layers.batch_normalization: the fused kernel takes "
+                                   f"axis 1 or 3 of a 4-D input, got axis {raw_axes[0]}; "
+                                   f"pass fused=False", location=str(user_location()))
+    return False
+
+
+def _refuse_constraints(layer: str, *constraints: Any) -> None:
+    if any(c is not None for c in constraints):
+        raise UnimplementedError(f"tf.layers.{layer}: constraints are not supported",
+                                 location=str(user_location()))
+
+
 @in_default_graph
 def flatten(inputs: TensorLike, name: str | None = None, data_format: str = "channels_last"
             ) -> Any:
@@ -218,7 +352,8 @@ def flatten(inputs: TensorLike, name: str | None = None, data_format: str = "cha
     return _array.reshape(x, [batch, math.prod(rest)], name=name)
 
 
-__all__ = ["dense", "conv2d", "max_pooling2d", "average_pooling2d", "dropout", "flatten"]
+__all__ = ["dense", "conv2d", "max_pooling2d", "average_pooling2d", "dropout", "flatten",
+           "batch_normalization"]
 
 
 def __dir__() -> list[str]:
