@@ -95,3 +95,9 @@ def test_dropout_layer_with_a_training_placeholder():
         on = sess.run(y, {training: True})
     np.testing.assert_array_equal(off, 1)
     assert set(np.unique(on)) <= {0.0, 2.0} and 0.3 < (on == 0).mean() < 0.7
+
+
+def test_an_unknown_keyword_is_an_error_and_shape_hints_are_accepted():
+    with pytest.raises(TypeError, match="use_bais"):
+        tf.layers.Dense(3, use_bais=False)
+    tf.layers.Dense(3, input_shape=(4,))

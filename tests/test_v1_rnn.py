@@ -429,6 +429,8 @@ def test_errors_name_the_problem():
         R.LSTMCell(3, num_unit_shards=2)
     with pytest.raises(NotImplementedError, match="variational_recurrent"):
         R.DropoutWrapper(R.GRUCell(2), variational_recurrent=True)
+    with pytest.raises(TypeError, match="state_is_tupel"):   # a typo is not ignored
+        R.BasicLSTMCell(3, state_is_tupel=False)
     with pytest.raises(UnimplementedError, match="batch_size must be a Python int"):
         R.GRUCell(2).zero_state(tf.placeholder(tf.int32, []), tf.float32)
 

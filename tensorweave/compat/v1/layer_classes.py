@@ -44,6 +44,19 @@ def _object_name(base: str) -> str:
         return f"{base}_{counts[base]}"
 
 
+# Keras's shape hints, harmless to ignore here; any other keyword is a mistake to report
+# (a misspelt `state_is_tupel=False` silently ignored would change the model)
+_IGNORED_KWARGS = frozenset({"autocast", "dynamic", "input_shape", "batch_input_shape",
+                             "input_dim"})
+
+
+def refuse_unknown_kwargs(cls: str, kwargs: dict) -> None:
+    """A TypeError naming the keyword arguments `cls` does not take."""
+    unknown = sorted(set(kwargs) - _IGNORED_KWARGS)
+    if unknown:
+        raise TypeError(f"{cls}() got unexpected keyword argument(s) {', '.join(unknown)}")
+
+
 class Layer:
     """The base of TensorFlow 1's layers: ``layer(inputs, ...)`` (or ``apply``) makes the
     variables on the first call (``build``) inside the layer's variable scope, then runs
@@ -52,6 +65,7 @@ class Layer:
 
     def __init__(self, trainable: bool = True, name: str | None = None, dtype: Any = None,
                  _scope: Any = None, _reuse: Any = None, **kwargs: Any) -> None:
+        refuse_unknown_kwargs(type(self).__name__, kwargs)
         self.trainable = trainable
         base = snake_case(type(self).__name__)
         self._name = name or _object_name(base)

@@ -32,7 +32,7 @@ from ...frontend.ops.dropout import dropout as _dropout
 from ...frontend.tensor import EagerTensor, Tensor
 from .graph import in_default_graph
 from .initializers import constant_initializer, zeros_initializer
-from .layer_classes import FirstScope, snake_case
+from .layer_classes import FirstScope, refuse_unknown_kwargs, snake_case
 from .var_scope import AUTO_REUSE, get_variable, variable_scope
 
 TensorLike = Any
@@ -162,6 +162,7 @@ class RNNCell:
 
     def __init__(self, trainable: bool = True, name: str | None = None, dtype: Any = None,
                  reuse: Any = None, **kwargs: Any) -> None:
+        refuse_unknown_kwargs(type(self).__name__, kwargs)
         self.trainable = trainable
         self._reuse = reuse
         self._given_name = name
