@@ -730,13 +730,17 @@ class Nadam(Optimizer):
 class Ftrl(Optimizer):
     """TensorFlow's ApplyFtrl (FTRL-proximal, McMahan et al. 2013)."""
 
+    # the accumulator slot's name: Keras' "accumulator"; TensorFlow 1's FtrlOptimizer
+    # calls it "accum" (its get_slot / get_slot_names)
+    _accumulator_slot = "accumulator"
+
     def __init__(self, learning_rate: Any = 0.001, learning_rate_power: float = -0.5,
                  initial_accumulator_value: float = 0.1, l1_regularization_strength: float = 0.0,
                  l2_regularization_strength: float = 0.0, name: str = "Ftrl",
                  clipnorm: float | None = None, clipvalue: float | None = None,
                  global_clipnorm: float | None = None) -> None:
         super().__init__(learning_rate, name, clipnorm, clipvalue, global_clipnorm)
-        self._slot_inits = {"accumulator": initial_accumulator_value, "linear": 0.0}
+        self._slot_inits = {self._accumulator_slot: initial_accumulator_value, "linear": 0.0}
         self.lr_power = learning_rate_power
         self.l1 = l1_regularization_strength
         self.l2 = l2_regularization_strength
@@ -755,7 +759,7 @@ class Ftrl(Optimizer):
         return new_acc, new_lin, new_w
 
     def _apply(self, var, grad, slots):
-        acc, lin = slots["accumulator"], slots["linear"]
+        acc, lin = slots[self._accumulator_slot], slots["linear"]
         new_acc, new_lin, new_w = self._rule(var, grad, acc.read_value(), lin.read_value(),
                                              var.read_value())
         return [acc.assign(new_acc, read_value=False), lin.assign(new_lin, read_value=False),
@@ -765,7 +769,7 @@ class Ftrl(Optimizer):
         # TensorFlow's ResourceSparseApplyFtrl: only the touched rows change (repeated
         # indices summed first)
         values, rows = deduplicate(grad.values, grad.indices)
-        acc, lin = slots["accumulator"], slots["linear"]
+        acc, lin = slots[self._accumulator_slot], slots["linear"]
         new_acc, new_lin, new_w = self._rule(var, values, gather_rows(acc, rows),
                                              gather_rows(lin, rows), gather_rows(var, rows))
         return [scatter_update(acc, rows, new_acc), scatter_update(lin, rows, new_lin),

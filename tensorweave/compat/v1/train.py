@@ -121,7 +121,10 @@ class AdamOptimizer(_GraphModeOptimizer, _opt.Adam):
 
 
 class FtrlOptimizer(_GraphModeOptimizer, _opt.Ftrl):
-    """FTRL-proximal, with L1 and L2 regularization strengths."""
+    """FTRL-proximal, with L1 and L2 regularization strengths; slots ``accum`` and
+    ``linear``, as TensorFlow 1's."""
+
+    _accumulator_slot = "accum"
 
     def __init__(self, learning_rate: Any, learning_rate_power: float = -0.5,
                  initial_accumulator_value: float = 0.1, l1_regularization_strength: float = 0.0,
