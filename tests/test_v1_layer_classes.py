@@ -101,3 +101,61 @@ def test_an_unknown_keyword_is_an_error_and_shape_hints_are_accepted():
     with pytest.raises(TypeError, match="use_bais"):
         tf.layers.Dense(3, use_bais=False)
     tf.layers.Dense(3, input_shape=(4,))
+
+
+# TF: BatchNormalization(momentum=0.9, epsilon=0.01) on xs = arange(12).reshape(4, 3)**1.5/10
+# (float64), the moving statistics after one run of UPDATE_OPS with training=True.
+# TensorFlow's decay is the float32 constant 1 - 0.9 = 0.10000000149, tensorweave's
+# tf.layers.batch_normalization uses 0.1: a relative difference of 1.5e-8 in float64.
+TF_MOVING_MEAN = [0.11723272894541802, 0.14785759165108958, 0.18279764448420727]
+TF_MOVING_VARIANCE = [1.0055648768189105, 1.033381332924161, 1.059850222560531]
+
+
+def test_batch_normalization_class_training_updates_and_inference():
+    xs = np.arange(12, dtype=np.float64).reshape(4, 3) ** 1.5 / 10
+    x = tf.placeholder(tf.float64, [4, 3])
+    training = tf.placeholder(tf.bool, [])
+    bn = tf.layers.BatchNormalization(momentum=0.9, epsilon=0.01)
+    y = bn(x, training=training)
+    updates = tf.get_collection(tf.GraphKeys.UPDATE_OPS)
+    assert len(updates) == 2 and bn.updates == updates
+    assert [v.name for v in bn.trainable_weights] == ["batch_normalization/gamma:0",
+                                                     "batch_normalization/beta:0"]
+    assert [v.name for v in bn.variables] == [v.name for v in tf.global_variables()] == [
+        "batch_normalization/gamma:0", "batch_normalization/beta:0",
+        "batch_normalization/moving_mean:0", "batch_normalization/moving_variance:0"]
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        sess.run(updates, {x: xs, training: False})          # no change
+        frozen = sess.run(y, {x: xs, training: False})
+        np.testing.assert_allclose(frozen, xs / np.sqrt(1.01), rtol=1e-12)
+        train = sess.run([y] + updates, {x: xs, training: True})[0]
+        mean, var = sess.run([bn.moving_mean, bn.moving_variance])
+        infer = sess.run(y, {x: xs, training: False})
+    m, v = xs.mean(0), xs.var(0)
+    np.testing.assert_allclose(train, (xs - m) / np.sqrt(v + 0.01), rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(mean, TF_MOVING_MEAN, rtol=1e-7)
+    np.testing.assert_allclose(var, TF_MOVING_VARIANCE, rtol=1e-7)
+    np.testing.assert_allclose(infer, (xs - mean) / np.sqrt(var + 0.01), rtol=1e-12)
+
+
+def test_batch_normalization_class_called_twice_shares_variables_fused_float32():
+    # TF: float32 NHWC takes the fused kernel, whose moving variance moves toward the
+    # Bessel-corrected batch variance: [2.1050315, 2.2377024, 2.3661573] for
+    # xs = arange(24).reshape(2, 2, 2, 3)**1.5/10, momentum 0.9, after one update
+    xs = (np.arange(24, dtype=np.float32).reshape(2, 2, 2, 3) ** 1.5 / 10)
+    x = tf.placeholder(tf.float32, [2, 2, 2, 3])
+    bn = tf.layers.BatchNormalization(momentum=0.9, epsilon=0.01)
+    bn(x, training=True)
+    y2 = bn(x * 2, training=False)
+    assert len(tf.global_variables()) == 4 and len(bn.updates) == 2
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        sess.run(bn.updates, {x: xs})
+        var = sess.run(bn.moving_variance)
+        out = sess.run(y2, {x: xs})
+    np.testing.assert_allclose(var, [2.1050314903259277, 2.2377023696899414,
+                                     2.366157293319702], rtol=1e-6)
+    mean = 0.1 * xs.mean(axis=(0, 1, 2))
+    np.testing.assert_allclose(out, (2 * xs - mean) / np.sqrt(var + 0.01), rtol=1e-5,
+                               atol=1e-6)

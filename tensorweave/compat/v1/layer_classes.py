@@ -1,11 +1,10 @@
 """TensorFlow 1's layer classes (``tf.layers.Dense``, ``Conv2D``, ``MaxPooling2D``,
-``AveragePooling2D``, ``Flatten``, ``Dropout``).
+``AveragePooling2D``, ``Flatten``, ``Dropout``, ``BatchNormalization``).
 
 A layer is configured when constructed and makes its variables on its first call, in a
 variable scope named after it (``dense``, ``dense_1``, ... made unique in the enclosing
 scope, or from `name`), as TensorFlow's do; later calls enter that scope again and reuse
-the variables. Dense, Conv2D, pooling, Flatten and Dropout run the functional layers of
-``layers.py`` in that scope.
+the variables. Each runs its functional layer of ``layers.py`` in that scope.
 """
 
 from __future__ import annotations
@@ -18,7 +17,7 @@ from typing import Any
 
 from ...frontend.building import convert_to_tensor
 from . import layers as _layers
-from .graph import get_default_graph, in_default_graph
+from .graph import GraphKeys, get_default_graph, in_default_graph
 from .var_scope import AUTO_REUSE, get_variable, variable_scope
 
 TensorLike = Any
@@ -322,4 +321,53 @@ class Dropout(Layer):
                                seed=self.seed, training=training)
 
 
-__all__ = ["AveragePooling2D", "Conv2D", "Dense", "Dropout", "Flatten", "Layer", "MaxPooling2D"]
+class BatchNormalization(Layer):
+    """Batch normalization over every axis but `axis` (``tf.layers.BatchNormalization``):
+    ``layer(x, training=...)`` runs ``tf.layers.batch_normalization`` in the layer's scope
+    (variables ``gamma``, ``beta``, ``moving_mean``, ``moving_variance``, the moving-average
+    updates in ``UPDATE_OPS`` and in `updates`; `training` a Python bool or a boolean
+    tensor). The constructor takes that function's arguments."""
+
+    def __init__(self, axis: Any = -1, momentum: float = 0.99, epsilon: float = 1e-3,
+                 center: bool = True, scale: bool = True, beta_initializer: Any = None,
+                 gamma_initializer: Any = None, moving_mean_initializer: Any = None,
+                 moving_variance_initializer: Any = None, beta_regularizer: Any = None,
+                 gamma_regularizer: Any = None, beta_constraint: Any = None,
+                 gamma_constraint: Any = None, renorm: bool = False, renorm_clipping: Any = None,
+                 renorm_momentum: float = 0.99, fused: Any = None, trainable: bool = True,
+                 virtual_batch_size: Any = None, adjustment: Any = None,
+                 name: str | None = None, **kwargs: Any) -> None:
+        super().__init__(trainable=trainable, name=name, **kwargs)
+        self.axis, self.momentum, self.epsilon = axis, momentum, epsilon
+        self.center, self.scale = center, scale
+        self._config = dict(
+            axis=axis, momentum=momentum, epsilon=epsilon, center=center, scale=scale,
+            beta_initializer=beta_initializer, gamma_initializer=gamma_initializer,
+            moving_mean_initializer=moving_mean_initializer,
+            moving_variance_initializer=moving_variance_initializer,
+            beta_regularizer=beta_regularizer, gamma_regularizer=gamma_regularizer,
+            beta_constraint=beta_constraint, gamma_constraint=gamma_constraint, renorm=renorm,
+            renorm_clipping=renorm_clipping, renorm_momentum=renorm_momentum, fused=fused,
+            virtual_batch_size=virtual_batch_size, adjustment=adjustment)
+
+    def call(self, inputs: Any, training: Any = False) -> Any:
+        first = not self.variables
+        graph = get_default_graph()
+        before = len(graph.get_collection(GraphKeys.UPDATE_OPS))
+        y = _layers.batch_normalization(inputs, training=training, trainable=self.trainable,
+                                        name=self._scope, reuse=None if first else True,
+                                        **self._config)
+        self._updates.extend(graph.get_collection(GraphKeys.UPDATE_OPS)[before:])
+        if first:
+            with variable_scope(self._scope, reuse=True):
+                self.gamma = _existing("gamma") if self.scale else None
+                self.beta = _existing("beta") if self.center else None
+                self.moving_mean = _existing("moving_mean")
+                self.moving_variance = _existing("moving_variance")
+            self._trainable_weights = [v for v in (self.gamma, self.beta) if v is not None]
+            self._non_trainable_weights = [self.moving_mean, self.moving_variance]
+        return y
+
+
+__all__ = ["AveragePooling2D", "BatchNormalization", "Conv2D", "Dense", "Dropout", "Flatten",
+           "Layer", "MaxPooling2D"]
