@@ -82,11 +82,15 @@ from .graph import (  # noqa: F401  (the public names of this module)
 )
 from .initializers import (  # noqa: F401
     constant_initializer,
+    glorot_normal_initializer,
     glorot_uniform_initializer,
     ones_initializer,
+    orthogonal_initializer,
     random_normal_initializer,
     random_uniform_initializer,
     truncated_normal_initializer,
+    uniform_unit_scaling_initializer,
+    variance_scaling_initializer,
     zeros_initializer,
 )
 from .logging_ops import Print  # noqa: F401
