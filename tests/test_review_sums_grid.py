@@ -279,11 +279,16 @@ def test_the_known_bad_geometries_are_in_every_conv_sample():
             assert all(any(f"g={g} " in lab for lab in labels) for g in always)
 
 
-if __name__ == "__main__":  # the whole grid, all families: python -m tests.test_review_sums_grid
+if __name__ == "__main__":
+    # the whole grid: python -m tests.test_review_sums_grid [FAMILY ...]
+    # (TW_SUMS_LEVELS=2 for one level; TW_SUMS_DILATION=1 for dilation 1 only)
     import sys
+    levels = tuple(os.environ.get("TW_SUMS_LEVELS", "".join(LEVELS)))
     for fam in sys.argv[1:] or list(FAMILIES):
         cases = family_cases(fam, full=True)
-        for lvl in LEVELS:
+        if os.environ.get("TW_SUMS_DILATION") == "1":
+            cases = [c for c in cases if c.attrs.get("dilations", (1, 1, 1, 1))[1] == 1]
+        for lvl in levels:
             bad = wrong_cases(cases, lvl)
             print(f"{fam} O{lvl}: {len(bad)} wrong of {len(cases)}", flush=True)
             for line in bad[:40]:

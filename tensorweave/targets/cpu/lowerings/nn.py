@@ -1362,16 +1362,19 @@ def _avg_pool(cx: LoweringContext) -> None:
 @lowering("AvgPoolGrad", supports=_floats_only)
 def _avg_pool_grad(cx: LoweringContext) -> None:
     """Each window's gradient, divided by its real-element count, added to each of its
-    in-input taps; the optional input_like operand is not read."""
+    in-input taps; the optional input_like operand is not read. Windows that partition
+    the input store their share; otherwise each input element gathers the shares of the
+    windows that cover it (`_avg_pool_grad_gather`)."""
     g = _pool_window(cx.node)
     dtype = cx.out_types[0].dtype
     size = dtype.np.itemsize
     if g.n * g.h * g.w * g.c == 0:
         cx.ret_ok()
         return
-    partition = _tiles_input(g)
-    if not partition:
-        _zero_output(cx)
+    if not _tiles_input(g):
+        _avg_pool_grad_gather(cx, g, dtype)
+        cx.ret_ok()
+        return
 
     def group(k: LoweringContext, ptrs: list[ir.Value], w: _PoolWindow, c0: ir.Value,
               seg: _Segment) -> None:
@@ -1384,13 +1387,97 @@ def _avg_pool_grad(cx: LoweringContext) -> None:
 
         def step(ipix: ir.Value, vals: list[ir.Value]) -> list[ir.Value]:
             for p, share in zip(_group_ptrs(k, dx, ipix, g.c, c0, seg), shares):
-                _vstore(k, share if partition else b.fadd(_vload(k, p, vt, size), share),
-                        p, size)
+                _vstore(k, share, p, size)
             return vals
         _fold_taps(k, g, w, [], step)
     if g.pixels:
         _pool_groups(cx, g, dtype, POOL_VECTORS, [cx.input(0), cx.output(0)], group)
     cx.ret_ok()
+
+
+def _covering(cx: LoweringContext, pos: ir.Value, pad: int, k: int, stride: int, out: int
+              ) -> tuple[ir.Value, ir.Value]:
+    """[lo, hi) of the windows o (of `out`) whose taps o * stride - pad + [0, k) hold
+    input position `pos`; empty is lo >= hi."""
+    b = cx.b
+    first = _smax(cx, _lin(cx, (pos, 1), pad - k + 1), I64(0))  # o * stride >= this
+    lo = b.udiv(b.add(first, I64(stride - 1)), I64(stride))
+    hi = _smin(cx, b.add(b.udiv(_lin(cx, (pos, 1), pad), I64(stride)), I64(1)), I64(out))
+    return lo, hi
+
+
+def _avg_pool_grad_gather(cx: LoweringContext, g: Window, dtype) -> None:
+    """AvgPoolGrad for overlapping, padded or partial windows: each input element sums
+    ``dy[window] / count(window)`` over the windows covering it, in row-major window
+    order, in registers from 0, and is stored once. That is the order in which scattering
+    each window's share into a zeroed dx adds them, so the results are the same bits,
+    but no element is stored, read back and stored again: the pattern LLVM's
+    InstCombine store merging can miscompile (docs/llvm_o2_miscompile.md). Threads own
+    images. An image's shares are computed first, one division per window, into a stack
+    buffer when they fit `SCRATCH_BYTES` (else each covering window's share is divided
+    again: 3x3 windows at stride 1 divide 9 times as often)."""
+    size = dtype.np.itemsize
+    segs = _segments(g.c, _lanes(dtype), POOL_VECTORS)
+    buffered = g.oh * g.ow * g.c * size <= SCRATCH_BYTES
+
+    def images(k: LoweringContext, ptrs: list[ir.Value], begin: ir.Value, end: ir.Value
+               ) -> None:
+        dy, dx = ptrs
+        b = k.b
+        shares = k.alloca(k.memory(dtype), g.oh * g.ow * g.c, name="shares") \
+            if buffered else None
+
+        def count(oh: ir.Value, ow: ir.Value, vt: ir.Type) -> ir.Value:
+            i_lo, i_hi = _clip_taps(k, _lin(k, (oh, g.sh), -g.pt), g.kh, g.h)
+            j_lo, j_hi = _clip_taps(k, _lin(k, (ow, g.sw), -g.pl), g.kw, g.w)
+            cells = b.mul(b.sub(i_hi, i_lo), b.sub(j_hi, j_lo))
+            return _splat(k, b.sitofp(cells, k.scalar(dtype)), vt)
+
+        with k.loop(begin, end, name="n") as n:
+            image_dy = _at(k, dy, b.mul(n, I64(g.oh * g.ow * g.c)))
+            if shares is not None:
+                with k.loop(0, g.oh, name="soh") as oh, k.loop(0, g.ow, name="sow") as ow:
+                    opix = _lin(k, (oh, g.ow), (ow, 1))
+
+                    def divide(c0: ir.Value, seg: _Segment) -> None:
+                        vt = _vector_type(dtype, seg.lanes)
+                        cnt = count(oh, ow, vt)
+                        for p, q in zip(_group_ptrs(k, image_dy, opix, g.c, c0, seg),
+                                        _group_ptrs(k, shares, opix, g.c, c0, seg)):
+                            _vstore(k, b.fdiv(_vload(k, p, vt, size), cnt), q, size)
+                    _over_segments(k, segs, divide, name="scg")
+            with k.loop(0, g.h, name="ih") as ih:
+                oh_lo, oh_hi = _covering(k, ih, g.pt, g.kh, g.sh, g.oh)
+                with k.loop(0, g.w, name="iw") as iw:
+                    ow_lo, ow_hi = _covering(k, iw, g.pl, g.kw, g.sw, g.ow)
+                    ipix = _lin(k, (n, g.h * g.w), (ih, g.w), (iw, 1))
+
+                    def group(c0: ir.Value, seg: _Segment) -> None:
+                        vt = _vector_type(dtype, seg.lanes)
+
+                        def window(oh: ir.Value, ow: ir.Value, acc: list[ir.Value]
+                                   ) -> list[ir.Value]:
+                            opix = _lin(k, (oh, g.ow), (ow, 1))
+                            if shares is not None:
+                                parts = [_vload(k, p, vt, size) for p in
+                                         _group_ptrs(k, shares, opix, g.c, c0, seg)]
+                            else:
+                                cnt = count(oh, ow, vt)
+                                parts = [b.fdiv(_vload(k, p, vt, size), cnt) for p in
+                                         _group_ptrs(k, image_dy, opix, g.c, c0, seg)]
+                            return [b.fadd(a, part) for a, part in zip(acc, parts)]
+
+                        sums = _carried_loop(
+                            k, oh_lo, oh_hi, [_splat_const(dtype, seg.lanes, 0.0)] * seg.vectors,
+                            lambda oh, v: _carried_loop(k, ow_lo, ow_hi, v,
+                                                        lambda ow, a: window(oh, ow, a),
+                                                        name="ow"), name="oh")
+                        for v, p in zip(sums, _group_ptrs(k, dx, ipix, g.c, c0, seg)):
+                            _vstore(k, v, p, size)
+                    _over_segments(k, segs, group, name="cg")
+    touched = (g.n * g.h * g.w + g.pixels) * g.c
+    _parallel(cx, g.n, touched, [cx.input(0), cx.output(0)], images, "images",
+              parallel.MIN_FUSED_ELEMENTS)
 
 
 # ---------------------------------------------------------------- bias and loss
