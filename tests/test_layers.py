@@ -128,7 +128,7 @@ def test_errors():
     x = tf.placeholder(tf.float32, [None, 4, 4, 1])
     with pytest.raises(tw.errors.InvalidArgumentError, match="padding"):
         tf.layers.conv2d(x, 2, 3, padding="full")
-    with pytest.raises(tw.errors.UnimplementedError, match="channels_last"):
-        tf.layers.max_pooling2d(x, 2, 2, data_format="channels_first")
+    with pytest.raises(tw.errors.InvalidArgumentError, match="channels_last"):
+        tf.layers.max_pooling2d(x, 2, 2, data_format="NCHW")
     with pytest.raises(tw.errors.ShapeError, match="known"):
         tf.layers.flatten(tf.placeholder(tf.float32, [None, None, 3]))

@@ -5,8 +5,8 @@ Each call opens a variable scope named after the layer (``dense``, ``dense_1``, 
 `name`) and makes its variables with `get_variable` in the default graph, so they are
 named as in TensorFlow (``dense/kernel``, ``dense/bias``), are trainable and global, and
 are shared with ``reuse=True``. Kernels default to Glorot uniform and biases to zeros,
-TensorFlow's defaults. Images are NHWC (``channels_last``) only, except in
-``batch_normalization``, which takes any `axis`.
+TensorFlow's defaults. Images are NHWC (``channels_last``) or NCHW
+(``channels_first``); ``batch_normalization`` takes any `axis`.
 """
 
 from __future__ import annotations
@@ -48,10 +48,22 @@ def _padding(padding: str) -> str:
     return upper
 
 
-def _channels_last(data_format: str) -> None:
-    if data_format != "channels_last":
-        raise UnimplementedError(f"data_format={data_format!r}: only 'channels_last' (NHWC) "
-                                 f"is supported", location=str(user_location()))
+def _channels_first(data_format: str) -> bool:
+    """Whether images are NCHW (``channels_first``) rather than NHWC."""
+    if data_format not in ("channels_last", "channels_first"):
+        raise InvalidArgumentError(f"data_format must be 'channels_last' or "
+                                   f"'channels_first', got {data_format!r}",
+                                   location=str(user_location()))
+    return data_format == "channels_first"
+
+
+def _to_nhwc(x: Any, channels_first: bool) -> Any:
+    # (the NN ops take NHWC: an NCHW layer runs them between two transposes)
+    return _array.transpose(x, [0, 2, 3, 1]) if channels_first else x
+
+
+def _from_nhwc(y: Any, channels_first: bool) -> Any:
+    return _array.transpose(y, [0, 3, 1, 2]) if channels_first else y
 
 
 def _no_activity_regularizer(layer: str, activity_regularizer: Any) -> None:
@@ -65,7 +77,7 @@ def _floating(layer: str, x: Any) -> None:
     # (an integer kernel would get get_variable's integer default, zeros: a dead layer)
     if not x.dtype.is_floating:
         raise DTypeError(f"tf.layers.{layer}: a {layer} layer can only be built with a "
-                         f"floating-point dtype, got inputs of dtype {x.dtype.name}",
+                         f"floating-point dtype, got inputs of dtype {x.dtype.ir_name}",
                          location=str(user_location()))
 
 
@@ -132,15 +144,16 @@ def conv2d(inputs: TensorLike, filters: int, kernel_size: IntOrPair,
            activity_regularizer: Any = None, kernel_constraint: Any = None,
            bias_constraint: Any = None, trainable: bool = True, name: str | None = None,
            reuse: Any = None) -> Any:
-    """A 2-D convolution layer on NHWC `inputs`: variables ``<name>/kernel``
-    (``[kh, kw, in_channels, filters]``) and ``<name>/bias`` (``[filters]``);
-    `padding` is ``'valid'`` or ``'same'``."""
-    _channels_last(data_format)
+    """A 2-D convolution layer on NHWC `inputs` (NCHW with ``channels_first``):
+    variables ``<name>/kernel`` (``[kh, kw, in_channels, filters]``) and ``<name>/bias``
+    (``[filters]``); `padding` is ``'valid'`` or ``'same'``."""
+    first = _channels_first(data_format)
     _no_activity_regularizer("conv2d", activity_regularizer)
     x = convert_to_tensor(inputs)
-    if len(x.shape) != 4 or x.shape[-1] is None:
-        raise ShapeError(f"tf.layers.conv2d: inputs must be NHWC with known channels, got "
-                         f"{x.shape}", location=str(user_location()))
+    if len(x.shape) != 4 or x.shape[1 if first else -1] is None:
+        raise ShapeError(f"tf.layers.conv2d: inputs must be {'NCHW' if first else 'NHWC'} "
+                         f"with known channels, got {x.shape}", location=str(user_location()))
+    x = _to_nhwc(x, first)
     kh, kw = _pair(kernel_size, "kernel_size")
     with _layer_scope(name, "conv2d", reuse):
         kernel = get_variable("kernel", [kh, kw, x.shape[-1], filters], dtype=x.dtype,
@@ -153,22 +166,23 @@ def conv2d(inputs: TensorLike, filters: int, kernel_size: IntOrPair,
             if use_bias else None
         y = _nn.conv2d(x, kernel, strides=_pair(strides, "strides"), padding=_padding(padding),
                        dilations=_pair(dilation_rate, "dilation_rate"))
-        return _finish(y, bias, activation)
+        return _from_nhwc(_finish(y, bias, activation), first)
 
 
 def _pooling(pool: Callable, default_name: str, inputs: TensorLike, pool_size: IntOrPair,
              strides: IntOrPair, padding: str, data_format: str, name: str | None) -> Any:
-    _channels_last(data_format)
+    first = _channels_first(data_format)
     with variable_scope(name, default_name=default_name):
-        return pool(convert_to_tensor(inputs), ksize=_pair(pool_size, "pool_size"),
-                    strides=_pair(strides, "strides"), padding=_padding(padding))
+        y = pool(_to_nhwc(convert_to_tensor(inputs), first), ksize=_pair(pool_size, "pool_size"),
+                 strides=_pair(strides, "strides"), padding=_padding(padding))
+        return _from_nhwc(y, first)
 
 
 @in_default_graph
 def max_pooling2d(inputs: TensorLike, pool_size: IntOrPair, strides: IntOrPair,
                   padding: str = "valid", data_format: str = "channels_last",
                   name: str | None = None) -> Any:
-    """Max pooling over `pool_size` windows of NHWC `inputs`."""
+    """Max pooling over `pool_size` windows of NHWC (or ``channels_first``) `inputs`."""
     return _pooling(_nn.max_pool2d, "max_pooling2d", inputs, pool_size, strides, padding,
                     data_format, name)
 
@@ -177,7 +191,8 @@ def max_pooling2d(inputs: TensorLike, pool_size: IntOrPair, strides: IntOrPair,
 def average_pooling2d(inputs: TensorLike, pool_size: IntOrPair, strides: IntOrPair,
                       padding: str = "valid", data_format: str = "channels_last",
                       name: str | None = None) -> Any:
-    """Average pooling over `pool_size` windows of NHWC `inputs` (padding not counted)."""
+    """Average pooling over `pool_size` windows of NHWC (or ``channels_first``) `inputs`
+    (padding not counted)."""
     return _pooling(_nn.avg_pool2d, "average_pooling2d", inputs, pool_size, strides, padding,
                     data_format, name)
 
@@ -241,7 +256,7 @@ def batch_normalization(inputs: TensorLike, axis: int | Sequence[int] = -1,
         raise InvalidArgumentError(f"tf.layers.batch_normalization: axis {axis} is out of "
                                    f"range for inputs {x.shape}", location=str(user_location()))
     axes = sorted({a % rank for a in raw_axes})
-    fused = _uses_fused_kernel(fused, rank, raw_axes, axes, x.dtype.name)
+    fused = _uses_fused_kernel(fused, rank, raw_axes, axes, x.dtype.ir_name)
     if any(x.shape[a] is None for a in axes):
         raise ShapeError(f"tf.layers.batch_normalization: inputs {x.shape} must have known "
                          f"dims along axis {axis}", location=str(user_location()))
@@ -251,7 +266,7 @@ def batch_normalization(inputs: TensorLike, axis: int | Sequence[int] = -1,
     broadcast = [x.shape[i] if i in axes else 1 for i in range(rank)]
     reduce_axes = [i for i in range(rank) if i not in axes]
     # half-precision inputs keep float32 parameters and statistics, as TensorFlow
-    pdtype = x.dtype if x.dtype.name not in ("f16", "bf16") else _math.float32
+    pdtype = x.dtype if x.dtype.ir_name not in ("f16", "bf16") else _math.float32
     xc = _math.cast(x, pdtype) if pdtype is not x.dtype else x
     with _layer_scope(name, "batch_normalization", reuse):
         gamma = get_variable("gamma", param_shape, dtype=pdtype,
@@ -336,12 +351,9 @@ def flatten(inputs: TensorLike, name: str | None = None, data_format: str = "cha
     """`inputs` reshaped to ``[batch, features]`` (the non-batch dims must be known).
     With ``data_format="channels_first"`` the channels (axis 1) are moved last first, as
     TensorFlow does, so the features come in the order of a ``channels_last`` model."""
-    if data_format not in ("channels_first", "channels_last"):
-        raise InvalidArgumentError(f"tf.layers.flatten: data_format must be 'channels_first' "
-                                   f"or 'channels_last', got {data_format!r}",
-                                   location=str(user_location()))
+    first = _channels_first(data_format)
     x = convert_to_tensor(inputs)
-    if data_format == "channels_first" and len(x.shape) >= 3:
+    if first and len(x.shape) >= 3:
         rank = len(x.shape)
         x = _array.transpose(x, [0, *range(2, rank), 1])
     rest = x.shape[1:]
