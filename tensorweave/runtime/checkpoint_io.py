@@ -12,6 +12,8 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
+import secrets
 import zlib
 from collections.abc import Iterator, Mapping
 from typing import Any
@@ -27,7 +29,7 @@ from .checkpoint_index import SUFFIX, latest_checkpoint, read_index, record_chec
 # The index functions live in `checkpoint_index`; they stay importable from here for the
 # callers that treat checkpoint_io as the one checkpoint module (compat.v1's Saver).
 __all__ = ["SUFFIX", "data_path", "write_tensors", "read_tensors", "latest_checkpoint",
-           "shard_prefix", "write_manifest", "shard_files",
+           "new_save_id", "shard_prefix", "write_manifest", "shard_files",
            "read_index", "record_checkpoint", "has_tensor", "read_slice"]
 
 
@@ -64,19 +66,49 @@ def write_tensors(prefix: str, tensors: Mapping[str, np.ndarray],
 SHARDS_KEY = "tw_shards"  # metadata of a sharded checkpoint's manifest: tensor -> shard
 
 
-def shard_prefix(prefix: str, index: int, count: int) -> str:
-    """The prefix of shard `index` of `count` of checkpoint `prefix`."""
-    return f"{prefix}.shard-{index:05d}-of-{count:05d}"
+def new_save_id() -> str:
+    """A name part that no earlier save of a sharded checkpoint used (`shard_prefix`)."""
+    return secrets.token_hex(4)
+
+
+def shard_prefix(prefix: str, index: int, count: int, save_id: str = "") -> str:
+    """The prefix of shard `index` of `count` of checkpoint `prefix`, written by the save
+    `save_id` (`new_save_id`). Each save writes shards of its own names: a save to a
+    prefix that already holds a checkpoint must not overwrite the shards its manifest
+    names, or a save cut off between shards would leave that manifest naming shards of
+    two saves, a checkpoint that loads without error but mixes two states."""
+    tail = f".{save_id}" if save_id else ""
+    return f"{prefix}.shard-{index:05d}-of-{count:05d}{tail}"
+
+
+def _shards_of_prefix(prefix: str) -> list[str]:
+    """The shard files in `prefix`'s directory named after `prefix` (`shard_prefix`),
+    whichever save wrote them."""
+    directory, base = os.path.split(prefix)
+    pattern = re.compile(re.escape(base) + r"\.shard-\d{5}-of-\d{5}(\.[0-9a-f]+)?"
+                         + re.escape(SUFFIX) + "$")
+    try:
+        names = os.listdir(directory or ".")
+    except FileNotFoundError:
+        return []
+    return [os.path.join(directory, n) for n in names if pattern.match(n)]
 
 
 def write_manifest(prefix: str, shard_of: Mapping[str, str]) -> str:
     """Make the shards already written a checkpoint: `prefix`'s file becomes a manifest
     naming, for every tensor, the shard prefix that holds it. Written after every shard
-    (atomically), so a sharded checkpoint is either complete or absent."""
+    (atomically), so a sharded checkpoint is either complete or absent. Then the shards
+    of `prefix` that the manifest does not name are deleted: those of the checkpoint it
+    replaced, and any a save cut off before its manifest left behind."""
     relative = {k: os.path.basename(v) for k, v in shard_of.items()}
     meta = {"format": "tensorweave-checkpoint-1", SHARDS_KEY: json.dumps(relative)}
     path = data_path(prefix)
     atomic_files.write_bytes(path, safetensors.numpy.save({}, metadata=meta))
+    kept = set(shard_files(prefix))
+    for stale in _shards_of_prefix(prefix):
+        if stale not in kept:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(stale)
     return path
 
 

@@ -275,7 +275,9 @@ class Saver:
             save_path = f"{save_path}-{global_step}"
         if self.sharded:
             count = len(self._shards)
-            prefixes = [checkpoint_io.shard_prefix(save_path, k, count) for k in range(count)]
+            save_id = checkpoint_io.new_save_id()  # never overwrites the current shards
+            prefixes = [checkpoint_io.shard_prefix(save_path, k, count, save_id)
+                        for k in range(count)]
             sess.run(self.save_op, {f: encode_path(p)
                                     for (f, _), p in zip(self._shards, prefixes)})
             checkpoint_io.write_manifest(save_path, {n: p for (_, names), p in
