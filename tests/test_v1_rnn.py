@@ -427,8 +427,11 @@ def test_errors_name_the_problem():
                           dtype=tf.float32)
     with pytest.raises(NotImplementedError, match="num_unit_shards"):
         R.LSTMCell(3, num_unit_shards=2)
-    with pytest.raises(NotImplementedError, match="variational_recurrent"):
+    with pytest.raises(ValueError, match="variational_recurrent=True.* needs dtype"):
         R.DropoutWrapper(R.GRUCell(2), variational_recurrent=True)
+    with pytest.raises(ValueError, match="needs input_size"):
+        R.DropoutWrapper(R.GRUCell(2), input_keep_prob=0.5, variational_recurrent=True,
+                         dtype=tf.float32)
     with pytest.raises(TypeError, match="state_is_tupel"):   # a typo is not ignored
         R.BasicLSTMCell(3, state_is_tupel=False)
     with pytest.raises(UnimplementedError, match="batch_size must be a Python int"):
@@ -490,3 +493,39 @@ def test_multi_cell_zero_state_from_tf_shape_and_state_dropout():
     assert o.shape == (3, 2, 2) and s[0].c.shape == (3, 4) and s[1].shape == (3, 2)
     # h is dropped (each element 0 or scaled), c never is (TensorFlow's default filter)
     assert np.all(s[0].c != 0) and np.any(s[0].h == 0)
+
+
+def test_state_dropout_around_a_multi_cell_spares_every_c():
+    # TF (same program, state_keep_prob=0.05): c zeros 0.0 in both layers, h zeros 0.95
+    x = tf.placeholder(tf.float32, [4, 2, 3])
+    cell = R.DropoutWrapper(R.MultiRNNCell([R.BasicLSTMCell(5), R.BasicLSTMCell(5)]),
+                            state_keep_prob=0.05, seed=1)
+    _, state = tf.nn.dynamic_rnn(cell, x, dtype=tf.float32)
+    s = session_run(state, {x: np.ones((4, 2, 3), np.float32)})
+    for layer in s:
+        assert np.all(layer.c != 0)
+        assert (layer.h == 0).mean() > 0.5
+
+
+def test_variational_dropout_one_mask_for_every_step_and_row():
+    x = tf.placeholder(tf.float32, [3, 4, 2])
+    keep = tf.placeholder(tf.float32, [])
+    inner = R.GRUCell(8)
+    wrapped = R.DropoutWrapper(inner, output_keep_prob=keep, variational_recurrent=True,
+                               dtype=tf.float32, seed=5)
+    dropped, _ = tf.nn.dynamic_rnn(wrapped, x, dtype=tf.float32, scope="g")
+    plain, _ = tf.nn.dynamic_rnn(inner, x, dtype=tf.float32, scope="g")
+    xs = fixed((3, 4, 2), 0.2).astype(np.float32)
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        p = sess.run(plain, {x: xs})
+        np.testing.assert_allclose(sess.run(dropped, {x: xs, keep: 1.0}), p, rtol=1e-6)
+        masks = []
+        for _ in range(3):
+            d = sess.run(dropped, {x: xs, keep: 0.5})
+            kept = d != 0
+            # one [units] mask shared by every row and step; kept values scaled by 2
+            assert np.all(kept == kept[0, 0])
+            np.testing.assert_allclose(d[kept], 2 * p[kept], rtol=1e-5)
+            masks.append(kept[0, 0])
+    assert len({m.tobytes() for m in masks}) > 1   # a new mask each run (8 units, 3 runs)

@@ -616,41 +616,81 @@ def _keep(value: Any) -> Any:
 
 class DropoutWrapper(RNNCellWrapper):
     """Dropout on the cell's inputs, outputs and state with keep probabilities
-    `input_keep_prob`, `output_keep_prob`, `state_keep_prob` (floats or scalar tensors),
-    a new mask each step. Of an ``LSTMStateTuple`` only ``h`` is dropped (TensorFlow's
-    default `dropout_state_filter_visitor`)."""
+    `input_keep_prob`, `output_keep_prob`, `state_keep_prob` (floats or scalar tensors):
+    a new mask each step, or with ``variational_recurrent=True`` one mask per run of the
+    graph, shared by every step and every row (TensorFlow's ``[1, size]`` noise; then
+    `dtype`, and `input_size` when inputs are dropped, must be given). Which state
+    tensors are dropped is `dropout_state_filter_visitor`'s choice, TensorFlow's
+    traversal: by default every one but an ``LSTMStateTuple``'s ``c``."""
 
     def __init__(self, cell: RNNCell, input_keep_prob: Any = 1.0, output_keep_prob: Any = 1.0,
                  state_keep_prob: Any = 1.0, variational_recurrent: bool = False,
                  input_size: Any = None, dtype: Any = None, seed: int | None = None,
                  dropout_state_filter_visitor: Any = None, **kwargs: Any) -> None:
         super().__init__(cell, **kwargs)
-        if variational_recurrent:
-            # (one mask for the whole sequence: a different result, not a detail)
-            raise NotImplementedError("DropoutWrapper(variational_recurrent=True) is not "
-                                      "supported")
         self._input_keep = _keep(input_keep_prob)
         self._output_keep = _keep(output_keep_prob)
         self._state_keep = _keep(state_keep_prob)
         self._seed = seed
         self._state_filter = dropout_state_filter_visitor or _default_state_filter
+        self._noise: dict[str, list[Any]] | None = None
+        if variational_recurrent:
+            if dtype is None:
+                raise ValueError("DropoutWrapper(variational_recurrent=True) needs dtype")
+            if not _keeps_all(self._input_keep) and input_size is None:
+                raise ValueError("DropoutWrapper(variational_recurrent=True) with "
+                                 "input_keep_prob < 1 needs input_size")
+            # drawn once here, outside any loop, so every step reads the same masks
+            sizes = {"input": input_size, "state": cell.state_size,
+                     "output": cell.output_size}
+            self._noise = {what: _variational_noise(size, as_dtype(dtype), seed, k)
+                           for k, (what, size) in enumerate(sizes.items())
+                           if size is not None}
 
-    def _drop(self, x: Any, keep: Any, salt: int) -> Any:
-        if isinstance(keep, float) and keep == 1.0:
+    def _drop(self, x: Any, keep: Any, what: str, index: int) -> Any:
+        if _keeps_all(keep):
             return x
-        seed = None if self._seed is None else self._seed + salt
-        rate = 1.0 - keep if isinstance(keep, float) else \
-            1 - _math.cast(convert_to_tensor(keep), convert_to_tensor(x).dtype)
-        return _dropout(x, rate=rate, seed=seed)
+        x = convert_to_tensor(x)
+        if not isinstance(keep, float):
+            keep = _math.cast(convert_to_tensor(keep), x.dtype)
+        if self._noise is not None:
+            # TensorFlow's variational dropout: x / keep * floor(keep + noise)
+            return x / keep * _math.floor(keep + self._noise[what][index])
+        seed = None if self._seed is None else self._seed + ("input", "state",
+                                                             "output").index(what)
+        return _dropout(x, rate=1 - keep, seed=seed)
+
+    def _drop_all(self, structure: Any, keep: Any, what: str,
+                  flags: list[bool] | None = None) -> Any:
+        leaves, tree = nest.flatten(structure)
+        flags = flags or [True] * len(leaves)
+        return nest.unflatten(tree, [self._drop(x, keep, what, i) if f else x
+                                     for i, (x, f) in enumerate(zip(leaves, flags))])
 
     def _wrapped_call(self, inputs: Any, state: Any, scope: Any) -> tuple[Any, Any]:
-        inputs = nest.map_structure(lambda x: self._drop(x, self._input_keep, 0), inputs)
+        inputs = self._drop_all(inputs, self._input_keep, "input")
         output, new_state = self.cell(inputs, state, scope=scope)
-        if not (isinstance(self._state_keep, float) and self._state_keep == 1.0):
-            new_state = _filtered(new_state, self._state_filter,
-                                  lambda s: self._drop(s, self._state_keep, 1))
-        output = nest.map_structure(lambda x: self._drop(x, self._output_keep, 2), output)
+        if not _keeps_all(self._state_keep):
+            new_state = self._drop_all(new_state, self._state_keep, "state",
+                                       _drop_flags(new_state, self._state_filter))
+        output = self._drop_all(output, self._output_keep, "output")
         return output, new_state
+
+
+def _keeps_all(keep: Any) -> bool:
+    return isinstance(keep, float) and keep == 1.0
+
+
+def _variational_noise(size: Any, dtype: Any, seed: int | None, salt: int) -> list[Any]:
+    """Uniform noise of shape ``[1, s]`` for each size `s` of the nest `size`, in
+    `nest.flatten` order, made in the default graph."""
+    from ...frontend.ops import random as _random
+    from .graph import get_default_graph
+    sizes = [size] if isinstance(size, (int, np.integer)) else nest.flatten(size)[0]
+    with get_default_graph().as_default():
+        return [_random.uniform([1, int(s)], dtype=dtype,
+                                seed=None if seed is None else seed + 7 * salt + k)
+                for k, s in enumerate(sizes)]
 
 
 def _default_state_filter(substate: Any) -> Any:
@@ -660,21 +700,27 @@ def _default_state_filter(substate: Any) -> Any:
     return True
 
 
-def _filtered(state: Any, visitor: Callable, drop: Callable) -> Any:
-    """`state` with `drop` applied where ``visitor`` says True (it sees each part and may
-    answer with a nest of booleans for it)."""
-    decision = visitor(state)
-    if decision is True:
-        return nest.map_structure(drop, state)
+def _drop_flags(structure: Any, visitor: Callable) -> list[bool]:
+    """Which leaves of `structure` (in `nest.flatten` order) to drop, as TensorFlow's
+    ``get_traverse_shallow_structure`` decides: `visitor` answers True (go into this
+    part: for a tensor, drop it), False (leave it), or a one-level structure of such
+    answers for the part's children (each child answered True is visited in turn)."""
+    leaves, _ = nest.flatten(structure)
+    decision = visitor(structure)
     if decision is False:
-        return state
-    if isinstance(state, tuple) and hasattr(type(state), "_fields"):
-        return type(state)(*[s if not d else (nest.map_structure(drop, s) if d is True else
-                                              _filtered(s, visitor, drop))
-                             for s, d in zip(state, decision)])
-    if isinstance(state, (tuple, list)):
-        return type(state)(_filtered(s, visitor, drop) for s in state)
-    return state
+        return [False] * len(leaves)
+    children = list(structure.values()) if isinstance(structure, dict) else \
+        list(structure) if isinstance(structure, (tuple, list)) else None
+    if children is None:  # a tensor
+        return [bool(decision)]
+    if decision is True:
+        return [f for c in children for f in _drop_flags(c, visitor)]
+    answers = list(decision.values()) if isinstance(decision, dict) else list(decision)
+    if len(answers) != len(children):
+        raise ValueError(f"DropoutWrapper: dropout_state_filter_visitor returned {decision!r} "
+                         f"for a state part of {len(children)} entries")
+    return [f for c, a in zip(children, answers)
+            for f in (_drop_flags(c, visitor) if a else [False] * len(nest.flatten(c)[0]))]
 
 
 class ResidualWrapper(RNNCellWrapper):
