@@ -447,7 +447,12 @@ def fill(dims: Sequence[int], value: Any, name: str | None = None) -> TensorLike
     `value`'s (Python int -> int32, float -> float32). A computed scalar tensor `value`
     is broadcast."""
     shape = _static_ints(dims, "fill", "dims")
-    if isinstance(value, Tensor) and _const_array(value) is None:
+    if hasattr(value, "_as_tensor"):  # a variable: its read, so the gradient reaches it
+        value = convert_to_tensor(value)
+    # an eager tensor may be one a tape watches: broadcast it (differentiable, as
+    # TensorFlow's Fill) rather than baking its value into a constant Fill
+    if isinstance(value, EagerTensor) or (isinstance(value, Tensor) and
+                                          _const_array(value) is None):
         if value.ndim != 0:
             raise _usage_error("Fill", f"value must be a scalar, got {value.type}")
         return apply_op1("BroadcastTo", [value], {"shape": shape}, name=name)
