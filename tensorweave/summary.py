@@ -187,7 +187,7 @@ def _step_operand(step: Any, in_graph: bool) -> Any:
             return None
     t = convert_to_tensor(step, dtype_hint=int64)
     if not t.dtype.is_integer:
-        raise DTypeError(f"step must be an integer, got a {t.dtype.name} tensor")
+        raise DTypeError(f"step must be an integer, got a {t.dtype.ir_name} tensor")
     if t.dtype is not int64:
         from .frontend.ops.math import cast
         t = cast(t, int64)
@@ -203,7 +203,7 @@ def _cond_operand(in_graph: bool) -> tuple[bool, Any]:
         return bool(cond), None
     t = convert_to_tensor(cond)
     if t.dtype is not bool_:
-        raise DTypeError(f"record_if needs a bool condition, got a {t.dtype.name} tensor")
+        raise DTypeError(f"record_if needs a bool condition, got a {t.dtype.ir_name} tensor")
     if isinstance(t, EagerTensor):
         return bool(t.numpy()), None
     return True, t

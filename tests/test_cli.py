@@ -126,11 +126,11 @@ def test_signature_entries_in_one_string_or_several():
     from tensorweave.cli import parse_signature
     one = parse_signature(["x:f32[1,784],w:f32[784,10]"])
     several = parse_signature(["x:f32[1,784]", "w:f32[784,10]"])
-    assert [(n, s.shape, s.dtype.name) for n, s in one] == \
+    assert [(n, s.shape, s.dtype.ir_name) for n, s in one] == \
         [("x", (1, 784), "f32"), ("w", (784, 10), "f32")]
     assert one == several
     specs = parse_signature(["a:f16[],b:f64[?],c:i8[2],d:i32[3,?],e:i64[1],f:u8[4],g:bool[5]"])
-    assert [s.dtype.name for _, s in specs] == ["f16", "f64", "i8", "i32", "i64", "u8", "i1"]
+    assert [s.dtype.ir_name for _, s in specs] == ["f16", "f64", "i8", "i32", "i64", "u8", "i1"]
     assert [s.shape for _, s in specs] == [(), (None,), (2,), (3, None), (1,), (4,), (5,)]
 
 

@@ -132,7 +132,7 @@ def _matmul_on_threads(monkeypatch, a, b, ta, tb, threads):
     module = ir.Module()
     lowering.emit_node_function(module, node, "f", "blas")
     text = str(module)
-    called = {how for how in ("cols", "rows") if f"tw_gemm_{node.outputs[0].type.dtype.name}"
+    called = {how for how in ("cols", "rows") if f"tw_gemm_{node.outputs[0].type.dtype.ir_name}"
               f".{how}" in text}
     return lowering.compile_node(node, "blas")([a, b])[0], called, text
 
@@ -142,7 +142,7 @@ def _matmul_on_threads(monkeypatch, a, b, ta, tb, threads):
 @pytest.mark.parametrize("m,n,k", [(72, 700, 100),   # m < n: columns first
                                    (520, 40, 230)])  # m > n: rows first
 def test_gemm_split_is_one_blas_call_bit_for_bit(monkeypatch, dtype, ta, tb, m, n, k):
-    if not lowering.blas_row_align(as_dtype(dtype).name):
+    if not lowering.blas_row_align(as_dtype(dtype).ir_name):
         pytest.skip("this BLAS is never split")
     assert m * n * k >= parallel.MIN_GEMM_FLOPS
     rng = np.random.default_rng(m + n)

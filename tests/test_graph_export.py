@@ -43,7 +43,7 @@ def check_against_ir(gd, graph: Graph, prefix: str = "") -> None:
     for v, name in zip(graph.args, graph.arg_names):
         nd = nodes[prefix + name]
         assert nd.op in ("Placeholder", "_Arg")
-        assert nd.attr["dtype"].type == TF_DTYPES[v.type.dtype.name]
+        assert nd.attr["dtype"].type == TF_DTYPES[v.type.dtype.ir_name]
     for node in graph.nodes:
         nd = nodes[prefix + node.name]
         assert nd.op == node.op

@@ -160,7 +160,7 @@ def test_hand_written_text_with_numeric_ids_module_and_custom_return():
     assert ph.name == "p" and ph.attrs["shape"] == (2, None) and s.name == "ir_text_attrs"
     assert s.attrs["i"] == 3 and s.attrs["f"] == 2.0 and isinstance(s.attrs["f"], float)
     assert s.attrs["floats"] == (1.0, 2.5) and s.attrs["ints"] == () and s.attrs["strs"] == ()
-    assert s.attrs["sh"] == () and s.attrs["b"] is True and s.attrs["d"].name == "u8"
+    assert s.attrs["sh"] == () and s.attrs["b"] is True and s.attrs["d"].ir_name == "u8"
     assert s.attrs["ty"] == ResourceType() and s.attrs["a"] == (1, "x", (True,))
     assert s.attrs["t"] is None
     assert g.results == [ident.outputs[0]]

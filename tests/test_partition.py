@@ -135,7 +135,7 @@ def test_one_send_recv_pair_per_tensor_and_destination_device():
         assert send.inputs[0].name == "p" and short(send.assigned_device) == "CPU:0"
         assert send.attrs["key"] == recv.attrs["key"] == transfer_key(CPUS[0], "p", recv.assigned_device)
         assert (recv.attrs["send_device"], recv.attrs["recv_device"]) == (CPUS[0], recv.assigned_device)
-        assert (recv.attrs["dtype"].name, recv.attrs["shape"]) == ("f32", (3,))
+        assert (recv.attrs["dtype"].ir_name, recv.attrs["shape"]) == ("f32", (3,))
         users = [n for n in g.nodes if n.name.startswith(f"use_{dev[-1]}_")]
         assert users and all(n.inputs == [recv.outputs[0]] for n in users)
     assert g.node_by_name("use_0_0").inputs[0].name == "p"
@@ -243,7 +243,7 @@ def test_control_edges_across_devices_go_through_a_token_pair():
     assert recv_b is recv_c and recv_b.op == "Recv" and recv_b.assigned_device == CPUS[1]
     assert recv_d.op == "Recv" and recv_d.assigned_device == CPUS[2]
     assert recv_b.attrs["key"] == transfer_key(CPUS[0], "^a", CPUS[1])
-    assert (recv_b.attrs["dtype"].name, recv_b.attrs["shape"]) == ("i1", ())
+    assert (recv_b.attrs["dtype"].ir_name, recv_b.attrs["shape"]) == ("i1", ())
     assert same.control_inputs == [a]
     assert ops(g)["Send"] == 2
     run_partitioned(g, np.ones(2, F32))

@@ -18,7 +18,7 @@ from tensorweave.compiler.dtypes import ALL_DTYPES
 from tensorweave.targets.cpu import plan_cache
 
 
-@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=lambda d: d.name)
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=lambda d: d.ir_name)
 def test_every_dtype_round_trips_through_a_record(dtype) -> None:
     dt = np.dtype(dtype.np)
     const = np.zeros(3, dt)

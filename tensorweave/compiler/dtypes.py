@@ -1,8 +1,9 @@
 """Element types of tensors.
 
-Each `DType` is a singleton with a short IR name (``f32``), the matching NumPy dtype and
-its category. ``bf16`` uses the ``ml_dtypes`` extension type, the same one JAX uses, so
-bfloat16 arrays are ordinary NumPy arrays.
+Each `DType` is a singleton with TensorFlow's name (``name``: ``'float32'``), a short IR
+name (``ir_name``: ``'f32'``, the spelling of the IR text, kernel names and cache keys),
+the matching NumPy dtype and its category. ``bf16`` uses the ``ml_dtypes`` extension
+type, the same one JAX uses, so bfloat16 arrays are ordinary NumPy arrays.
 """
 
 from __future__ import annotations
@@ -16,16 +17,26 @@ from ..errors import DTypeError
 
 
 class DType:
-    """An element type: ``tw.float32`` and friends. Compare with ``is`` or ``==``."""
+    """An element type: ``tw.float32`` and friends. Compare with ``is`` or ``==``.
 
-    __slots__ = ("name", "np", "kind", "bits", "tf_name")
+    ``name`` is TensorFlow's (``'float32'``, ``'int64'``, ``'bool'``), so user code such as
+    ``if x.dtype.name == 'float32':`` means what it does in TensorFlow; tensorweave's own
+    code spells dtypes with ``ir_name`` (``'f32'``), the IR's text, which ``str(dtype)``
+    also gives."""
 
-    def __init__(self, name: str, np_dtype: Any, kind: str, bits: int, tf_name: str) -> None:
-        self.name = name
+    __slots__ = ("ir_name", "np", "kind", "bits", "name")
+
+    def __init__(self, ir_name: str, np_dtype: Any, kind: str, bits: int, name: str) -> None:
+        self.ir_name = ir_name
         self.np = np.dtype(np_dtype)
         self.kind = kind  # 'float', 'int', 'uint' or 'bool'
         self.bits = bits
-        self.tf_name = tf_name
+        self.name = name
+
+    @property
+    def tf_name(self) -> str:
+        """TensorFlow's name (the same as `name`)."""
+        return self.name
 
     @property
     def is_floating(self) -> bool:
@@ -52,10 +63,10 @@ class DType:
         return f"tw.{self.tf_name}"
 
     def __str__(self) -> str:
-        return self.name
+        return self.ir_name
 
     def __reduce__(self) -> tuple:
-        return (as_dtype, (self.name,))
+        return (as_dtype, (self.ir_name,))
 
 
 float16 = DType("f16", np.float16, "float", 16, "float16")
@@ -77,8 +88,8 @@ NUMERIC_DTYPES = FLOAT_DTYPES + INT_DTYPES
 
 _BY_NAME: dict[str, DType] = {}
 for _d in ALL_DTYPES:
+    _BY_NAME[_d.ir_name] = _d
     _BY_NAME[_d.name] = _d
-    _BY_NAME[_d.tf_name] = _d
 _BY_NAME.update({"float": float32, "double": float64, "half": float16, "int": int32,
                  "bool": bool_, "i1": bool_})
 _BY_NUMPY: dict[np.dtype, DType] = {d.np: d for d in ALL_DTYPES}
@@ -94,7 +105,7 @@ def as_dtype(value: Any) -> DType:
             return _BY_NAME[value]
         except KeyError:
             raise DTypeError(f"unknown dtype {value!r}; expected one of "
-                             f"{', '.join(d.name for d in ALL_DTYPES)}") from None
+                             f"{', '.join(d.ir_name for d in ALL_DTYPES)}") from None
     if value is float:
         return float32
     if value is int:

@@ -41,7 +41,7 @@ from .registry import OpDef, get_op
 from .types import ResourceType, TensorType, Type
 from .verifier import verify
 
-_ELEMENT_TYPES: dict[str, DType] = {d.name: d for d in ALL_DTYPES}
+_ELEMENT_TYPES: dict[str, DType] = {d.ir_name: d for d in ALL_DTYPES}
 _ELEMENT_TYPES["ui8"] = uint8  # MLIR's spelling; plain "u8" is accepted too
 _UINT_BY_SIZE = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
 
@@ -249,10 +249,10 @@ class _Attr:
 
     def describe(self) -> str:
         if self.tag == "array":
-            return f"array<{self.value[0].name}: ...>"
+            return f"array<{self.value[0].ir_name}: ...>"
         if self.tag == "type":
             v = self.value
-            return f"the type {v.name if isinstance(v, DType) else format_type(v)}"
+            return f"the type {v.ir_name if isinstance(v, DType) else format_type(v)}"
         return {"bool": "a bool", "int": "an integer", "float": "a float", "str": "a string",
                 "list": "a list [...]", "dense": "a dense<...> tensor",
                 "unit": "no value"}[self.tag]
@@ -1058,7 +1058,7 @@ class _Parser:
         tok, width = lit.token, dtype.np.itemsize * 8
         if tok.kind == "ident":
             if not dtype.is_bool:
-                raise self.error(f"{tok.text} is not a {dtype.name} value", lit.start)
+                raise self.error(f"{tok.text} is not a {dtype.ir_name} value", lit.start)
             return int(tok.text == "true")
         if dtype.is_bool:
             if tok.kind == "int" and not lit.negative and tok.value in (0, 1):
@@ -1073,7 +1073,7 @@ class _Parser:
                 return tok.value
             return float_text_bits(("-" if lit.negative else "") + tok.text, dtype.np)
         if tok.kind == "float":
-            raise self.error(f"{dtype.name} elements are integers, found {tok.text}", lit.start)
+            raise self.error(f"{dtype.ir_name} elements are integers, found {tok.text}", lit.start)
         value = -tok.value if lit.negative else tok.value
         self.check_int_range(value, dtype, lit.start)
         return value & ((1 << width) - 1)
@@ -1090,7 +1090,7 @@ class _Parser:
         if dtype.is_integer:
             info = np.iinfo(dtype.np)
             if not info.min <= value <= info.max:
-                raise self.error(f"{value} is out of range for {dtype.name}", tok)
+                raise self.error(f"{value} is out of range for {dtype.ir_name}", tok)
 
     # -- attribute kinds
     def coerce(self, attr: _Attr, kind: str, where: str) -> Any:

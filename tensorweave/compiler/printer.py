@@ -111,7 +111,7 @@ def default_result_names(n: int) -> list[str]:
 
 def element_type_name(dtype: DType) -> str:
     """The MLIR element type of `dtype` (``f32``, ``ui8``...)."""
-    return _ELEMENT_SPELLING.get(dtype.name, dtype.name)
+    return _ELEMENT_SPELLING.get(dtype.ir_name, dtype.ir_name)
 
 
 def format_type(t: Type) -> str:
@@ -550,7 +550,7 @@ def _canonical(x: Any) -> Any:
         data = np.ascontiguousarray(x)
         return ("nd", x.dtype.str, x.shape, hashlib.sha256(data).hexdigest())
     if isinstance(x, DType):
-        return ("dtype", x.name)
+        return ("dtype", x.ir_name)
     if isinstance(x, Type):
         return ("type", format_type(x))
     if isinstance(x, (tuple, list)):

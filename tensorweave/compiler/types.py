@@ -96,20 +96,20 @@ class TensorType(Type):
                 and self.shape == other.shape)
 
     def __hash__(self) -> int:
-        return hash((self.dtype.name, self.shape))
+        return hash((self.dtype.ir_name, self.shape))
 
     def mlir(self) -> str:
         """The MLIR spelling, e.g. ``tensor<?x784xf32>`` (``u8`` is spelled ``ui8``: MLIR's
         ``i8`` is signless and it has no ``u8``)."""
         dims = "".join(("?" if d is None else str(d)) + "x" for d in self.shape)
-        element = "ui8" if self.dtype.name == "u8" else self.dtype.name
+        element = "ui8" if self.dtype.ir_name == "u8" else self.dtype.ir_name
         return f"tensor<{dims}{element}>"
 
     def __str__(self) -> str:
-        return f"{self.dtype.name}{format_shape(self.shape)}"
+        return f"{self.dtype.ir_name}{format_shape(self.shape)}"
 
     def __repr__(self) -> str:
-        return f"TensorType({self.dtype.name}, {self.shape})"
+        return f"TensorType({self.dtype.ir_name}, {self.shape})"
 
 
 class ResourceType(Type):

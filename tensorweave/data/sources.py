@@ -219,7 +219,7 @@ class GeneratorDataset(Dataset):
             if a.dtype.kind not in "biuf":
                 raise self._error(InvalidArgumentError,
                                   f"component {i}: the generator yielded {v!r:.100}, not a "
-                                  f"tensor of {as_dtype(dtype).name}")
+                                  f"tensor of {as_dtype(dtype).ir_name}")
             if a.dtype != dtype and np.dtype(dtype).kind == "f":
                 # TensorFlow converts the yielded values to the signature's dtype: a float
                 # signature rounds (0.1 to float32; beyond its range, inf)
@@ -233,7 +233,7 @@ class GeneratorDataset(Dataset):
                     raise self._error(InvalidArgumentError,
                                       f"component {i}: the generator yielded "
                                       f"{a.dtype.name} values that are not "
-                                      f"{as_dtype(dtype).name}: {v!r:.100}")
+                                      f"{as_dtype(dtype).ir_name}: {v!r:.100}")
                 a = cast
             flat.append(a)
         return conform(tuple(flat), self._structure.tree, self._structure, self._op, self._location)

@@ -63,7 +63,7 @@ class Structure:
 
 def format_spec(spec: TensorSpec) -> str:
     """``f32[?,3]``: a leaf's dtype and shape as the rest of the project prints them."""
-    return f"{spec.dtype.name}{format_shape(spec.shape)}"
+    return f"{spec.dtype.ir_name}{format_shape(spec.shape)}"
 
 
 def describe_nested(tree: Any, leaves: Sequence[str]) -> str:
@@ -194,8 +194,8 @@ def merge_structures(a: Structure, b: Structure, what: str,
     specs = []
     for i, (x, y) in enumerate(zip(a.specs, b.specs)):
         if x.dtype is not y.dtype:
-            raise DTypeError(f"component {i} has dtype {x.dtype.name} in one and "
-                             f"{y.dtype.name} in the other ({a.describe()} vs "
+            raise DTypeError(f"component {i} has dtype {x.dtype.ir_name} in one and "
+                             f"{y.dtype.ir_name} in the other ({a.describe()} vs "
                              f"{b.describe()})", op=what, location=location)
         shape = merge_shapes(x.shape, y.shape)
         if shape is None:
@@ -225,7 +225,7 @@ def conform(flat: Element, tree: Any, structure: Structure, what: str,
     for i, (a, spec) in enumerate(zip(flat, structure.specs)):
         if a.dtype != numpy_dtype(spec):
             raise DTypeError(f"component {i} should be {format_spec(spec)}, got "
-                             f"{as_dtype(a.dtype).name}{format_shape(a.shape)}", op=what,
+                             f"{as_dtype(a.dtype).ir_name}{format_shape(a.shape)}", op=what,
                              location=location)
         if not shape_fits(spec.shape, a.shape):
             raise InvalidArgumentError(f"component {i} should have shape "

@@ -136,7 +136,7 @@ class Iterator:
         `tw.errors.OutOfRangeError`."""
         structure = self._structure
         flat, ranks = encode_shapes([s.shape for s in structure.specs], len(structure.specs))
-        attrs = {"dtypes": tuple(s.dtype.name for s in structure.specs), "shapes": flat,
+        attrs = {"dtypes": tuple(s.dtype.ir_name for s in structure.specs), "shapes": flat,
                  "ranks": ranks}
         with building(self._builder):
             outs = apply_op("IteratorGetNext", [self._handle], attrs,

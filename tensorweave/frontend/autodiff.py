@@ -117,7 +117,7 @@ def _differentiable(arg: Any, i: int, fn: Callable, to_tensor: Callable[[Any], A
         if isinstance(x, (bool, int)) or (dtype is not None and
                                          not convert_to_tensor(x).dtype.is_floating):
             kind = type(x).__name__ if isinstance(x, (bool, int)) else \
-                convert_to_tensor(x).dtype.name
+                convert_to_tensor(x).dtype.ir_name
             raise DTypeError(f"tw.grad: argument {i} of {getattr(fn, '__name__', 'fn')} "
                              f"is differentiated (argnums) but holds a {kind}, which has "
                              f"no derivative; pass floats, or leave it out of argnums",

@@ -91,13 +91,13 @@ def python_array(value: Any, dtype: DType | None) -> np.ndarray:
         got = _describe_value(value)
         if arr.dtype.kind == "f" and dtype.is_integer:
             if not np.all(np.isfinite(arr)) or np.any(arr != np.floor(arr)):
-                raise DTypeError(f"expected a value that {dtype.name} can hold, got {got}: "
+                raise DTypeError(f"expected a value that {dtype.ir_name} can hold, got {got}: "
                                  f"its fractional part would be lost (TensorFlow does not "
                                  f"promote integers to floats: use tw.cast)")
         if arr.dtype.kind in "iu" and dtype.is_integer:
             info = np.iinfo(target)
             if arr.size and (arr.min() < info.min or arr.max() > info.max):
-                raise DTypeError(f"expected a value that {dtype.name} can hold, got {got}: "
+                raise DTypeError(f"expected a value that {dtype.ir_name} can hold, got {got}: "
                                  f"it does not fit in [{info.min}, {info.max}]")
         if arr.dtype.kind != "b" and dtype.is_bool:
             raise DTypeError(f"expected a bool, got {got}")
@@ -105,7 +105,7 @@ def python_array(value: Any, dtype: DType | None) -> np.ndarray:
             out = arr.astype(target)
         if dtype.is_floating and arr.dtype.kind in "iuf" and arr.size and \
                 np.any(np.isinf(out.astype(np.float64)) & np.isfinite(arr.astype(np.float64))):
-            raise DTypeError(f"expected a value that {dtype.name} can hold, got {got}: it "
+            raise DTypeError(f"expected a value that {dtype.ir_name} can hold, got {got}: it "
                              f"overflows to infinity")
         return out
     if arr.dtype == np.float64:
@@ -184,7 +184,7 @@ def _convert(value: Any, dtype: DType | str | None, name: str | None,
     if isinstance(value, np.ndarray) or isinstance(value, np.generic):
         arr = np.asarray(value)
         if dtype is not None and arr.dtype != dtype.np:
-            raise DTypeError(f"expected a {dtype.name} tensor, got a NumPy array of dtype "
+            raise DTypeError(f"expected a {dtype.ir_name} tensor, got a NumPy array of dtype "
                              f"{arr.dtype}; convert it with .astype() or tw.cast")
         return constant(arr, name=name)
     hint = dtype or (as_dtype(dtype_hint) if dtype_hint is not None else None)
@@ -193,7 +193,7 @@ def _convert(value: Any, dtype: DType | str | None, name: str | None,
 
 def _check_dtype(t: Tensor | EagerTensor, dtype: DType | None) -> None:
     if dtype is not None and t.dtype is not dtype:
-        raise DTypeError(f"expected a {dtype.name} tensor, got a {t.dtype.name} tensor; "
+        raise DTypeError(f"expected a {dtype.ir_name} tensor, got a {t.dtype.ir_name} tensor; "
                          f"use tw.cast")
 
 
@@ -380,7 +380,7 @@ def convert_operands(*values: Any) -> list[Tensor | EagerTensor]:
         except DTypeError as e:
             what = f"operand {i + 1}"
             if dtype is not None and not _has_dtype(v) and v is not None:
-                what += f" (must be {dtype.name}, the dtype of operand {source + 1})"
+                what += f" (must be {dtype.ir_name}, the dtype of operand {source + 1})"
             raise _in_context(e, what) from None
     return out
 

@@ -149,7 +149,7 @@ def format_signature(names: Sequence[str], leaves: Sequence[Any], tensor_idx: Se
     for i, (name, leaf) in enumerate(zip(names, leaves)):
         if i in spec_of:
             s = spec_of[i]
-            parts.append(f"{name}: {s.dtype.name}{format_shape(s.shape)}")
+            parts.append(f"{name}: {s.dtype.ir_name}{format_shape(s.shape)}")
         else:
             parts.append(f"{name}={_clip(repr(leaf), 24)}")
     return ", ".join(parts)

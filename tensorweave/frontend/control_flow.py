@@ -687,7 +687,7 @@ class _Loop:
         x = convert_to_tensor(x, dtype_hint=t.dtype)
         if x.dtype is not t.dtype:
             raise DTypeError(f"tw.while_loop: loop variable {self.paths[i]} enters the loop as "
-                             f"{t.dtype.name} but the body returns {x.dtype.name} for it; "
+                             f"{t.dtype.ir_name} but the body returns {x.dtype.ir_name} for it; "
                              f"use tw.cast", location=_where())
         if not _fits_invariant(tuple(x.shape), t.shape):
             raise ShapeError(f"tw.while_loop: loop variable {self.paths[i]} has shape "
@@ -769,11 +769,11 @@ class _Loop:
     def _bounded(self, limit: Any) -> tuple[Callable, Callable]:
         """cond and body over the loop variables plus an iteration counter that stops the
         loop after `limit` (a tensor) iterations."""
-        if limit.dtype.name not in ("i32", "i64") or tuple(limit.shape) != ():
+        if limit.dtype.ir_name not in ("i32", "i64") or tuple(limit.shape) != ():
             raise TracingError(f"tw.while_loop: maximum_iterations must be an integer scalar, "
                                f"got {limit.type}", location=_where())
         from .ops import math
-        if limit.dtype.name == "i64":  # clamp first: a cast would wrap 2**32 + 2 to 2
+        if limit.dtype.ir_name == "i64":  # clamp first: a cast would wrap 2**32 + 2 to 2
             limit = math.minimum(limit, np.int64(_MAX_ITERATIONS))
         limit = math.cast(limit, int32)
 

@@ -77,7 +77,7 @@ class TensorSpec:
                 and self.dtype is other.dtype)
 
     def __hash__(self) -> int:
-        return hash((self.shape, self.dtype.name))
+        return hash((self.shape, self.dtype.ir_name))
 
     def __repr__(self) -> str:
         return f"TensorSpec(shape={format_shape(self.shape)}, dtype={self.dtype!r})"

@@ -176,8 +176,8 @@ def _outputs(out: Any, sig: list | None) -> tuple[list[Any], Any]:
         want = sig[k][0] if sig is not None else None
         t = convert_to_tensor(x, dtype_hint=want)
         if want is not None and t.dtype is not want:
-            raise TracingError(f"tw.map_fn: output {k} of fn is {t.dtype.name}, "
-                               f"fn_output_signature says {want.name}", location=_where())
+            raise TracingError(f"tw.map_fn: output {k} of fn is {t.dtype.ir_name}, "
+                               f"fn_output_signature says {want.ir_name}", location=_where())
         shape = sig[k][1] if sig is not None else None
         if shape is not None and not (len(shape) == len(t.shape) and all(
                 a is None or b is None or a == b for a, b in zip(t.shape, shape))):

@@ -267,8 +267,8 @@ class Optimizer:
             err = DTypeError if values.dtype is not var.dtype else ShapeError
             rows = " (after the first dim)" if sparse else ""
             raise err(f"the {what} for variable '{var.name}' must have the variable's "
-                      f"dtype and shape{rows}: expected {var.dtype.name}"
-                      f"{format_shape(var.shape)}, got {values.dtype.name}"
+                      f"dtype and shape{rows}: expected {var.dtype.ir_name}"
+                      f"{format_shape(var.shape)}, got {values.dtype.ir_name}"
                       f"{format_shape(values.shape)}",
                       op=f"{type(self).__name__}.apply_gradients",
                       location=str(loc) if loc is not None else None)

@@ -156,13 +156,13 @@ class QueueBase:
     def _handle_attrs(self) -> dict[str, Any]:
         flat, ranks = encode_shapes(self._shapes, len(self._dtypes))
         return {"shared_name": self._shared_name, "kind": self._kind,
-                "capacity": self._capacity, "dtypes": tuple(d.name for d in self._dtypes),
+                "capacity": self._capacity, "dtypes": tuple(d.ir_name for d in self._dtypes),
                 "shapes": flat, "ranks": ranks, "min_after_dequeue": self._min_after_dequeue,
                 "seed": -1 if self._seed is None else int(self._seed)}
 
     def _component_attrs(self) -> dict[str, Any]:
         flat, ranks = encode_shapes(self._shapes, len(self._dtypes))
-        return {"dtypes": tuple(d.name for d in self._dtypes), "shapes": flat, "ranks": ranks}
+        return {"dtypes": tuple(d.ir_name for d in self._dtypes), "shapes": flat, "ranks": ranks}
 
     def _handle(self) -> Value:
         """The queue's handle in the graph being built (one per graph, so that stateful

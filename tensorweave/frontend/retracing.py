@@ -95,7 +95,7 @@ def describe_arguments(names: Sequence[str], leaves: Sequence[Any], tensor_idx: 
     for i, (name, leaf) in enumerate(zip(names, leaves)):
         if i in spec_of:
             spec = spec_of[i]
-            out[name] = ("array", f"{spec.dtype.name}{format_shape(spec.shape)}")
+            out[name] = ("array", f"{spec.dtype.ir_name}{format_shape(spec.shape)}")
         else:
             text = repr(leaf)
             text = text if len(text) <= 40 else text[:37] + "..."

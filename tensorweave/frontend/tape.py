@@ -317,7 +317,7 @@ class GradientTape:
                 # as TensorFlow; the autodiff pass would fail later, naming an inner op
                 raise DTypeError(f"GradientTape.gradient: the dtype of the target tensor must "
                                  f"be floating point (f16, bf16, f32, f64), got "
-                                 f"{dtype.name}{list(t.shape)}", location=_where())
+                                 f"{dtype.ir_name}{list(t.shape)}", location=_where())
         g_leaves = None
         if output_gradients is not None:
             g_leaves = nest.flatten(output_gradients)[0]

@@ -305,7 +305,7 @@ class EagerTensor(TensorOps):
         arr = self._array
         if dtype is not None and np.dtype(dtype) != arr.dtype:
             if copy is False:
-                raise ValueError(f"converting a {self.dtype.name} tensor to {np.dtype(dtype)} "
+                raise ValueError(f"converting a {self.dtype.ir_name} tensor to {np.dtype(dtype)} "
                                  f"needs a copy, and copy=False was given")
             return arr.astype(dtype)
         return arr.copy() if copy else arr

@@ -215,8 +215,8 @@ class TensorArray(tuple):
     def _element(self, value: Any, what: str) -> Any:
         v = convert_to_tensor(value, dtype_hint=self.dtype)
         if v.dtype is not self.dtype:
-            raise DTypeError(f"TensorArray.{what}: the array's dtype is {self.dtype.name} but "
-                             f"the value is {v.dtype.name}", location=_where())
+            raise DTypeError(f"TensorArray.{what}: the array's dtype is {self.dtype.ir_name} but "
+                             f"the value is {v.dtype.ir_name}", location=_where())
         if self._known() and not _compatible(tuple(v.shape), self.element_shape):
             raise ShapeError(f"TensorArray.{what}: the value's shape {list(v.shape)} is "
                              f"incompatible with the array's element shape "
@@ -245,8 +245,8 @@ class TensorArray(tuple):
         """A new array whose elements are the slices of `value` along axis 0."""
         v = convert_to_tensor(value, dtype_hint=self.dtype)
         if v.dtype is not self.dtype:
-            raise DTypeError(f"TensorArray.unstack: the array's dtype is {self.dtype.name} "
-                             f"but the value is {v.dtype.name}", location=_where())
+            raise DTypeError(f"TensorArray.unstack: the array's dtype is {self.dtype.ir_name} "
+                             f"but the value is {v.dtype.ir_name}", location=_where())
         if len(v.shape) < 1:
             raise ShapeError("TensorArray.unstack needs a value of rank >= 1",
                              location=_where())
@@ -275,8 +275,8 @@ class TensorArray(tuple):
         array = _array()
         v = convert_to_tensor(value, dtype_hint=self.dtype)
         if v.dtype is not self.dtype:
-            raise DTypeError(f"TensorArray.split: the array's dtype is {self.dtype.name} "
-                             f"but the value is {v.dtype.name}", location=_where())
+            raise DTypeError(f"TensorArray.split: the array's dtype is {self.dtype.ir_name} "
+                             f"but the value is {v.dtype.ir_name}", location=_where())
         if len(v.shape) < 1:
             raise ShapeError("TensorArray.split needs a value of rank >= 1",
                              location=_where())
@@ -335,7 +335,7 @@ class TensorArray(tuple):
 
     def __repr__(self) -> str:
         shape = "?" if self.element_shape is None else list(self.element_shape)
-        return f"<tw.TensorArray dtype={self.dtype.name} element_shape={shape}>"
+        return f"<tw.TensorArray dtype={self.dtype.ir_name} element_shape={shape}>"
 
     def __getitem__(self, key: Any) -> Any:
         raise TypeError("TensorArray elements are read with .read(i), not [i]")
@@ -348,7 +348,7 @@ def _compatible(shape: tuple, want: tuple) -> bool:
 
 def _index(index: Any, what: str) -> Any:
     t = convert_to_tensor(index, dtype_hint=int32)
-    if t.dtype.name not in ("i32", "i64") or tuple(t.shape) != ():
+    if t.dtype.ir_name not in ("i32", "i64") or tuple(t.shape) != ():
         raise DTypeError(f"TensorArray.{what}: the index must be an integer scalar, got "
                          f"{t.type}", location=_where())
     return t

@@ -39,8 +39,8 @@ class Variable(TensorOps):
         dtype = as_dtype(dtype) if dtype is not None else None
         value = convert_to_tensor(initial_value, dtype_hint=dtype)
         if dtype is not None and value.dtype is not dtype:
-            raise TypeError(f"initial value has dtype {value.dtype.name}, variable wants "
-                            f"{dtype.name}")
+            raise TypeError(f"initial value has dtype {value.dtype.ir_name}, variable wants "
+                            f"{dtype.ir_name}")
         self._init_state(np.asarray(value), shape, name or "Variable", trainable, resources)
 
     def _init_state(self, array: np.ndarray, shape: Any, name: str, trainable: bool,
@@ -151,7 +151,7 @@ class Variable(TensorOps):
         try:
             return convert_to_tensor(value, dtype=self.dtype)
         except DTypeError as e:
-            raise DTypeError(f"variable '{self.name}' is {self.dtype.name}"
+            raise DTypeError(f"variable '{self.name}' is {self.dtype.ir_name}"
                              f"{format_shape(self.shape)}: {e.message}", op=e.op,
                              location=e.location) from None
 

@@ -52,7 +52,7 @@ class ConditionalAccumulator:
     def _check(self, grad: np.ndarray) -> np.ndarray:
         grad = np.asarray(grad)
         if grad.dtype != self.dtype.np:
-            raise InvalidArgumentError(f"accumulator '{self.name}' holds {self.dtype.name}, got "
+            raise InvalidArgumentError(f"accumulator '{self.name}' holds {self.dtype.ir_name}, got "
                                        f"a gradient of dtype {grad.dtype}")
         ok = len(grad.shape) == len(self.shape) and all(
             d is None or d == g for d, g in zip(self.shape, grad.shape))
@@ -118,7 +118,7 @@ class ConditionalAccumulator:
             self._cond.notify_all()
 
     def __repr__(self) -> str:
-        return (f"<ConditionalAccumulator {self.name}: {self.dtype.name}"
+        return (f"<ConditionalAccumulator {self.name}: {self.dtype.ir_name}"
                 f"{format_shape(self.shape)}, {self._count} at step {self._global_step}>")
 
 
@@ -141,7 +141,7 @@ class SparseConditionalAccumulator(ConditionalAccumulator):
         indices = np.asarray(indices).astype(np.int64).reshape(-1)
         values = np.asarray(values)
         if values.dtype != self.dtype.np:
-            raise InvalidArgumentError(f"accumulator '{self.name}' holds {self.dtype.name}, "
+            raise InvalidArgumentError(f"accumulator '{self.name}' holds {self.dtype.ir_name}, "
                                        f"got values of dtype {values.dtype}")
         rows = tuple(self.shape[1:])
         if values.shape[:1] != indices.shape or (
@@ -201,8 +201,8 @@ def check_same_accumulator(acc: object, dtype: DType | str, shape: tuple) -> Con
         raise InvalidArgumentError(f"resource {getattr(acc, 'name', acc)!r} is not an accumulator")
     if acc.dtype != as_dtype(dtype) or acc.shape != tuple(shape):
         raise InvalidArgumentError(
-            f"accumulator '{acc.name}' exists as {acc.dtype.name}{format_shape(acc.shape)}, "
-            f"not {as_dtype(dtype).name}{format_shape(tuple(shape))}")
+            f"accumulator '{acc.name}' exists as {acc.dtype.ir_name}{format_shape(acc.shape)}, "
+            f"not {as_dtype(dtype).ir_name}{format_shape(tuple(shape))}")
     return acc
 
 

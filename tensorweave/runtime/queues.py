@@ -233,8 +233,8 @@ class QueueBase:
         for i, (arr, dtype, shape) in enumerate(zip(arrays, self.dtypes, self.shapes)):
             if arr.dtype != dtype.np:
                 raise InvalidArgumentError(
-                    f"queue '{self.name}': component {i} has dtype {dtype.name}, {what} got "
-                    f"a value of dtype {as_dtype(arr.dtype).name if _known(arr.dtype) else arr.dtype}")
+                    f"queue '{self.name}': component {i} has dtype {dtype.ir_name}, {what} got "
+                    f"a value of dtype {as_dtype(arr.dtype).ir_name if _known(arr.dtype) else arr.dtype}")
             element_shape = arr.shape
             if batched:
                 if arr.ndim == 0:
@@ -362,7 +362,7 @@ class QueueBase:
                 self._changed.notify_all()
 
     def __repr__(self) -> str:
-        comps = ", ".join(f"{d.name}{'' if s is None else format_shape(s)}"
+        comps = ", ".join(f"{d.ir_name}{'' if s is None else format_shape(s)}"
                           for d, s in zip(self.dtypes, self.shapes))
         return f"<{type(self).__name__} '{self.name}' capacity={self.capacity} ({comps})>"
 
@@ -480,9 +480,9 @@ def check_same_queue(queue: Any, kind: str, capacity: int, dtypes: Sequence[DTyp
     if queue.kind != kind or queue.capacity != capacity or queue.dtypes != want:
         raise InvalidArgumentError(
             f"shared queue '{queue.name}' is a {queue.kind} queue of capacity {queue.capacity} "
-            f"with component dtypes ({', '.join(d.name for d in queue.dtypes)}), but a "
+            f"with component dtypes ({', '.join(d.ir_name for d in queue.dtypes)}), but a "
             f"{kind} queue of capacity {capacity} with dtypes "
-            f"({', '.join(d.name for d in want)}) was requested")
+            f"({', '.join(d.ir_name for d in want)}) was requested")
     if shapes is not _UNCHECKED:
         want_shapes = _norm_shapes(shapes, len(want))
         if want_shapes != queue.shapes:

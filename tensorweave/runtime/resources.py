@@ -34,7 +34,7 @@ class VariableState:
     def _check(self, value: np.ndarray) -> np.ndarray:
         if value.dtype != self.type.dtype.np:
             raise InvalidArgumentError(
-                f"variable '{self.name}' holds {self.type.dtype.name}, got a value of dtype "
+                f"variable '{self.name}' holds {self.type.dtype.ir_name}, got a value of dtype "
                 f"{value.dtype}")
         if not self.type.accepts(self.type.dtype, value.shape):
             raise InvalidArgumentError(

@@ -27,7 +27,7 @@ def expected_dropout(x, rate, seed, noise_shape=None, call=0):
     shape = x.shape if noise_shape is None else tuple(
         d if n is None else n for n, d in zip(noise_shape, x.shape))
     dt = tw.as_dtype(x.dtype)
-    u = uniform_values(int(np.prod(shape)), dt.np, dt.name, DEFAULT_GRAPH_SEED, seed,
+    u = uniform_values(int(np.prod(shape)), dt.np, dt.ir_name, DEFAULT_GRAPH_SEED, seed,
                        call).reshape(shape)
     rate = x.dtype.type(rate)
     keep = (u >= rate).astype(x.dtype)

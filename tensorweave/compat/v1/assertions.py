@@ -105,7 +105,7 @@ def _unary(api: str, relation: Callable[[Any, Any], Any], np_relation: Callable,
               message: str | None = None, name: str | None = None) -> Any:
         x = convert_to_tensor(x)
         what = (f"{_debugging._text(message)}Condition x {symbol} 0 did not hold "
-                f"element-wise: x is {x.dtype.name}{format_shape(x.shape)}")
+                f"element-wise: x is {x.dtype.ir_name}{format_shape(x.shape)}")
         zero = np.zeros((), x.dtype.np)
         xs = _static_value(x)
         if xs is not None and not np.all(np_relation(xs, zero)):
@@ -183,7 +183,7 @@ def assert_type(tensor: Any, tf_type: Any, message: str | None = None,
     t = convert_to_tensor(tensor)
     if t.dtype is not as_dtype(tf_type):
         raise TypeError(f"{_debugging._text(message)}tf.assert_type: {t.name!r} must be of "
-                        f"type {as_dtype(tf_type).name}, got {t.dtype.name}")
+                        f"type {as_dtype(tf_type).ir_name}, got {t.dtype.ir_name}")
     return no_op(name=name or "assert_type")
 
 
@@ -193,7 +193,7 @@ def assert_integer(x: Any, message: str | None = None, name: str | None = None) 
     t = convert_to_tensor(x)
     if not t.dtype.is_integer:
         raise TypeError(f"{_debugging._text(message)}tf.assert_integer: expected an integer "
-                        f"tensor, {t.name!r} is {t.dtype.name}")
+                        f"tensor, {t.name!r} is {t.dtype.ir_name}")
     return no_op(name=name or "assert_integer")
 
 

@@ -90,7 +90,7 @@ class CheckpointReader:
     def debug_string(self) -> bytes:
         """One ``name (dtype) [shape]`` line per tensor."""
         dtypes = self.get_variable_to_dtype_map()
-        return "".join(f"{n} ({dtypes[n].name}) {s}\n" for n, s in
+        return "".join(f"{n} ({dtypes[n].ir_name}) {s}\n" for n, s in
                        sorted(self.get_variable_to_shape_map().items())).encode()
 
 

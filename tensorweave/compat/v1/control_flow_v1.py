@@ -118,7 +118,7 @@ def switch_case(branch_index: Any, branch_fns: Any, default: Any = None,
                         f"{type(branch_index).__name__}")
     if not branch_index.dtype.is_integer or len(branch_index.shape):
         raise TypeError(f"switch_case: 'branch_index' must be an integer scalar tensor, got "
-                        f"{branch_index.dtype.name}{list(branch_index.shape)}")
+                        f"{branch_index.dtype.ir_name}{list(branch_index.shape)}")
     fns = _branches(branch_fns)
     if default is not None:
         if not callable(default):

@@ -151,7 +151,7 @@ _TRUNCATED_STD = 0.87962566103423978
 def _float_dtype(who: str, dtype: Any) -> Any:
     d = as_dtype(dtype)
     if not d.is_floating:
-        raise TypeError(f"{who}: expected a floating-point dtype, got {d.name}")
+        raise TypeError(f"{who}: expected a floating-point dtype, got {d.ir_name}")
     return d
 
 

@@ -124,10 +124,10 @@ class ExponentialMovingAverage:
             if not isinstance(v, (Variable, Tensor)):
                 raise TypeError(f"ExponentialMovingAverage.apply: {v!r} is neither a "
                                 f"variable nor a tensor")
-            if v.dtype.name not in _AVERAGED_DTYPES:
+            if v.dtype.ir_name not in _AVERAGED_DTYPES:
                 raise TypeError(f"ExponentialMovingAverage.apply: the variables must be "
                                 f"half, float, or double: '{_op_name(v)}' is "
-                                f"{v.dtype.name}")
+                                f"{v.dtype.ir_name}")
         debiased = set()
         with _outside_control_dependencies():
             for v in var_list:

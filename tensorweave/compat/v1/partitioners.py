@@ -19,7 +19,7 @@ Partitioner = Callable[..., list[int]]
 
 def _element_bytes(dtype: Any, bytes_per_string_element: int) -> int:
     d = as_dtype(dtype)
-    return bytes_per_string_element if d.name == "string" else d.np.itemsize
+    return bytes_per_string_element if d.ir_name == "string" else d.np.itemsize
 
 
 def _full_shape(shape: Any, who: str) -> list[int]:

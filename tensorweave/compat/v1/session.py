@@ -261,7 +261,7 @@ def _feed_array(val: Any, key: Tensor) -> np.ndarray:
             arr = given.astype(t.dtype.np, copy=False)
         if (t.dtype.np.kind in "iu" and given.dtype.kind in "iuf" and arr.dtype != given.dtype
                 and not np.array_equal(arr.astype(given.dtype), given)):
-            raise ValueError(f"not every value is a {t.dtype.name} (a fraction, inf or NaN, or "
+            raise ValueError(f"not every value is a {t.dtype.ir_name} (a fraction, inf or NaN, or "
                              f"a number out of range would change in the conversion)")
     except (TypeError, ValueError, OverflowError) as e:
         raise InvalidArgumentError(f"cannot feed {val!r} to '{key.name}' of type {t}: "

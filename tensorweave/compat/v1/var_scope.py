@@ -94,7 +94,7 @@ class PartitionedVariable:
 
     def __repr__(self) -> str:
         return (f"<tf.PartitionedVariable '{self._name}' shape={list(self._shape)} "
-                f"dtype={self._dtype.name} shards={len(self)}>")
+                f"dtype={self._dtype.ir_name} shards={len(self)}>")
 
     @property
     def name(self) -> str:
@@ -339,7 +339,7 @@ def get_variable(name: str, shape: Any = None, dtype: Any = None, initializer: A
         if requested_dtype is not None and requested_dtype is not existing.dtype:
             # (a float64 model reusing a float32 variable would compute in float32)
             raise ValueError(f"Trying to share variable {full}, but specified dtype "
-                             f"{requested_dtype.name} and found dtype {existing.dtype.name}")
+                             f"{requested_dtype.ir_name} and found dtype {existing.dtype.ir_name}")
         return existing
     if scope.reuse is True:
         raise ValueError(f"Variable {full} does not exist, or was not created with "

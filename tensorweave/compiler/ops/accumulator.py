@@ -31,7 +31,7 @@ AccumulatorHandle = def_op(
 @AccumulatorHandle.infer
 def _handle_infer(*, shared_name, dtype, shape, reduction_type, sparse):
     if not dtype.is_floating:
-        raise DTypeError(f"accumulators hold floating-point gradients, got {dtype.name}")
+        raise DTypeError(f"accumulators hold floating-point gradients, got {dtype.ir_name}")
     return RESOURCE
 
 

@@ -896,7 +896,7 @@ def range_length(start: float, limit: float, delta: float, dtype: DType) -> int:
 @Range.infer
 def _range_infer(*, start, limit, delta, dtype):
     if not (dtype.is_integer or dtype.is_floating):
-        raise ShapeError(f"a range needs a numeric dtype, got {dtype.name}")
+        raise ShapeError(f"a range needs a numeric dtype, got {dtype.ir_name}")
     return TensorType(dtype, (range_length(start, limit, delta, dtype),))
 
 
@@ -920,7 +920,7 @@ Size = def_op("Size", ["input"], {"out_type": attr("dtype", int32)},
 def _shape_infer(x, *, out_type):
     t = expect_tensor(x, "input")
     if out_type not in (int32, int64):
-        raise ShapeError(f"out_type must be i32 or i64, got {out_type.name}")
+        raise ShapeError(f"out_type must be i32 or i64, got {out_type.ir_name}")
     return TensorType(out_type, (t.rank,))
 
 
@@ -933,7 +933,7 @@ def _shape_kernel(x, *, out_type):
 def _size_infer(x, *, out_type):
     expect_tensor(x, "input")
     if out_type not in (int32, int64):
-        raise ShapeError(f"out_type must be i32 or i64, got {out_type.name}")
+        raise ShapeError(f"out_type must be i32 or i64, got {out_type.ir_name}")
     return TensorType(out_type, ())
 
 

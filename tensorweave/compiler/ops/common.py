@@ -33,9 +33,9 @@ def check_dtype(t: TensorType, allowed: Iterable[DType] | Callable[[DType], bool
     else:
         allowed = tuple(allowed)
         ok = t.dtype in allowed
-        names = what or ", ".join(d.name for d in allowed)
+        names = what or ", ".join(d.ir_name for d in allowed)
     if not ok:
-        raise DTypeError(f"{role} has dtype {t.dtype.name}, expected {names}")
+        raise DTypeError(f"{role} has dtype {t.dtype.ir_name}, expected {names}")
 
 
 def same_dtype(types: Sequence[TensorType], roles: Sequence[str]) -> DType:

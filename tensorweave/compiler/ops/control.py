@@ -417,7 +417,7 @@ def _update_row_infer(tensor, index, row):
     if t.rank < 1:
         raise ShapeError(f"tensor must have rank >= 1, got {t}")
     if r.dtype is not t.dtype:
-        raise DTypeError(f"row has dtype {r.dtype.name}, tensor is {t}")
+        raise DTypeError(f"row has dtype {r.dtype.ir_name}, tensor is {t}")
     if not TensorType(t.dtype, t.shape[1:]).is_compatible_with(r):
         raise ShapeError(f"row {r} is not a row of tensor {t}")
     return TensorType(t.dtype, [t.shape[0], *(a if a is not None else b

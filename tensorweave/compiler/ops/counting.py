@@ -37,7 +37,7 @@ def _unique_infer(x, *, out_idx):
     if t.rank != 1:
         raise ShapeError(f"x must be 1-D, got {t}")
     if out_idx not in _INDEX_DTYPES:
-        raise DTypeError(f"out_idx must be i32 or i64, got {out_idx.name}")
+        raise DTypeError(f"out_idx must be i32 or i64, got {out_idx.ir_name}")
     n = t.shape[0]
     rows = 0 if n == 0 else None
     return [t.with_shape((rows,)), TensorType(out_idx, (n,)), TensorType(out_idx, (rows,))]
@@ -80,12 +80,12 @@ def _bincount_infer(arr, *weights, minlength, maxlength, dtype):
     if weights:
         w = expect_tensor(weights[0], "weights")
         if w.dtype is not dtype:
-            raise DTypeError(f"weights are {w.dtype.name}, the result dtype is {dtype.name}")
+            raise DTypeError(f"weights are {w.dtype.ir_name}, the result dtype is {dtype.ir_name}")
         if w.rank != a.rank or any(p is not None and q is not None and p != q
                                    for p, q in zip(w.shape, a.shape)):
             raise ShapeError(f"weights ({w}) must have the shape of arr ({a})")
     if dtype not in NUMERIC_DTYPES:
-        raise DTypeError(f"dtype must be numeric, got {dtype.name}")
+        raise DTypeError(f"dtype must be numeric, got {dtype.ir_name}")
     size = None
     if maxlength == 0 or (minlength >= 0 and minlength == maxlength):
         size = maxlength
@@ -134,7 +134,7 @@ def _sorted_segment_infer(data, segment_ids):
     i = expect_tensor(segment_ids, "segment_ids")
     check_dtype(i, _INDEX_DTYPES, "segment_ids")
     if d.dtype not in NUMERIC_DTYPES:
-        raise DTypeError(f"data must be numeric, got {d.dtype.name}")
+        raise DTypeError(f"data must be numeric, got {d.dtype.ir_name}")
     if i.rank != 1 or d.rank < 1 or (i.shape[0] is not None and d.shape[0] is not None
                                      and i.shape[0] != d.shape[0]):
         raise ShapeError(f"segment_ids ({i}) must be 1-D with one id per row of data ({d})")

@@ -523,7 +523,7 @@ def _searchsorted_infer(sorted_sequence, values, *, side, out_type):
     if side not in ("left", "right"):
         raise ShapeError(f"side must be 'left' or 'right', got {side!r}")
     if out_type not in _INDEX_DTYPES:
-        raise DTypeError(f"out_type must be i32 or i64, got {out_type.name}")
+        raise DTypeError(f"out_type must be i32 or i64, got {out_type.ir_name}")
     _numeric(s, "sorted_sequence")
     same_dtype([s, v], ["sorted_sequence", "values"])
     if s.rank == 0 or v.rank != s.rank:

@@ -454,7 +454,7 @@ def _declare_arg_reduction(name: str, np_fn: Callable, doc: str) -> OpDef:
         if x.rank == 0:
             raise ShapeError(f"needs a tensor of rank >= 1, got input is {x}")
         if output_type not in (int32, int64):
-            raise DTypeError(f"output_type must be int32 or int64, got {output_type.name}")
+            raise DTypeError(f"output_type must be int32 or int64, got {output_type.ir_name}")
         ax = normalize_axis(axis, x.rank)
         return TensorType(output_type, x.shape[:ax] + x.shape[ax + 1:])
 

@@ -174,7 +174,7 @@ SparseSoftmaxCrossEntropyWithLogits = def_op(
 def _sparse_xent_infer(logits, labels):
     logits = _class_logits(logits)
     labels = expect_tensor(labels, "labels")
-    check_dtype(labels, lambda d: d.name in ("i32", "i64"), "labels", "int32 or int64")
+    check_dtype(labels, lambda d: d.ir_name in ("i32", "i64"), "labels", "int32 or int64")
     batch = _merge_shapes(logits.shape[:-1], labels.shape,
                           f"labels must have the shape of logits without its last axis: "
                           f"logits is {logits}, labels is {labels}")
@@ -740,7 +740,7 @@ def _top_k_infer(x, *, k, sorted):  # noqa: A002 - TensorFlow's attribute name
     if n is not None and k > n:
         raise ShapeError(f"k = {k} exceeds the last dim of the input {x}")
     if not (x.dtype.is_floating or x.dtype.is_integer):
-        raise DTypeError(f"top_k needs a numeric input, got {x.dtype.name}")
+        raise DTypeError(f"top_k needs a numeric input, got {x.dtype.ir_name}")
     out = x.shape[:-1] + (k,)
     return [TensorType(x.dtype, out), TensorType(int32, out)]
 

@@ -184,7 +184,7 @@ FlatIndexLike = def_op(
 def _flat_index_like_infer(like, *, dtype):
     t = expect_tensor(like, "like")
     if dtype not in _INDEX_DTYPES:
-        raise ShapeError(f"dtype must be i32 or i64, got {dtype.name}")
+        raise ShapeError(f"dtype must be i32 or i64, got {dtype.ir_name}")
     return TensorType(dtype, t.shape)
 
 

@@ -217,7 +217,7 @@ def _static_shape(shape) -> tuple[int, ...]:
 
 def _float_infer(*, shape, dtype, seed, seed2):
     if not dtype.is_floating:
-        raise DTypeError(f"dtype must be a floating-point type, got {dtype.name}")
+        raise DTypeError(f"dtype must be a floating-point type, got {dtype.ir_name}")
     return TensorType(dtype, _static_shape(shape))
 
 
@@ -229,7 +229,7 @@ def _declare(name: str, sampler, doc: str):
     @op.kernel("reference", context=True)
     def _kernel(ctx, *, shape, dtype, seed, seed2):
         count = math.prod(shape)
-        flat = sampler(count, dtype.np, dtype.name, seed, seed2, ctx.next_call_index())
+        flat = sampler(count, dtype.np, dtype.ir_name, seed, seed2, ctx.next_call_index())
         return flat.reshape(shape)
 
     return op
@@ -252,10 +252,10 @@ RandomUniformInt = def_op(
 @RandomUniformInt.infer
 def _uniform_int_infer(*, shape, dtype, minval, maxval, seed, seed2):
     if not dtype.is_integer:
-        raise DTypeError(f"dtype must be an integer type, got {dtype.name}")
+        raise DTypeError(f"dtype must be an integer type, got {dtype.ir_name}")
     info = np.iinfo(dtype.np)
     if not info.min <= minval < maxval <= info.max + 1:
-        raise InvalidArgumentError(f"need minval < maxval within the range of {dtype.name}, "
+        raise InvalidArgumentError(f"need minval < maxval within the range of {dtype.ir_name}, "
                                    f"got minval={minval}, maxval={maxval}")
     return TensorType(dtype, _static_shape(shape))
 
@@ -293,7 +293,7 @@ def _uniform_like_infer(like, *, noise_shape, dtype, seed, seed2):
     like = expect_tensor(like, "like")
     dtype = like.dtype if dtype is None else dtype
     if not dtype.is_floating:
-        raise DTypeError(f"dtype must be a floating-point type, got {dtype.name}")
+        raise DTypeError(f"dtype must be a floating-point type, got {dtype.ir_name}")
     if noise_shape is not None and any(n < -1 for n in noise_shape):
         raise ShapeError(f"noise_shape must hold sizes >= 0 or -1, got {list(noise_shape)}")
     return TensorType(dtype, noise_dims(like.shape, noise_shape))
@@ -303,7 +303,7 @@ def _uniform_like_infer(like, *, noise_shape, dtype, seed, seed2):
 def _uniform_like_kernel(ctx, like, *, noise_shape, dtype, seed, seed2):
     dtype = as_dtype(like.dtype) if dtype is None else dtype
     shape = noise_dims(like.shape, noise_shape)
-    flat = uniform_values(math.prod(shape), dtype.np, dtype.name, seed, seed2,
+    flat = uniform_values(math.prod(shape), dtype.np, dtype.ir_name, seed, seed2,
                           ctx.next_call_index())
     return flat.reshape(shape)
 
@@ -355,7 +355,7 @@ def categorical_values(logits: np.ndarray, num_samples: int, dtype: np.dtype, se
 def _categorical_infer(logits, *, num_samples, output_dtype):
     logits = expect_tensor(logits, "logits")
     if not logits.dtype.is_floating:
-        raise DTypeError(f"logits must be floating-point, got {logits.dtype.name}")
+        raise DTypeError(f"logits must be floating-point, got {logits.dtype.ir_name}")
     if logits.rank != 2:
         raise ShapeError(f"logits must be a matrix [batch_size, num_classes], got rank "
                          f"{logits.rank} ({list(logits.shape)})")
@@ -363,8 +363,8 @@ def _categorical_infer(logits, *, num_samples, output_dtype):
         raise InvalidArgumentError("logits must have at least one class, got 0 columns")
     if num_samples < 0:
         raise InvalidArgumentError(f"num_samples must be >= 0, got {num_samples}")
-    if output_dtype.name not in ("i32", "i64"):
-        raise DTypeError(f"output_dtype must be int32 or int64, got {output_dtype.name}")
+    if output_dtype.ir_name not in ("i32", "i64"):
+        raise DTypeError(f"output_dtype must be int32 or int64, got {output_dtype.ir_name}")
     return TensorType(output_dtype, (logits.shape[0], num_samples))
 
 
@@ -432,8 +432,8 @@ def _shuffle_kernel(ctx, value, *, seed, seed2):
 
 def _seed_infer(seed) -> None:
     seed = expect_tensor(seed, "seed")
-    if seed.dtype.name not in ("i32", "i64"):
-        raise DTypeError(f"seed must be int32 or int64, got {seed.dtype.name}")
+    if seed.dtype.ir_name not in ("i32", "i64"):
+        raise DTypeError(f"seed must be int32 or int64, got {seed.dtype.ir_name}")
     if seed.rank != 1 or seed.shape[0] not in (None, 2):
         raise ShapeError(f"seed must have shape [2], got {list(seed.shape)}")
 
@@ -457,7 +457,7 @@ def _declare_stateless(name: str, sampler, doc: str):
     @op.kernel("reference")
     def _kernel(seed, *, shape, dtype):
         s1, s2 = seed_pair(seed)
-        return sampler(math.prod(shape), dtype.np, dtype.name, s1, s2, 0).reshape(shape)
+        return sampler(math.prod(shape), dtype.np, dtype.ir_name, s1, s2, 0).reshape(shape)
 
     return op
 
@@ -506,7 +506,7 @@ StatelessRandomUniformFullInt = def_op(
 def _stateless_full_int_infer(seed, *, shape, dtype):
     _seed_infer(seed)
     if not dtype.is_integer:
-        raise DTypeError(f"dtype must be an integer type, got {dtype.name}")
+        raise DTypeError(f"dtype must be an integer type, got {dtype.ir_name}")
     return TensorType(dtype, _static_shape(shape))
 
 

@@ -31,7 +31,7 @@ def _scatter_infer(resource, indices, updates):
     u = expect_tensor(updates, "updates")
     check_dtype(i, (int32, int64), "indices")
     if u.dtype is not vt.dtype:
-        raise DTypeError(f"variable holds {vt.dtype.name}, updates are {u.dtype.name}")
+        raise DTypeError(f"variable holds {vt.dtype.ir_name}, updates are {u.dtype.ir_name}")
     if vt.rank < 1:
         raise ShapeError(f"cannot scatter into a scalar variable ({vt})")
     want = tuple(i.shape) + tuple(vt.shape[1:])
@@ -92,7 +92,7 @@ def _numeric_scatter_infer(resource, indices, updates):
     dtype = expect_resource(resource).value_type.dtype
     if dtype not in NUMERIC_DTYPES:
         raise DTypeError(f"adds into the variable, which needs a numeric dtype (integer "
-                         f"or floating point), got {dtype.name}")
+                         f"or floating point), got {dtype.ir_name}")
     return out
 
 

@@ -57,7 +57,7 @@ def _update_infer(r, value):
     if vt is None:
         raise DTypeError("the first operand must be a variable handle")
     if value.dtype is not vt.dtype:
-        raise DTypeError(f"variable holds {vt.dtype.name}, value is {value.dtype.name}")
+        raise DTypeError(f"variable holds {vt.dtype.ir_name}, value is {value.dtype.ir_name}")
     if value.rank != vt.rank or any(a is not None and b is not None and a != b
                                     for a, b in zip(vt.shape, value.shape)):
         raise ShapeError(f"variable has shape {vt}, value has shape {value}")

@@ -34,7 +34,7 @@ def _index_value(k: Any) -> Any:
         t = convert_to_tensor(k)
         if not (t.dtype.is_integer or t.dtype is bool_):
             raise TypeError(f"tensor indices must be integers or bools (NumPy's advanced "
-                            f"indexing), got a {t.dtype.name} index tensor; cast it first")
+                            f"indexing), got a {t.dtype.ir_name} index tensor; cast it first")
         return t
     try:
         arr = np.asarray(k)

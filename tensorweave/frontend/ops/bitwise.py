@@ -62,8 +62,8 @@ def logical_xor(x: TensorLike, y: TensorLike, name: str | None = None) -> Result
     """Elementwise exclusive or of bool tensors (``x != y``), with broadcasting."""
     x, y = convert_operands(x, y)
     if x.dtype is not bool_ or y.dtype is not bool_:
-        raise TypeError(f"logical_xor expects bool tensors, got {x.dtype.name} and "
-                        f"{y.dtype.name}")
+        raise TypeError(f"logical_xor expects bool tensors, got {x.dtype.ir_name} and "
+                        f"{y.dtype.ir_name}")
     return apply_op1("NotEqual", [x, y], name=name)
 
 

@@ -252,7 +252,7 @@ def _compare(x: Any, y: Any, relation: Callable[[Any, Any], Any], symbol: str,
     from ..building import convert_operands
     x, y = convert_operands(x, y)
     what = (f"{_text(message)}Condition x {symbol} y did not hold element-wise: x is "
-            f"{x.dtype.name}{format_shape(x.shape)}, y is {y.dtype.name}{format_shape(y.shape)}")
+            f"{x.dtype.ir_name}{format_shape(x.shape)}, y is {y.dtype.ir_name}{format_shape(y.shape)}")
     return _assert(_all(relation(x, y)), what, name or api, [("x", x), ("y", y)], summarize)
 
 
@@ -286,7 +286,7 @@ def assert_non_negative(x: Any, message: str | None = None, summarize: int | Non
     from . import math
     x = convert_to_tensor(x)
     what = (f"{_text(message)}Condition x >= 0 did not hold element-wise: x is "
-            f"{x.dtype.name}{format_shape(x.shape)}")
+            f"{x.dtype.ir_name}{format_shape(x.shape)}")
     return _assert(_all(math.greater_equal(x, np.zeros((), x.dtype.np))), what,
                    name or "assert_non_negative", [("x", x)], summarize)
 
@@ -297,7 +297,7 @@ def assert_positive(x: Any, message: str | None = None, summarize: int | None = 
     from . import math
     x = convert_to_tensor(x)
     what = (f"{_text(message)}Condition x > 0 did not hold element-wise: x is "
-            f"{x.dtype.name}{format_shape(x.shape)}")
+            f"{x.dtype.ir_name}{format_shape(x.shape)}")
     return _assert(_all(math.greater(x, np.zeros((), x.dtype.np))), what,
                    name or "assert_positive", [("x", x)], summarize)
 
@@ -311,15 +311,15 @@ def assert_near(x: Any, y: Any, rtol: Any = None, atol: Any = None, message: str
     x, y = convert_operands(x, y)
     if not x.dtype.is_floating:
         raise DTypeError(f"tw.debugging.assert_near needs floating-point tensors, got "
-                         f"{x.dtype.name}", location=_where())
+                         f"{x.dtype.ir_name}", location=_where())
     # ml_dtypes' finfo knows bfloat16 (NumPy's does not): its epsilon is 2**-7
     eps = float(ml_dtypes.finfo(x.dtype.np).eps)
     rtol = 10 * eps if rtol is None else rtol
     atol = 10 * eps if atol is None else atol
     ok = math.less_equal(math.abs(x - y), atol + rtol * math.abs(y))
     what = (f"{_text(message)}x and y not equal to tolerance rtol = {rtol}, atol = {atol}: "
-            f"x is {x.dtype.name}{format_shape(x.shape)}, y is "
-            f"{y.dtype.name}{format_shape(y.shape)}")
+            f"x is {x.dtype.ir_name}{format_shape(x.shape)}, y is "
+            f"{y.dtype.ir_name}{format_shape(y.shape)}")
     return _assert(_all(ok), what, name or "assert_near", [("x", x), ("y", y)], summarize)
 
 
@@ -344,7 +344,7 @@ def assert_shapes(shapes: Any, data: Any = None, summarize: int | None = None,
         ellipsis = bool(spec) and spec[0] == "..."
         dims = spec[1:] if ellipsis else spec
         rank = len(t.shape)
-        label = f"tensor {k} ({t.dtype.name}{format_shape(t.shape)})"
+        label = f"tensor {k} ({t.dtype.ir_name}{format_shape(t.shape)})"
         if (ellipsis and rank < len(dims)) or (not ellipsis and rank != len(dims)):
             raise ShapeError(f"{prefix}tw.debugging.assert_shapes: {label} has rank {rank}, "
                              f"expected shape {spec}", location=_where())
@@ -404,7 +404,7 @@ def check_numerics(tensor: Any, message: str, name: str | None = None) -> Any:
     t = convert_to_tensor(tensor)
     if not t.dtype.is_floating:
         raise DTypeError(f"tw.debugging.check_numerics needs a floating-point tensor, got "
-                         f"{t.dtype.name}", location=_where())
+                         f"{t.dtype.ir_name}", location=_where())
     nodes = [n for n in _finite_checks(t, message, name or "check_numerics") if n is not None]
     with control_dependencies(nodes or None):
         return array.identity(t)

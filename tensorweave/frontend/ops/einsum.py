@@ -352,8 +352,8 @@ def tensordot(a: TensorLike, b: TensorLike, axes: Any, name: str | None = None) 
         if n < 0 or n > min(ra, rb):
             loc = user_location()
             raise ShapeError(f"axes={n} must be between 0 and the smaller rank "
-                             f"({min(ra, rb)}): a is {a.dtype.name}{list(a.shape)}, b is "
-                             f"{b.dtype.name}{list(b.shape)}", op="tensordot",
+                             f"({min(ra, rb)}): a is {a.dtype.ir_name}{list(a.shape)}, b is "
+                             f"{b.dtype.ir_name}{list(b.shape)}", op="tensordot",
                              location=str(loc) if loc else None)
         a_axes, b_axes = list(range(ra - n, ra)), list(range(n))
     else:

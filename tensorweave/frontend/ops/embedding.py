@@ -120,7 +120,7 @@ def embedding_lookup(params: Any, ids: TensorLike, partition_strategy: str = "di
     shards = shard_list(params)
     ids = convert_to_tensor(ids)
     if not ids.dtype.is_integer:
-        raise TypeError(f"embedding_lookup: ids must be integers, got {ids.dtype.name}")
+        raise TypeError(f"embedding_lookup: ids must be integers, got {ids.dtype.ir_name}")
     if len(shards) == 1:
         return a.identity(_gather_from(shards[0], ids, max_norm), name=name)
 

@@ -193,7 +193,7 @@ def linspace(start: TensorLike, stop: TensorLike, num: int, name: str | None = N
     start, stop = convert_operands(start, stop)
     if not start.dtype.is_floating:
         raise _usage_error("LinSpace", f"start and stop must be floating point, got "
-                                       f"{start.dtype.name}; use tw.cast")
+                                       f"{start.dtype.ir_name}; use tw.cast")
     n = _scalar(num, "linspace", "num")
     if not isinstance(n, (int, np.integer)) or n < 0:
         raise _usage_error("LinSpace", f"num must be an int >= 0, got {num!r}")
@@ -334,7 +334,7 @@ def searchsorted(sorted_sequence: TensorLike, values: TensorLike, side: str = "l
 def _unique(x: TensorLike, out_idx: Any, fn: str, name: str | None) -> tuple[Any, Any, Any]:
     out_idx = as_dtype(out_idx)
     if out_idx not in (int32, int64):
-        raise _usage_error(fn, f"out_idx must be tw.int32 or tw.int64, got {out_idx.name}")
+        raise _usage_error(fn, f"out_idx must be tw.int32 or tw.int64, got {out_idx.ir_name}")
     x = convert_to_tensor(x)
     if x.ndim != 1:
         raise _usage_error(fn, f"x must be 1-D, got shape {list(x.shape)}")

@@ -246,7 +246,7 @@ def norm(tensor: TensorLike, ord: Any = "euclidean", axis: int | Sequence[int] |
                                f"or a real p > 0), got {ord!r}")
         axes = None if axis is None else [int(axis) % rank]
     if not x.dtype.is_floating:
-        raise _usage_error("norm", f"tensor must be floating point, got {x.dtype.name}")
+        raise _usage_error("norm", f"tensor must be floating point, got {x.dtype.ir_name}")
     keep = bool(keepdims)
     out_dtype = x.dtype
     if _math._is_half(x.dtype):

@@ -450,7 +450,7 @@ def _floating(x: TensorLike, fn: str, role: str) -> Result:
     t = convert_to_tensor(x)
     if not t.dtype.is_floating:
         raise _error(DTypeError, fn, f"expects {role} of a floating-point dtype (f16, bf16, "
-                                     f"f32, f64), got {role} is {t.dtype.name}"
+                                     f"f32, f64), got {role} is {t.dtype.ir_name}"
                                      f"{list(t.shape)}")
     return t
 
@@ -458,7 +458,7 @@ def _floating(x: TensorLike, fn: str, role: str) -> Result:
 def _is_half(dtype: DType) -> bool:
     """Whether `dtype` is float16 or bfloat16, which norms and normalizations compute in
     float32 (in float16 the squares of ordinary values, 300 or 1e-4, leave the format)."""
-    return dtype.name in ("f16", "bf16")
+    return dtype.ir_name in ("f16", "bf16")
 
 
 def _axes_of(axis: Axis, x: Result, fn: str) -> list[int]:
@@ -472,7 +472,7 @@ def _axes_of(axis: Axis, x: Result, fn: str) -> list[int]:
     for a in axes:
         if not -rank <= a < rank:
             raise _error(ShapeError, fn, f"axis {a} is out of range for input_tensor "
-                                         f"{x.dtype.name}{list(x.shape)} of rank {rank} "
+                                         f"{x.dtype.ir_name}{list(x.shape)} of rank {rank} "
                                          f"(valid: {-rank} to {rank - 1})")
     return [a % rank for a in axes]
 

@@ -175,7 +175,7 @@ def _channel_vector(v: TensorLike, dtype: DType, role: str, x: Tensor, channel: 
         raise ShapeError(f"{role} must be a vector of the {c} channels of x {x.type}, got "
                          f"{t.type}", op="fused_batch_norm", location=where)
     if t.dtype is not dtype:
-        raise DTypeError(f"{role} must be {dtype.name} for x {x.type}, got {t.type}",
+        raise DTypeError(f"{role} must be {dtype.ir_name} for x {x.type}, got {t.type}",
                          op="fused_batch_norm", location=where)
     return t
 

@@ -201,7 +201,7 @@ def _largest_below(minval: float, maxval: float, dtype: DType) -> Any:
     if not (np.isfinite(float(hi)) and np.isfinite(float(lo)) and float(lo) < float(hi)):
         return None  # (reversed or equal bounds scale as they are, as in TensorFlow)
     below = np.nextafter(hi, t(-np.inf))
-    top = t(1.0 - 2.0 ** -UNIFORM_BITS[dtype.name])
+    top = t(1.0 - 2.0 ** -UNIFORM_BITS[dtype.ir_name])
     exact = Fraction(float(top)) * Fraction(float(span)) + Fraction(float(lo))
     twice = Fraction(float(t(top * span))) + Fraction(float(lo))
     if max(exact, twice) <= Fraction(float(below)):

@@ -56,7 +56,7 @@ def _sum_and_count(fn: str, data: Any, segment_ids: Any, num_segments: Any) -> t
     data = convert_to_tensor(data)
     segment_ids = convert_to_tensor(segment_ids)
     if not data.dtype.is_floating:
-        raise _usage_error(fn, f"data must be floating point, got {data.dtype.name}; "
+        raise _usage_error(fn, f"data must be floating point, got {data.dtype.ir_name}; "
                                f"use tw.cast")
     n = _scalar(num_segments, fn, "num_segments")
     total = a.unsorted_segment_sum(data, segment_ids, n)
@@ -139,7 +139,7 @@ def bincount(arr: TensorLike, weights: TensorLike = None, minlength: int | None 
     InvalidArgumentError. TensorFlow 2's ``tf.math.bincount`` (no `axis`)."""
     arr = convert_to_tensor(arr)
     if not arr.dtype.is_integer:
-        raise _usage_error("bincount", f"arr must be int32 or int64, got {arr.dtype.name}")
+        raise _usage_error("bincount", f"arr must be int32 or int64, got {arr.dtype.ir_name}")
     inputs = [arr]
     if weights is not None:
         weights = convert_to_tensor(weights)

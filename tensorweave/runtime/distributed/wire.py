@@ -46,7 +46,7 @@ def tensor_meta(value: Any) -> dict[str, Any]:
         return {"dead": True}
     arr = np.asarray(value)
     dtype = as_dtype(arr.dtype)
-    return {"dtype": dtype.name, "shape": list(arr.shape), "nbytes": int(arr.nbytes)}
+    return {"dtype": dtype.ir_name, "shape": list(arr.shape), "nbytes": int(arr.nbytes)}
 
 
 def encode(header: dict[str, Any], tensors: Sequence[Any] = ()) -> Iterator[bytes]:
@@ -201,9 +201,9 @@ def _read_tensor(meta: Any, reader: _ChunkReader) -> Any:
         raise DataLossError(f"malformed tensor description {meta!r}") from None
     if any(d < 0 for d in shape) or nbytes != math.prod(shape) * dtype.itemsize:
         raise DataLossError(f"tensor description {meta!r}: {nbytes} bytes do not hold "
-                            f"{dtype.name}{list(shape)}")
+                            f"{dtype.ir_name}{list(shape)}")
     buf = np.empty(nbytes, np.uint8)
-    reader.read_into(buf, f"{dtype.name}{list(shape)}")
+    reader.read_into(buf, f"{dtype.ir_name}{list(shape)}")
     return buf.view(dtype.np).reshape(shape)
 
 

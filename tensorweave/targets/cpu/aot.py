@@ -115,7 +115,7 @@ def _static_graph(cf: Any, resources: Any) -> Graph:
             raise CompileError(f"argument '{n}' has type {v.type}: an ahead-of-time library "
                                f"needs fixed shapes (give them in the input signature, "
                                f"or with the command line's --signature "
-                               f"'{n}:{v.type.dtype.name}[{_fixed_dims(v.type)}]')")
+                               f"'{n}:{v.type.dtype.ir_name}[{_fixed_dims(v.type)}]')")
     from ...passes.placement import placement_scope
     from ...runtime.devices import default_device_manager
     frozen = freeze_variables(cf.graph, resources)
@@ -262,11 +262,11 @@ def _header(plan: StepPlan, name: str, source: str) -> str:
     def describe(kind: str, k: int, label: str, t: TensorType) -> None:
         p = f"{name.upper()}_{kind}{k}"
         dims = ", ".join(str(d) for d in t.shape) or "1"
-        lines.append(f"/* {kind.lower()} {k} '{label}': {t.dtype.name}{format_shape(t.shape)} "
-                     f"({_C_TYPES.get(t.dtype.name, '?')}) */")
+        lines.append(f"/* {kind.lower()} {k} '{label}': {t.dtype.ir_name}{format_shape(t.shape)} "
+                     f"({_C_TYPES.get(t.dtype.ir_name, '?')}) */")
         lines.append(f"#define {p}_RANK {t.rank}")
         lines.append(f"#define {p}_SIZE {int(t.num_elements)} /* elements */")
-        lines.append(f'#define {p}_DTYPE "{t.dtype.name}"')
+        lines.append(f'#define {p}_DTYPE "{t.dtype.ir_name}"')
         lines.append(f"static const int64_t {p}_SHAPE[] = {{{dims}}};")
         lines.append("")
 

@@ -378,11 +378,11 @@ def matmul_ir(dtype: DType) -> str:
     """The LLVM IR module of ``tw_matmul_<dtype>``."""
     from .elementwise import scalar_type
     t = str(scalar_type(dtype))
-    if dtype.name in _GEMM:
+    if dtype.ir_name in _GEMM:
         import llvmlite.ir as ir
 
         from .lowering import _gemm_cols_function, blas_threads_function, gemm_function
-        gemm = ir.Module(name=f"tw_matmul_{dtype.name}")
+        gemm = ir.Module(name=f"tw_matmul_{dtype.ir_name}")
         fn = gemm_function(gemm, dtype, "blas")
         serial = gemm.globals.get(fn.name + ".serial")
         args = _GEMM_ARGS.format(t=t)
@@ -398,22 +398,22 @@ def matmul_ir(dtype: DType) -> str:
                     blas_wait=blas_threads_function(gemm, dtype, wait=True).name, args=args)
             call = _GEMM_SWITCH.format(serial=serial.name, rows=fn.name, cols=cols.name,
                                        args=args, more_cases=cases, more_blocks=blocks)
-        one = str(gemm) + _GEMM_ONE.format(dt=dtype.name, t=t, call=call)
-    elif dtype.name in INT_DTYPES:
-        one = _INT_ONE.format(dt=dtype.name, t=t)
+        one = str(gemm) + _GEMM_ONE.format(dt=dtype.ir_name, t=t, call=call)
+    elif dtype.ir_name in INT_DTYPES:
+        one = _INT_ONE.format(dt=dtype.ir_name, t=t)
     else:
-        raise UnimplementedError(f"the cpu target has no native MatMul for {dtype.name}")
-    return one + _BATCH_LOOP.format(dt=dtype.name, t=t)
+        raise UnimplementedError(f"the cpu target has no native MatMul for {dtype.ir_name}")
+    return one + _BATCH_LOOP.format(dt=dtype.ir_name, t=t)
 
 
 def matmul_function(dtype: DType, runtime: bool = False) -> tuple[Any, jit.CompiledModule]:
     """The compiled batched matmul for `dtype` and the module that holds its code
     (`runtime`: for tensorweave's own use, the probes': not counted in `jit.STATS`)."""
-    if dtype.name in _GEMM and not register_blas():
+    if dtype.ir_name in _GEMM and not register_blas():
         raise UnimplementedError("no BLAS available (SciPy is not installed)")
-    module = jit.compile_module(matmul_ir(dtype), [f"tw_matmul_{dtype.name}"],
-                                loop_vectorize=dtype.name in INT_DTYPES, runtime=runtime)
-    return MatMulFn(module.address(f"tw_matmul_{dtype.name}")), module
+    module = jit.compile_module(matmul_ir(dtype), [f"tw_matmul_{dtype.ir_name}"],
+                                loop_vectorize=dtype.ir_name in INT_DTYPES, runtime=runtime)
+    return MatMulFn(module.address(f"tw_matmul_{dtype.ir_name}")), module
 
 
 # ---------------------------------------------------------------------- the kernel
@@ -462,7 +462,7 @@ class MatMulKernel:
         batch, aoff, boff = _batch_offsets(a_shape[:-2], b_shape[:-2], ar * ac, br * bc)
         split = 0
         from .parallel import num_threads
-        if self.dtype.name in _GEMM and num_threads() == self._threads:
+        if self.dtype.ir_name in _GEMM and num_threads() == self._threads:
             # cut over threads (ours or the library's) only where that gives one call's
             # bits at this shape
             from .lowering import gemm_plan
@@ -492,5 +492,5 @@ class MatMulKernel:
 
 def supports_matmul(dtype: DType) -> bool:
     """Whether MatMul of `dtype` has a native kernel here."""
-    return dtype.name in INT_DTYPES or (dtype.name in _GEMM and has_blas())
+    return dtype.ir_name in INT_DTYPES or (dtype.ir_name in _GEMM and has_blas())
 

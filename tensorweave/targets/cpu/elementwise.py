@@ -53,7 +53,7 @@ def scalar_type(dtype: DType) -> ir.Type:
             return F32
         if dtype.bits == 64:
             return F64
-        raise UnimplementedError(f"the cpu target has no native {dtype.name} arithmetic yet")
+        raise UnimplementedError(f"the cpu target has no native {dtype.ir_name} arithmetic yet")
     return ir.IntType(dtype.bits)
 
 
@@ -620,7 +620,7 @@ def _floor_mod(cx, info, a):
 def _int_pow_function(cx: Lanes, dtype: DType) -> ir.Function:
     """``ipow(base, exp)`` by squaring, wrapping like NumPy (exp >= 0 is checked first)."""
     t = scalar_type(dtype)
-    name = f"tw.ipow.{dtype.name}"
+    name = f"tw.ipow.{dtype.ir_name}"
     fn = cx.module.globals.get(name)
     if fn is not None:
         return fn

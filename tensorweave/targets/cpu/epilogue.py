@@ -74,7 +74,7 @@ class Epilogue:
                                      f"of its first two arguments")
         product = head.outputs[0].type
         if not isinstance(product, TensorType) or not product.is_fully_defined or \
-                product.rank < 1 or product.dtype.name not in ("f32", "f64"):
+                product.rank < 1 or product.dtype.ir_name not in ("f32", "f64"):
             raise UnimplementedError(f"{node.op}: the product is {product}")
         self.node = node
         self.head = head

@@ -580,7 +580,7 @@ class CpuExecutable:
 
     def _shapes_text(self, shapes: Sequence[tuple]) -> str:
         graph = self._traced  # (the same arguments as the compiled graph's)
-        return ", ".join(f"{name}: {v.type.dtype.name}{format_shape(shape)}" for name, v, shape
+        return ", ".join(f"{name}: {v.type.dtype.ir_name}{format_shape(shape)}" for name, v, shape
                          in zip(graph.arg_names, graph.args, shapes))
 
     def _build(self, arrays: Sequence[np.ndarray]) -> NativeStep | None:

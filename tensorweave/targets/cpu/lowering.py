@@ -307,19 +307,19 @@ def gemm_function(module: ir.Module, dtype: DType, mode: str) -> ir.Function:
     With `parallel.num_threads()` > 1 (read now), products of `parallel.MIN_GEMM_FLOPS`
     multiply-adds or more are split by rows of C over threads (`_gemm_split_rows`),
     with bit-for-bit the results of one call."""
-    name = f"tw_gemm_{dtype.name}"
+    name = f"tw_gemm_{dtype.ir_name}"
     fn = module.globals.get(name)
     if fn is not None:
         return fn
-    if dtype.name not in ("f32", "f64"):
-        raise UnimplementedError(f"no GEMM for {dtype.name}")
+    if dtype.ir_name not in ("f32", "f64"):
+        raise UnimplementedError(f"no GEMM for {dtype.ir_name}")
     ftype = _gemm_type(dtype)
     if mode not in GEMM_MODES:
         raise UnimplementedError(f"unknown GEMM mode {mode!r}")
     fn = ir.Function(module, ftype, name)
     fn.linkage = "internal"
     threads = parallel.num_threads()
-    align = 1 if mode == "generated" or threads == 1 else blas_row_align(dtype.name)
+    align = 1 if mode == "generated" or threads == 1 else blas_row_align(dtype.ir_name)
     if align is None:  # this BLAS's rows depend on how C is cut: never cut it
         threads = 1
     # With one thread `fn` is the serial GEMM itself (exactly the code of a serial build);
@@ -383,7 +383,7 @@ def blas_threads_function(module: ir.Module, dtype: DType, wait: bool = False) -
     `wait` (the probe's ``.blas_threads_wait``): wait for the lock instead; C is left
     untouched if it cannot be taken."""
     from .blas import GET_THREADS, SET_THREADS
-    name = f"tw_gemm_{dtype.name}.blas_threads" + ("_wait" if wait else "")
+    name = f"tw_gemm_{dtype.ir_name}.blas_threads" + ("_wait" if wait else "")
     fn = module.globals.get(name)
     if fn is not None:
         return fn
@@ -424,7 +424,7 @@ def _blas_call_function(module: ir.Module, dtype: DType) -> ir.Function:
     with truncated sizes, which refuses them or reads the wrong rows (C left as it
     was: a silently wrong product)."""
     from .blas import _GEMM
-    name = f"tw_gemm_{dtype.name}.blas_call"
+    name = f"tw_gemm_{dtype.ir_name}.blas_call"
     fn = module.globals.get(name)
     if fn is not None:
         return fn
@@ -433,7 +433,7 @@ def _blas_call_function(module: ir.Module, dtype: DType) -> ir.Function:
     i32p = ir.PointerType(I32)
     fn = ir.Function(module, _gemm_type(dtype), name)
     fn.linkage = "internal"
-    blas = _declare(module, _GEMM[dtype.name],
+    blas = _declare(module, _GEMM[dtype.ir_name],
                     ir.FunctionType(ir.VoidType(), [I8P, I8P, i32p, i32p, i32p, tp, tp, i32p, tp,
                                                     i32p, tp, tp, i32p]))
     ta, tb, m, n, k, alpha, a, lda, b_, ldb, beta, c, ldc = fn.args
@@ -465,7 +465,7 @@ def _blas_call_function(module: ir.Module, dtype: DType) -> ir.Function:
 def _gemm_generated_function(module: ir.Module, dtype: DType) -> ir.Function:
     """``tw_gemm_<dt>.generated`` (once per module, `gemm_function`'s signature): the
     generated GEMM, for the products the BLAS cannot take (`_blas_call_function`)."""
-    name = f"tw_gemm_{dtype.name}.generated"
+    name = f"tw_gemm_{dtype.ir_name}.generated"
     fn = module.globals.get(name)
     if fn is None:
         fn = ir.Function(module, _gemm_type(dtype), name)
@@ -601,7 +601,7 @@ def gemm_split(dtype: DType, ta: bool, tb: bool, m: Any, n: Any, k: Any) -> str 
     threads = parallel.num_threads()
     if threads == 1 or m * n * k < parallel.MIN_GEMM_FLOPS or m * n * k > PROBE_MAX_MACS:
         return None
-    row = blas_row_align(dtype.name)
+    row = blas_row_align(dtype.ir_name)
     col = col_align(dtype)
     candidates = []
     if row is not None and m >= 2 * row:
@@ -609,7 +609,7 @@ def gemm_split(dtype: DType, ta: bool, tb: bool, m: Any, n: Any, k: Any) -> str 
     if row is not None and n >= 2 * col:  # (no row alignment: the BLAS runs threads)
         candidates.insert(0 if m <= n else len(candidates), ("cols", col))
     for how, align in candidates:
-        if _probe_split(dtype.name, bool(ta), bool(tb), m, n, k, threads, align, how):
+        if _probe_split(dtype.ir_name, bool(ta), bool(tb), m, n, k, threads, align, how):
             return how
     return None
 
@@ -755,9 +755,9 @@ def gemm_plan(dtype: DType, ta: bool, tb: bool, m: Any, n: Any, k: Any) -> str |
     m, n, k = int(m), int(n), int(k)
     threads = parallel.num_threads()
     if threads == 1 or not parallel.MIN_GEMM_FLOPS <= m * n * k <= PROBE_MAX_MACS \
-            or dtype.name not in ("f32", "f64") or not blas_own_threads():
+            or dtype.ir_name not in ("f32", "f64") or not blas_own_threads():
         return own
-    if _probe_blas_threads(dtype.name, bool(ta), bool(tb), m, n, k, threads, own or "one"):
+    if _probe_blas_threads(dtype.ir_name, bool(ta), bool(tb), m, n, k, threads, own or "one"):
         return "blas"
     return own
 
@@ -1020,7 +1020,7 @@ def _gemm_chunks_with_epilogue(cx: LoweringContext, serial: ir.Function, split: 
     for j, v in enumerate(values):
         cx.b.store(v, cx.b.gep(slot, [I32(0), I32(j)]))
     if split == "rows":
-        total, align = args[2], blas_row_align(dtype.name)
+        total, align = args[2], blas_row_align(dtype.ir_name)
     else:
         total, align = args[3], col_align(dtype)
     parallel.parallel_for(cx.b, chunk, slot, total, parallel.num_threads(), align=align)

@@ -84,7 +84,7 @@ def _dtype_name(dtype: Any) -> str:
     """A dtype as its tensorweave name: NumPy's ``dtype.str`` of bfloat16 is ``'<V2'``,
     which reads back as a void dtype (its results came back as bytes)."""
     from ...compiler.dtypes import as_dtype
-    return as_dtype(np.dtype(dtype)).name
+    return as_dtype(np.dtype(dtype)).ir_name
 
 
 def _dtype_of(name: str) -> np.dtype:

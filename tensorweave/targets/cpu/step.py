@@ -513,7 +513,7 @@ class _Planner:
             else:
                 value = node.inputs[1]
                 t = _tensor(value)
-                if t.dtype.name == "bool" and node.op != "AssignVariable":
+                if t.dtype.ir_name == "bool" and node.op != "AssignVariable":
                     raise Ineligible(f"{node.op} '{node.name}' on a bool variable")
                 if node in self.sparse:  # (rows, ids, c; reported as the segment sum)
                     actions.append(Action(
@@ -622,7 +622,7 @@ def _outer_acc_parts(node: Node, res: Value, arg: Value, order: list[Node]
             any(v is cond.args[k] for v in cond.results):
         return None  # (the cond would see the value before the products are added)
     f = _fused_sum_of(res, arg)
-    if f is None or arg.type.dtype.name not in ("f32", "f64"):
+    if f is None or arg.type.dtype.ir_name not in ("f32", "f64"):
         return None
     m = f.inputs[1].producer
     if m is None or m.op != "MatMul" or not m.attrs.get("transpose_a") or \
@@ -1302,7 +1302,7 @@ def _update_function(module: ir.Module, op: str, dtype: Any, scaled: bool) -> ir
     each of a step's updates was its own loop for LLVM to vectorize, with alias checks and
     remainder (W3's 8 updates: a third of its step function's lines)."""
     from .elementwise import memory_type
-    name = f"tw_update.{op}.{dtype.name}{'.scaled' if scaled else ''}"
+    name = f"tw_update.{op}.{dtype.ir_name}{'.scaled' if scaled else ''}"
     fn = module.globals.get(name)
     if fn is not None:
         return fn

@@ -11,7 +11,7 @@ from .source import Kernel, Writer, has_gpu_type, launch_1d, module, numba_type
 def update_kernel(op: str, dtype: DType, size: int, name: str) -> Kernel:
     """The in-place update kernel of `op` for a variable of `size` elements."""
     if not has_gpu_type(dtype) or dtype.kind == "bool":
-        raise Unsupported(f"{op} of {dtype.name}")
+        raise Unsupported(f"{op} of {dtype.ir_name}")
     if size == 0:
         raise Unsupported("empty variable")
     t = numba_type(dtype)

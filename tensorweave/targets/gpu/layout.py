@@ -36,7 +36,7 @@ def transpose_kernel(node: Node, name: str) -> Kernel:
     """The kernel of Transpose `node`. Raises `Unsupported`."""
     src, out = node.inputs[0].type, node.outputs[0].type
     if not has_gpu_type(src.dtype):
-        raise Unsupported(f"Transpose of {src.dtype.name}")
+        raise Unsupported(f"Transpose of {src.dtype.ir_name}")
     perm = [int(p) % max(1, src.rank) for p in node.attrs["perm"]]
     out_shape = [int(s) for s in out.shape]
     total = int(np.prod(out_shape, dtype=np.int64))
@@ -63,7 +63,7 @@ def gather_kernel(node: Node, name: str) -> Kernel:
     if node.attrs.get("batch_dims", 0):
         raise Unsupported("Gather with batch_dims")
     if not has_gpu_type(params.dtype):
-        raise Unsupported(f"Gather of {params.dtype.name}")
+        raise Unsupported(f"Gather of {params.dtype.ir_name}")
     shape = [int(s) for s in params.shape]
     ax = int(node.attrs.get("axis", 0)) % len(shape)
     outer = int(np.prod(shape[:ax], dtype=np.int64))
@@ -104,7 +104,7 @@ def gather_nd_kernel(node: Node, name: str) -> Kernel:
     of one batch and ``stride_k`` the row-major strides of the indexed dims."""
     params, indices = node.inputs[0].type, node.inputs[1].type
     if not has_gpu_type(params.dtype):
-        raise Unsupported(f"GatherNd of {params.dtype.name}")
+        raise Unsupported(f"GatherNd of {params.dtype.ir_name}")
     bd = int(node.attrs.get("batch_dims", 0))
     pshape = [int(s) for s in params.shape]
     ishape = [int(s) for s in indices.shape]

@@ -50,7 +50,7 @@ def matmul_kernel(node: Node, name: str, accumulate: bool = False,
     out = node.outputs[0].type
     dt = out.dtype
     if not has_gpu_type(dt) or dt.kind == "bool":
-        raise Unsupported(f"MatMul of {dt.name}")
+        raise Unsupported(f"MatMul of {dt.ir_name}")
     batch_out = [int(s) for s in out.shape[:-2]]
     ta, tb = bool(node.attrs.get("transpose_a")), bool(node.attrs.get("transpose_b"))
     m, n = int(out.shape[-2]), int(out.shape[-1])

@@ -178,7 +178,7 @@ def split_kernel(node: Node, name: str) -> Kernel:
     one thread per input element writes it into its part."""
     src = node.inputs[0].type
     if not has_gpu_type(src.dtype):
-        raise Unsupported(f"{node.op} of {src.dtype.name}")
+        raise Unsupported(f"{node.op} of {src.dtype.ir_name}")
     shape = _static(src.shape)
     axis = int(node.attrs.get("axis", 0)) % len(shape)
     total = int(np.prod(shape, dtype=np.int64))

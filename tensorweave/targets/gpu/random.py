@@ -185,7 +185,7 @@ def random_kernel(node: Node, name: str) -> Kernel:
     out_t = numba_type(out.dtype)  # float16/bfloat16: Unsupported, a host call
     out_np = out.dtype.np
     if kind in ("int", "fullint") and out_np.itemsize == 8 and out_np.kind != "i":
-        raise Unsupported(f"no GPU code for {out.dtype.name}")
+        raise Unsupported(f"no GPU code for {out.dtype.ir_name}")
     total = int(np.prod([int(s) for s in out.shape], dtype=np.int64))
     if total == 0:
         raise Unsupported("empty result")

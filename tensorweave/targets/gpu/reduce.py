@@ -86,7 +86,7 @@ def reduce_to_like_kernel(node: Node, name: str) -> Kernel:
 def l2_loss_kernel(node: Node, name: str) -> Kernel:
     """L2Loss: sum(x * x) / 2 over every element (squares summed in float64)."""
     if node.inputs[0].type.dtype.kind != "float":
-        raise Unsupported(f"L2Loss of {node.inputs[0].type.dtype.name}")
+        raise Unsupported(f"L2Loss of {node.inputs[0].type.dtype.ir_name}")
     return _reduction("Sum", node, tuple(range(node.inputs[0].type.rank)), name,
                       square_half=True)
 
@@ -96,7 +96,7 @@ def _reduction(op: str, node: Node, axes: tuple[int, ...], name: str,
     src = node.inputs[0].type
     out = node.outputs[0].type
     if not has_gpu_type(src.dtype):
-        raise Unsupported(f"{node.op} of {src.dtype.name}")
+        raise Unsupported(f"{node.op} of {src.dtype.ir_name}")
     shape = [int(s) for s in src.shape]
     ksz, kst, rsz, rst = _split(shape, axes)
     n_out = int(np.prod(ksz, dtype=np.int64))
@@ -155,7 +155,7 @@ def arg_reduce_kernel(node: Node, name: str) -> Kernel:
     src = node.inputs[0].type
     out = node.outputs[0].type
     if not has_gpu_type(src.dtype) or src.dtype is bool_ or src.rank == 0:
-        raise Unsupported(f"{node.op} of {src.dtype.name}[rank {src.rank}]")
+        raise Unsupported(f"{node.op} of {src.dtype.ir_name}[rank {src.rank}]")
     shape = [int(s) for s in src.shape]
     axes = _axes(node, "axis")
     ksz, kst, rsz, rst = _split(shape, axes)

@@ -37,7 +37,7 @@ def segment_sum_kernel(node: Node, name: str) -> Kernel:
     """The scatter-add kernel of UnsortedSegmentSum `node` (its output zeroed first)."""
     data, ids, out = node.inputs[0].type, node.inputs[1].type, node.outputs[0].type
     if data.dtype.np.name not in _ATOMIC:
-        raise Unsupported(f"no atomic add for {data.dtype.name}")
+        raise Unsupported(f"no atomic add for {data.dtype.ir_name}")
     rows = int(np.prod([int(s) for s in ids.shape], dtype=np.int64))
     total = int(np.prod([int(s) for s in data.shape], dtype=np.int64))
     n_out = int(np.prod([int(s) for s in out.shape], dtype=np.int64))

@@ -27,7 +27,7 @@ def softmax_kernel(node: Node, name: str) -> Kernel:
     logits = node.inputs[0].type
     dt = logits.dtype
     if dt.kind != "float" or not has_gpu_type(dt):
-        raise Unsupported(f"{node.op} of {dt.name}")
+        raise Unsupported(f"{node.op} of {dt.ir_name}")
     shape = [int(s) for s in logits.shape]
     if not shape:
         raise Unsupported(f"{node.op} of a scalar")

@@ -37,7 +37,7 @@ def numba_type(dtype: DType) -> str:
     (float16, bfloat16), so a generator that meets one declines the node."""
     name = NUMBA_TYPES.get(dtype.np.name)
     if name is None:
-        raise Unsupported(f"no GPU code for {dtype.name}")
+        raise Unsupported(f"no GPU code for {dtype.ir_name}")
     return name
 
 

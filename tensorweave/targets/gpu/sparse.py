@@ -46,7 +46,7 @@ def _check(op: str, var: TensorType, n: int) -> tuple[int, int]:
     # gathers and updates copy elements; only the sums need arithmetic
     arithmetic = op in ("ResourceScatterAdd", "ResourceScatterSub")
     if not has_gpu_type(var.dtype) or (arithmetic and var.dtype.kind == "bool"):
-        raise Unsupported(f"{op} of {var.dtype.name}")
+        raise Unsupported(f"{op} of {var.dtype.ir_name}")
     rows, inner = int(var.shape[0]), _size(var.shape[1:])
     if n == 0 or rows == 0 or inner == 0:
         raise Unsupported(f"{op} with no indices or an empty variable")
@@ -183,7 +183,7 @@ def dedupe_kernels(values: TensorType, indices: TensorType, name: str,
     n = _size(indices.shape)
     inner = _size(values.shape[1:])
     if not has_gpu_type(values.dtype) or values.dtype.kind == "bool":
-        raise Unsupported(f"DeduplicateSlices of {values.dtype.name}")
+        raise Unsupported(f"DeduplicateSlices of {values.dtype.ir_name}")
     if n == 0 or inner == 0 or n >= 2**31 - 1:
         raise Unsupported("DeduplicateSlices of empty values or too many indices")
     t, it = numba_type(values.dtype), numba_type(indices.dtype)

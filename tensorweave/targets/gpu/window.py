@@ -38,7 +38,7 @@ def _shape(v) -> list[int]:
 def _float_node(node: Node) -> str:
     dt = node.outputs[0].type.dtype
     if dt.kind != "float":
-        raise Unsupported(f"{node.op} of {dt.name}")
+        raise Unsupported(f"{node.op} of {dt.ir_name}")
     if any(int(np.prod(_shape(v), dtype=np.int64)) == 0 for v in node.inputs + node.outputs):
         raise Unsupported("empty input or result")
     return numba_type(dt)

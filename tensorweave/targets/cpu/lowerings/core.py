@@ -79,7 +79,7 @@ def _copy(cx: LoweringContext) -> None:
 
 
 def _matmul_supported(node) -> bool:
-    return node.outputs[0].type.dtype.name in ("f32", "f64")
+    return node.outputs[0].type.dtype.ir_name in ("f32", "f64")
 
 
 @lowering("MatMul", supports=_matmul_supported)

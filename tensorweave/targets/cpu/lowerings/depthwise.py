@@ -330,7 +330,7 @@ def _depthwise_backprop_filter(cx: LoweringContext) -> None:
             di, dj = b.udiv(tap, I64(g.kw)), b.urem(tap, I64(g.kw))
             wrow = _at(k, dw, b.mul(tap, I64(cm)))
             where = (g, mult, di, dj, x, dy, wrow)
-            _channel_groups(k, cm, lanes, F64 if dtype.name != "f64" else cx.scalar(dtype),
+            _channel_groups(k, cm, lanes, F64 if dtype.ir_name != "f64" else cx.scalar(dtype),
                             lambda q, accs: _filter_grad_sums(k, where, q, accs),
                             FILTER_GRAD_VECTORS)
 

@@ -152,7 +152,7 @@ def _pool_window(node: Node) -> Window:
 # ------------------------------------------------------------------ supports
 
 def _floats_only(node: Node) -> bool:
-    return all(v.type.dtype.name in FLOAT_DTYPES for v in list(node.inputs) + list(node.outputs))
+    return all(v.type.dtype.ir_name in FLOAT_DTYPES for v in list(node.inputs) + list(node.outputs))
 
 
 # ------------------------------------------------------------------ small helpers
@@ -1524,7 +1524,7 @@ def _bias_add_grad(cx: LoweringContext) -> None:
         cx.ret_ok()
         return
     acc = cx.alloca(F64, min(c, CHANNEL_BLOCK), name="acc")
-    wide = dtype.name != "f64"
+    wide = dtype.ir_name != "f64"
 
     def chans(c0: ir.Value, width: int) -> None:
         with cx.loop(0, width, name="c") as j:
@@ -1555,8 +1555,8 @@ def _l2_loss(cx: LoweringContext) -> None:
     b.store(ir.Constant(F64, 0.0), acc)
     with cx.loop(0, size, name="i") as i:
         v = b.load(_at(cx, x, i))
-        v = b.fpext(v, F64) if dtype.name != "f64" else v
+        v = b.fpext(v, F64) if dtype.ir_name != "f64" else v
         b.store(b.fadd(b.load(acc), b.fmul(v, v, flags=REDUCE_FLAGS), flags=REDUCE_FLAGS), acc)
     half = b.fmul(b.load(acc), ir.Constant(F64, 0.5))
-    b.store(b.fptrunc(half, cx.scalar(dtype)) if dtype.name != "f64" else half, out)
+    b.store(b.fptrunc(half, cx.scalar(dtype)) if dtype.ir_name != "f64" else half, out)
     cx.ret_ok()

@@ -1,0 +1,70 @@
+"""`DType.name` is TensorFlow's name ('float32'), so user code that branches on it takes
+TensorFlow's branch; the IR keeps its short spelling (`ir_name`, 'f32') in its text.
+
+TensorFlow 2.21 printed: tf.float32.name float32, tf.int64.name int64, tf.bool.name
+bool, tf.bfloat16.name bfloat16, tf.float16.name float16, tf.uint8.name uint8."""
+
+from __future__ import annotations
+
+import pickle
+
+import numpy as np
+import pytest
+
+import tensorweave as tw
+import tensorweave.compat.v1 as tf
+from tensorweave.compiler.dtypes import ALL_DTYPES, as_dtype
+from tensorweave.compiler.parser import parse_graph
+from tensorweave.compiler.printer import print_graph
+
+TF_NAMES = {tw.float16: "float16", tw.bfloat16: "bfloat16", tw.float32: "float32",
+            tw.float64: "float64", tw.int8: "int8", tw.int16: "int16", tw.int32: "int32",
+            tw.int64: "int64", tw.uint8: "uint8", tw.bool: "bool"}
+IR_NAMES = {tw.float16: "f16", tw.bfloat16: "bf16", tw.float32: "f32", tw.float64: "f64",
+            tw.int8: "i8", tw.int16: "i16", tw.int32: "i32", tw.int64: "i64", tw.uint8: "u8",
+            tw.bool: "i1"}
+
+
+@pytest.fixture(autouse=True)
+def _fresh_graph():
+    tf.reset_default_graph()
+    yield
+    tf.reset_default_graph()
+
+
+def test_names_are_tensorflows_and_ir_names_stay():
+    assert {d: d.name for d in ALL_DTYPES} == TF_NAMES
+    assert {d: d.ir_name for d in ALL_DTYPES} == IR_NAMES
+    for d in ALL_DTYPES:
+        assert d.tf_name == d.name and str(d) == d.ir_name
+        assert as_dtype(d.name) is d and as_dtype(d.ir_name) is d
+        assert pickle.loads(pickle.dumps(d)) is d
+        assert tf.as_dtype(d.name) is d
+
+
+def test_user_code_branching_on_the_name_takes_tensorflows_branch():
+    """The silent wrong answer this fixes: 'f32' == 'float32' was False."""
+    x = tf.placeholder(tf.float32, [None, 3])
+    i = tf.placeholder(tf.int64, [None])
+    v = tf.Variable(np.zeros(2, np.float64))
+    e = tw.constant(np.array([True]))
+    assert x.dtype.name == "float32" and i.dtype.name == "int64"
+    assert v.dtype.name == "float64" and e.dtype.name == "bool"
+    assert tf.cast(x, tf.float16).dtype.name == "float16"
+    scale = 2.0 if x.dtype.name == "float32" else 0.0
+    with tf.Session() as sess:
+        assert sess.run(x * scale, {x: np.ones((1, 3))}).tolist() == [[2.0, 2.0, 2.0]]
+
+
+def test_ir_text_keeps_the_short_names():
+    x = tf.placeholder(tf.float32, [2])
+    tf.cast(tf.cast(x, tf.int64) > 1, tf.uint8, name="out")
+    text = print_graph(tf.get_default_graph().ir)
+    assert "f32" in text and "i64" in text and "ui8" in text and "i1" in text
+    assert "float32" not in text and "int64" not in text
+    assert print_graph(parse_graph(text)) == text
+    # and a dtype attribute parses back to the same DType object
+    for node in parse_graph(text).nodes:
+        for value in node.attrs.values():
+            if isinstance(value, tw.DType):
+                assert value in IR_NAMES
