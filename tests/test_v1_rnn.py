@@ -529,3 +529,19 @@ def test_variational_dropout_one_mask_for_every_step_and_row():
             np.testing.assert_allclose(d[kept], 2 * p[kept], rtol=1e-5)
             masks.append(kept[0, 0])
     assert len({m.tobytes() for m in masks}) > 1   # a new mask each run (8 units, 3 runs)
+
+
+def test_static_rnn_with_an_unknown_batch_size():
+    x = tf.placeholder(tf.float64, [None, 3, 2])
+    cell = R.BasicLSTMCell(2)
+    outs, state = tf.nn.static_rnn(cell, tf.unstack(x, axis=1), dtype=tf.float64,
+                                   sequence_length=tf.constant([3, 1, 2]))
+    weights = [fixed(v.shape, k) for k, v in enumerate(tf.trainable_variables())]
+    xs = fixed((3, 3, 2), 0.4)
+    o, s = session_run([tf.stack(outs, 1), state], {x: xs}, weights)
+    want_o, want_s = np_dynamic_rnn(
+        lambda xt, st_: np_basic_lstm(weights[0], weights[1], xt, st_), xs,
+        (np.zeros((3, 2)), np.zeros((3, 2))), np.array([3, 1, 2]))
+    np.testing.assert_allclose(o, want_o, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(s.c, want_s[0], rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(s.h, want_s[1], rtol=1e-12, atol=1e-14)
