@@ -20,7 +20,9 @@ Rules
 - all reductions of one cluster reduce the same loop shape over the same trailing axes,
   and every other member's shape broadcasts to that loop shape;
 - clusters stay convex: no path leaves a cluster and comes back into it, so the graph
-  stays acyclic once each cluster is one node;
+  stays acyclic once each cluster is one node; a Send and the Recv with its key (the
+  ``partitioned`` stage) count as an edge, so a value that goes to another device and
+  comes back never joins both ends in one cluster (which would wait for itself);
 - nothing downstream of a dataflow control-flow op (Switch, Merge, Enter, Exit,
   NextIteration, LoopCond: the ``lowered`` stage) is fused yet: dead tensors and frames
   are per node, and a cluster would share one deadness and one frame among its nodes.
@@ -32,6 +34,7 @@ StopGradient (or BroadcastTo: a view) is left alone: there is nothing to compute
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Sequence
 
 from ..compiler.dtypes import bool_, float32, float64, int8, int16, int32, int64, uint8
@@ -117,18 +120,54 @@ def _broadcasts_into(shape: Sequence, loop: Sequence) -> bool:
     return all(d == 1 or d is None or e is None or d == e for d, e in zip(shape, loop[pad:]))
 
 
+def _transfers(nodes: Sequence[Node]) -> list[tuple[Node, Node]]:
+    """The (Send, Recv) pairs among `nodes` that share a rendezvous key."""
+    sends = {n.attrs.get("key"): n for n in nodes if n.op == "Send"}
+    return [(sends[n.attrs.get("key")], n) for n in nodes
+            if n.op == "Recv" and n.attrs.get("key") in sends]
+
+
+def _ordered(nodes: Sequence[Node], succ: dict[Node, list[Node]]) -> list[Node]:
+    """`nodes` (already topologically ordered by their data and control edges) in an
+    order that also respects the extra edges of `succ`, keeping the given order where
+    it is valid."""
+    pos = {n: i for i, n in enumerate(nodes)}
+    pending = dict.fromkeys(nodes, 0)
+    for n in nodes:
+        for s in set(succ[n]):
+            pending[s] += 1
+    ready = [(pos[n], n) for n in nodes if pending[n] == 0]
+    heapq.heapify(ready)
+    order: list[Node] = []
+    while ready:
+        _, n = heapq.heappop(ready)
+        order.append(n)
+        for s in set(succ[n]):
+            pending[s] -= 1
+            if pending[s] == 0:
+                heapq.heappush(ready, (pos[s], s))
+    # (a Send whose Recv it waits for would deadlock at run time; keep the old order)
+    return order if len(order) == len(nodes) else list(nodes)
+
+
 class _Clustering:
     """Greedy clustering of one graph's nodes (no rewriting)."""
 
     def __init__(self, graph: Graph) -> None:
-        self.order = graph.topological_order()
-        self.pos = {n: i for i, n in enumerate(self.order)}
-        self.succ: dict[Node, list[Node]] = {n: [] for n in self.order}
-        for n in self.order:
+        nodes = graph.topological_order()
+        self.succ: dict[Node, list[Node]] = {n: [] for n in nodes}
+        for n in nodes:
             preds = {v.producer for v in n.inputs if v.producer is not None} | set(n.control_inputs)
             for p in preds:
                 if p in self.succ:
                     self.succ[p].append(n)
+        # A Send and the Recv with its key are an edge the graph does not show (the
+        # partitioned stage): a value that leaves a device and comes back must not
+        # let a cluster swallow both ends, which would wait for its own output.
+        for send, recv in _transfers(nodes):
+            self.succ[send].append(recv)
+        self.order = _ordered(nodes, self.succ)
+        self.pos = {n: i for i, n in enumerate(self.order)}
         self.cluster_of: dict[Node, _Cluster] = {}
         self.excluded = self._downstream_of_control_flow()
 
