@@ -162,6 +162,9 @@ def test_shape_is_still_a_tuple():
     assert np.zeros(s).shape == (2, 3)
     assert s + (1,) == (2, 3, 1) and s[:1] + (-1,) == (2, -1)  # a reshape target
     assert (-1,) + s == (-1, 2, 3)
+    t = tw.constant(4)  # a tuple holding a tensor stays a tuple
+    assert type(s + (t,)) is tuple and (s + (t,))[2] is t and type((t,) + s) is tuple
+    assert s != (2, t) and s != (2, "3") and s == (np.int64(2), 3)
     assert len(s) == 2 and list(s) == [2, 3] and 3 in s
     assert not tf.TensorShape([])  # a scalar's shape is falsy, as the tuple ()
     assert f"{s}" == "(2, 3)" and repr(s[0]) == "2"

@@ -26,6 +26,8 @@ import operator
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+import numpy as np
+
 __all__ = ["Dimension", "TensorShape", "as_dimension", "as_shape", "dimension_at_index",
            "dimension_value", "unknown_shape"]
 
@@ -186,6 +188,20 @@ def _dim_or_none(d: Any) -> int | None:
     return _size(d)
 
 
+def _is_dim(d: Any) -> bool:
+    """Whether `d` can be a dim of a shape (None, a size, a dimension object), judged
+    without converting it (a tensor's __index__ would raise)."""
+    if d is None or isinstance(d, (Dimension, UnknownDimension)):
+        return True
+    return isinstance(d, (int, np.integer)) and not isinstance(d, bool) and d >= 0
+
+
+def _plain_tuple(other: Any) -> bool:
+    """A tuple (not a shape) with something that is no dim in it: ``+`` keeps it a tuple."""
+    return isinstance(other, tuple) and not isinstance(other, TensorShape) and \
+        not all(_is_dim(d) for d in other)
+
+
 class TensorShape(tuple):
     """A static shape: a tuple of ints and None, with TensorFlow's ``TensorShape`` API.
     ``TensorShape(None)`` is a shape of unknown rank (it has no length and cannot be
@@ -330,14 +346,14 @@ class TensorShape(tuple):
         return None if d is None else int.__new__(Dimension, d)
 
     def __eq__(self, other: Any) -> bool:
-        # TensorFlow's: equal to anything that converts to the same dims (lists included)
+        # TensorFlow's: equal to anything that converts to the same dims (lists included);
+        # a tuple of other things compares as tuples do
         if not isinstance(other, TensorShape):
             if not isinstance(other, (tuple, list)):
                 return NotImplemented
-            try:
-                other = TensorShape(other)
-            except (TypeError, ValueError):
-                return False
+            if not all(_is_dim(d) for d in other):
+                return isinstance(other, tuple) and tuple.__eq__(self, other)
+            other = TensorShape(other)
         if (self.rank is None) != (other.rank is None):
             return False
         return tuple.__eq__(self, other)
@@ -349,22 +365,16 @@ class TensorShape(tuple):
     __hash__ = tuple.__hash__  # equal to the tuple of its dims, so it hashes as that tuple
 
     # ``+`` concatenates, as TensorFlow's; with a plain tuple holding what is no dim (a
-    # reshape target's -1) it stays the tuple concatenation it always was.
+    # reshape target's -1, a tensor) it stays the tuple concatenation it always was.
     def __add__(self, other: Any) -> Any:
-        try:
-            return self.concatenate(other)
-        except (TypeError, ValueError):
-            if isinstance(other, tuple) and self.rank is not None:
-                return tuple(tuple.__iter__(self)) + other
-            raise
+        if _plain_tuple(other) and self.rank is not None:
+            return tuple(tuple.__iter__(self)) + other
+        return self.concatenate(other)
 
     def __radd__(self, other: Any) -> Any:
-        try:
-            return as_shape(other).concatenate(self)
-        except (TypeError, ValueError):
-            if isinstance(other, tuple) and self.rank is not None:
-                return other + tuple(tuple.__iter__(self))
-            raise
+        if _plain_tuple(other) and self.rank is not None:
+            return other + tuple(tuple.__iter__(self))
+        return as_shape(other).concatenate(self)
 
     def __repr__(self) -> str:
         return f"TensorShape({list(tuple.__iter__(self))})"
