@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
+import inspect
 import json
 import threading
 import weakref
@@ -140,9 +142,11 @@ class VariableScope:
     `get_variable` takes for initializer, partitioner and dtype."""
 
     def __init__(self, reuse: Any, name: str = "", initializer: Any = None,
-                 partitioner: Any = None, dtype: Any = None, regularizer: Any = None) -> None:
+                 partitioner: Any = None, dtype: Any = None, regularizer: Any = None,
+                 custom_getter: Any = None) -> None:
         self.name, self.reuse = name, reuse
         self.initializer, self.partitioner, self.regularizer = initializer, partitioner, regularizer
+        self.custom_getter = custom_getter
         self.dtype = as_dtype(dtype) if dtype is not None else float32
         self.original_name_scope = f"{name}/" if name else ""
 
@@ -157,6 +161,10 @@ class VariableScope:
     def set_partitioner(self, partitioner: Any) -> None:
         """The default partitioner of this scope."""
         self.partitioner = partitioner
+
+    def set_custom_getter(self, custom_getter: Any) -> None:
+        """The custom getter of this scope (replacing the one it had)."""
+        self.custom_getter = custom_getter
 
     def get_variable(self, name: str, *args: Any, **kwargs: Any) -> Any:
         """`get_variable` in this scope."""
@@ -233,8 +241,9 @@ def variable_scope(name_or_scope: Any, default_name: str | None = None, values: 
     a nested scope. `initializer`, `partitioner`, `regularizer` and `dtype` become the
     defaults of `get_variable` in the block. Ops created inside get the scope's name as
     their name scope."""
-    if custom_getter is not None:
-        raise NotImplementedError("variable_scope(custom_getter=...) is not supported")
+    if custom_getter is not None and not callable(custom_getter):
+        raise ValueError(f"variable_scope: custom_getter must be callable, got "
+                         f"{type(custom_getter).__name__}")
     _refuse_constraint("variable_scope", constraint)
     state = _state()
     parent = state.scope
@@ -263,7 +272,8 @@ def variable_scope(name_or_scope: Any, default_name: str | None = None, values: 
                           initializer if initializer is not None else base.initializer,
                           partitioner if partitioner is not None else base.partitioner,
                           dtype if dtype is not None else base.dtype,
-                          regularizer if regularizer is not None else base.regularizer)
+                          regularizer if regularizer is not None else base.regularizer,
+                          _chain_getters(custom_getter, base.custom_getter))
     state.scope = scope
     try:
         # the name scope TensorFlow opens, under the current one: the whole name given
@@ -279,6 +289,18 @@ def variable_scope(name_or_scope: Any, default_name: str | None = None, values: 
         else:
             state.close_subscopes(full)
         state.scope = parent
+
+
+def _chain_getters(new: Any, old: Any) -> Any:
+    """A scope's custom getter: `new` calling `old` (the enclosing scope's) as its getter,
+    as TensorFlow nests them."""
+    if new is None or old is None:
+        return new if new is not None else old
+
+    def chained(getter: Any, *args: Any, **kwargs: Any) -> Any:
+        return new(functools.partial(old, getter), *args, **kwargs)
+
+    return chained
 
 
 @contextlib.contextmanager
@@ -307,16 +329,51 @@ def get_variable(name: str, shape: Any = None, dtype: Any = None, initializer: A
     With a `partitioner` (or the scope's), the variable is split into shards
     ``name/part_k`` along one axis, with TensorFlow's shard shapes, and a
     `PartitionedVariable` is returned. `initializer` may also be a tensor or array, which
-    then gives the shape."""
-    if custom_getter is not None:  # (it would decide how the variable is made)
-        raise NotImplementedError("get_variable(custom_getter=...) is not supported")
+    then gives the shape.
+
+    With a `custom_getter` (or the scope's), the variable is what
+    ``custom_getter(getter, name, shape=..., dtype=..., ...)`` returns, `name` the full
+    name and `getter` the function that makes or finds variables, as in TensorFlow: the
+    scope's initializer, regularizer, partitioner, reuse and dtype come as arguments."""
+    _refuse_constraint("get_variable", constraint)
+    scope = _state().scope
+    full = f"{scope.name}/{name}" if scope.name else name
+    kwargs = dict(shape=shape, dtype=dtype,
+                  initializer=initializer if initializer is not None else scope.initializer,
+                  regularizer=regularizer if regularizer is not None else scope.regularizer,
+                  reuse=scope.reuse, trainable=trainable, collections=collections,
+                  caching_device=caching_device,
+                  partitioner=partitioner if partitioner is not None else scope.partitioner,
+                  validate_shape=validate_shape, use_resource=use_resource)
+    getter = custom_getter if custom_getter is not None else scope.custom_getter
+    if getter is None:
+        return _true_getter(full, **kwargs)
+    if dtype is None and (kwargs["initializer"] is None or callable(kwargs["initializer"])):
+        kwargs["dtype"] = scope.dtype  # (TensorFlow gives custom getters the scope's dtype)
+    kwargs.update(synchronization=None, aggregation=None)
+    if _takes_keyword(getter, "constraint"):
+        kwargs["constraint"] = None
+    return getter(getter=_true_getter, name=full, **kwargs)
+
+
+def _takes_keyword(fn: Any, keyword: str) -> bool:
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    return any(p.name == keyword or p.kind is p.VAR_KEYWORD for p in params)
+
+
+def _true_getter(name: str, shape: Any = None, dtype: Any = None, initializer: Any = None,
+                 regularizer: Any = None, reuse: Any = None, trainable: bool | None = None,
+                 collections: Any = None, caching_device: Any = None, partitioner: Any = None,
+                 validate_shape: bool = True, use_resource: Any = None, constraint: Any = None,
+                 **_: Any) -> Any:
+    """The variable called `name` (a full name): found in the graph's store when `reuse`
+    allows, else made; what `get_variable` does, and the getter a custom getter calls."""
     _refuse_constraint("get_variable", constraint)
     state = _state()
-    scope = state.scope
-    full = f"{scope.name}/{name}" if scope.name else name
-    initializer = initializer if initializer is not None else scope.initializer
-    partitioner = partitioner if partitioner is not None else scope.partitioner
-    regularizer = regularizer if regularizer is not None else scope.regularizer
+    full = name
     dtype = as_dtype(dtype) if dtype is not None else None
     if initializer is not None and not callable(initializer):
         value = convert_to_tensor(initializer, dtype=dtype)
@@ -326,11 +383,11 @@ def get_variable(name: str, shape: Any = None, dtype: Any = None, initializer: A
         shape, dtype = tuple(value.shape), value.dtype
         initializer = _ConstantValue(value)
     requested_dtype = dtype  # (given, or the initializer value's: a reuse must match it)
-    dtype = dtype or scope.dtype
+    dtype = dtype or state.scope.dtype
 
     existing = state.store.get(full)
     if existing is not None:
-        if scope.reuse is False or scope.reuse is None:
+        if reuse is False or reuse is None:
             raise ValueError(f"Variable {full} already exists, disallowed. Did you mean to set "
                              f"reuse=True or reuse=tf.AUTO_REUSE in VarScope?")
         if shape is not None and tuple(shape) != tuple(existing.shape):
@@ -341,7 +398,7 @@ def get_variable(name: str, shape: Any = None, dtype: Any = None, initializer: A
             raise ValueError(f"Trying to share variable {full}, but specified dtype "
                              f"{requested_dtype.ir_name} and found dtype {existing.dtype.ir_name}")
         return existing
-    if scope.reuse is True:
+    if reuse is True:
         raise ValueError(f"Variable {full} does not exist, or was not created with "
                          f"tf.get_variable(). Did you mean to set reuse=tf.AUTO_REUSE in "
                          f"VarScope?")
