@@ -29,6 +29,8 @@ from .variables import Variable
 
 # slot shared name -> value read from a checkpoint before the slot existed
 _pending_slots: dict[str, np.ndarray] = {}
+# id(optimizer) -> the names it has in `_pending_slots` (a later restore replaces them)
+_pended_by: dict[int, set[str]] = {}
 
 
 def pending_slot_value(shared_name: str) -> np.ndarray | None:
@@ -180,7 +182,8 @@ class Checkpoint:
 
     def restore(self, save_path: str) -> CheckpointLoadStatus:
         """Load every tracked variable from checkpoint `save_path`; optimizer state that
-        does not exist yet is restored when the optimizer creates it. A variable the
+        does not exist yet is restored when the optimizer creates it (what an earlier
+        restore left pending is dropped: the last restore decides). A variable the
         checkpoint lacks, or whose stored shape or dtype differs, is an error naming its
         path, raised before anything is assigned. Returns a status whose
         `assert_consumed` checks that every stored value found its object."""
@@ -212,6 +215,13 @@ class Checkpoint:
         tracked, optimizers = self._tracked()
         taken: set[str] = set()
         for key, opt in optimizers.items():
+            # what an earlier restore left pending is replaced: restoring a checkpoint
+            # without this state (saved before the first step) must not let the first
+            # restore's moments and step count land on the second's weights
+            opt._deferred_slots.clear()
+            opt._deferred_non_slot.clear()
+            for name in _pended_by.pop(id(opt), ()):
+                _pending_slots.pop(name, None)
             slot_of = {f"{key}/{path}/": var for path, var in tracked.items()}
             for name, value in stored.items():
                 if name in named or not name.startswith(f"{key}/"):
@@ -230,6 +240,7 @@ class Checkpoint:
                     continue
                 else:  # a slot stored under its runtime name (variables not tracked)
                     _pending_slots[rest] = value
+                    _pended_by.setdefault(id(opt), set()).add(rest)
                 taken.add(name)
         return taken
 
@@ -239,9 +250,9 @@ def _check_compatible(save_path: str, key: str, var: Variable, value: np.ndarray
     shape_ok = len(want_shape) == value.ndim and all(
         d is None or d == n for d, n in zip(want_shape, value.shape))
     if not shape_ok or value.dtype != var.dtype.np:
-        want = f"{var.dtype.ir_name}{[d for d in want_shape]}"
+        want = f"{var.dtype.name}{[d for d in want_shape]}"
         raise ValueError(f"checkpoint '{save_path}' holds {key} as "
-                         f"{as_dtype(value.dtype).ir_name}{list(value.shape)}, the variable "
+                         f"{as_dtype(value.dtype).name}{list(value.shape)}, the variable "
                          f"being restored ({var.name}) is {want}")
 
 
