@@ -545,3 +545,15 @@ def test_static_rnn_with_an_unknown_batch_size():
     np.testing.assert_allclose(o, want_o, rtol=1e-12, atol=1e-14)
     np.testing.assert_allclose(s.c, want_s[0], rtol=1e-12, atol=1e-14)
     np.testing.assert_allclose(s.h, want_s[1], rtol=1e-12, atol=1e-14)
+
+
+def test_zero_time_steps_give_the_initial_state():
+    # TF: outputs of shape (2, 0, 4) and the initial state
+    x = tf.placeholder(tf.float64, [2, None, 3])
+    h0 = tf.constant(np.ones((2, 4)))
+    out, state = tf.nn.dynamic_rnn(R.GRUCell(4), x, initial_state=h0)
+    grad = tf.gradients(tf.reduce_sum(state), h0)[0]
+    o, s, g = session_run([out, state, grad], {x: np.ones((2, 0, 3))})
+    assert o.shape == (2, 0, 4)
+    np.testing.assert_array_equal(s, 1)
+    np.testing.assert_array_equal(g, 1)

@@ -21,7 +21,7 @@ from ...errors import ShapeError
 from ...frontend import nest
 from ...frontend.building import constant, convert_to_tensor, user_location
 from ...frontend.context import control_dependencies
-from ...frontend.control_flow import scan
+from ...frontend.control_flow import cond, scan
 from ...frontend.ops import array as _array
 from ...frontend.ops import indexing as _indexing
 from ...frontend.ops import math as _math
@@ -159,7 +159,7 @@ def dynamic_rnn(cell: Any, inputs: Any, sequence_length: Any = None, initial_sta
         output_zero = _first_output_like(cell, steps_first, tree, state, batch)
         outputs, states = _scan_cell(cell, steps_first, tree, state, output_zero, valid,
                                      parallel_iterations, swap_memory)
-        final_state = nest.map_structure(_last_row, states)
+        final_state = _final_state(states, state)
         if not time_major:
             outputs = nest.map_structure(_swap_batch_time, outputs)
         return outputs, final_state
@@ -197,10 +197,20 @@ def _scan_cell(cell: Any, steps_first: list[Any], tree: Any, state: Any, output_
     return outputs, states
 
 
-def _last_row(stacked: Any) -> Any:
-    n = stacked.shape[0]
-    index = n - 1 if n is not None else _array.shape(stacked)[0] - 1
-    return _array.gather(stacked, index)
+def _final_state(states: Any, initial: Any) -> Any:
+    """The state after the last step: the last row of each stacked state, or `initial`
+    when there are no steps (TensorFlow returns the initial state for zero steps)."""
+    s_leaves, s_tree = nest.flatten(states)
+    i_leaves, _ = nest.flatten(initial)
+    steps = s_leaves[0].shape[0]
+    if steps is not None:
+        if steps == 0:
+            return nest.unflatten(s_tree, [convert_to_tensor(x) for x in i_leaves])
+        return nest.unflatten(s_tree, [_array.gather(x, steps - 1) for x in s_leaves])
+    n = _array.shape(s_leaves[0])[0]
+    last = cond(n > 0, lambda: [_array.gather(x, n - 1) for x in s_leaves],
+                lambda: [_array.identity(x) for x in i_leaves])
+    return nest.unflatten(s_tree, list(last))
 
 
 @in_default_graph
