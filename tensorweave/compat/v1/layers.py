@@ -15,6 +15,8 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import tensorweave as _tw
+
 from ...errors import DTypeError, InvalidArgumentError, ShapeError, UnimplementedError
 from ...frontend.building import convert_to_tensor, user_location
 from ...frontend.ops import array as _array
@@ -90,6 +92,27 @@ def _layer_scope(name: str | None, default_name: str, reuse: Any) -> Any:
     return variable_scope(name, default_name=default_name, reuse=reuse)
 
 
+# Keras' names for activations, which TensorFlow's layers also take as strings:
+# the tw.nn function of each ("linear": none)
+_ACTIVATIONS = {"linear": None, "relu": "relu", "relu6": "relu6", "elu": "elu", "selu": "selu",
+                "sigmoid": "sigmoid", "tanh": "tanh", "softmax": "softmax",
+                "softplus": "softplus", "softsign": "softsign", "swish": "swish",
+                "silu": "swish", "gelu": "gelu", "log_softmax": "log_softmax"}
+
+
+def _activation(activation: Callable | str | None) -> Callable | None:
+    if not isinstance(activation, str):
+        return activation
+    if activation == "exponential":
+        return _math.exp
+    if activation not in _ACTIVATIONS:
+        raise InvalidArgumentError(f"unknown activation {activation!r}; known: "
+                                   f"{', '.join(sorted([*_ACTIVATIONS, 'exponential']))}",
+                                   location=str(user_location()))
+    name = _ACTIVATIONS[activation]
+    return None if name is None else getattr(_tw.nn, name)
+
+
 def _finish(y: Any, bias: Any, activation: Callable | None) -> Any:
     if bias is not None:
         y = _nn.bias_add(y, bias)
@@ -97,7 +120,7 @@ def _finish(y: Any, bias: Any, activation: Callable | None) -> Any:
 
 
 @in_default_graph
-def dense(inputs: TensorLike, units: int, activation: Callable | None = None,
+def dense(inputs: TensorLike, units: int, activation: Callable | str | None = None,
           use_bias: bool = True, kernel_initializer: Any = None,
           bias_initializer: Any = None, kernel_regularizer: Any = None,
           bias_regularizer: Any = None, activity_regularizer: Any = None,
@@ -106,6 +129,7 @@ def dense(inputs: TensorLike, units: int, activation: Callable | None = None,
     """``activation(inputs @ kernel + bias)`` over the last axis of `inputs`, with
     variables ``<name>/kernel`` (``[in, units]``) and ``<name>/bias`` (``[units]``)."""
     _no_activity_regularizer("dense", activity_regularizer)
+    activation = _activation(activation)
     x = convert_to_tensor(inputs)
     _floating("dense", x)
     in_dim = x.shape[-1]
@@ -138,7 +162,7 @@ def dense(inputs: TensorLike, units: int, activation: Callable | None = None,
 def conv2d(inputs: TensorLike, filters: int, kernel_size: IntOrPair,
            strides: IntOrPair = (1, 1), padding: str = "valid",
            data_format: str = "channels_last", dilation_rate: IntOrPair = (1, 1),
-           activation: Callable | None = None, use_bias: bool = True,
+           activation: Callable | str | None = None, use_bias: bool = True,
            kernel_initializer: Any = None, bias_initializer: Any = None,
            kernel_regularizer: Any = None, bias_regularizer: Any = None,
            activity_regularizer: Any = None, kernel_constraint: Any = None,
@@ -149,6 +173,7 @@ def conv2d(inputs: TensorLike, filters: int, kernel_size: IntOrPair,
     (``[filters]``); `padding` is ``'valid'`` or ``'same'``."""
     first = _channels_first(data_format)
     _no_activity_regularizer("conv2d", activity_regularizer)
+    activation = _activation(activation)
     x = convert_to_tensor(inputs)
     if len(x.shape) != 4 or x.shape[1 if first else -1] is None:
         raise ShapeError(f"tf.layers.conv2d: inputs must be {'NCHW' if first else 'NHWC'} "
