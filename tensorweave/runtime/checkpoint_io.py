@@ -196,10 +196,20 @@ def _contents(prefix: str) -> tuple[dict[str, tuple], dict[str, dict]]:
     return shapes, slices
 
 
-def has_tensor(prefix: str, name: str, shape: tuple) -> bool:
-    """Whether checkpoint `prefix` holds tensor `name` with exactly `shape`."""
-    shapes, _ = _contents(prefix)
-    return tuple(shapes.get(name, (None,))) == tuple(shape)
+def has_tensor(prefix: str, name: str, shape: tuple, part: Mapping | None = None) -> bool:
+    """Whether checkpoint `prefix` holds tensor `name` with exactly `shape`; with `part`
+    (``{"full": ..., "shape": full shape, "offset": ...}``, the place of a shard in its
+    partitioned variable), a stored shard of that name must also sit at that place in
+    a variable of that shape. (Two [2, 3] shards of a [4, 3] variable are not the two
+    [2, 3] shards of a [2, 6] one: their values would land side by side.)"""
+    shapes, slices = _contents(prefix)
+    if tuple(shapes.get(name, (None,))) != tuple(shape):
+        return False
+    stored = slices.get(name)
+    if part is None or stored is None:
+        return True
+    return (tuple(stored["shape"]) == tuple(part["shape"])
+            and tuple(stored["offset"]) == tuple(part["offset"]))
 
 
 def read_slice(prefix: str, full_name: str, full_shape: tuple, offset: tuple,

@@ -79,8 +79,8 @@ def _restore_infer(filename, *, name, dtype, shape, slice):  # noqa: A002
 @Restore.kernel("reference")
 def _restore_kernel(filename, *, name, dtype, shape, slice):  # noqa: A002
     prefix = decode_path(filename)
-    if slice and not checkpoint_io.has_tensor(prefix, name, shape):
-        info = json.loads(slice)
+    info = json.loads(slice) if slice else None
+    if info is not None and not checkpoint_io.has_tensor(prefix, name, shape, info):
         return checkpoint_io.read_slice(prefix, info["full"], tuple(info["shape"]),
                                         tuple(info["offset"]), tuple(shape), dtype.np)
     arr = checkpoint_io.read_tensors(prefix, [name])[name]
