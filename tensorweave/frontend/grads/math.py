@@ -21,7 +21,13 @@ def _zeros(x):
 
 not_differentiable("LogicalNot", "LogicalAnd", "LogicalOr", "Equal", "NotEqual", "Less",
                    "LessEqual", "Greater", "GreaterEqual", "ArgMax", "ArgMin", "All", "Any",
-                   "FloorDiv", "Floor", "Ceil", "Sign", "Round", "IsNan", "IsInf", "IsFinite")
+                   "FloorDiv", "Floor", "Ceil", "Round", "IsNan", "IsInf", "IsFinite")
+
+
+@register_gradient("Sign")
+def _sign(op, g):
+    # zeros, not None, as TensorFlow's: an optimizer still applies the (zero) gradient
+    return [_zeros(op.inputs[0])]
 
 
 # -- unary ---------------------------------------------------------------------------------
