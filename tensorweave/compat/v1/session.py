@@ -172,6 +172,18 @@ class Session:
 
         return run_callable
 
+    def partial_run_setup(self, fetches: Any, feeds: Any = None) -> str:
+        """Start running one step in pieces (TensorFlow 1's ``partial_run_setup``): the
+        handle for `partial_run`, which may fetch `fetches` and feed `feeds`."""
+        from .partial_run import setup
+        return setup(self, fetches, feeds)
+
+    def partial_run(self, handle: str, fetches: Any, feed_dict: dict | None = None) -> Any:
+        """The next piece of partial run `handle`: `fetches` computed from everything
+        fed and fetched so far (see `compat/v1/partial_run.py`)."""
+        from .partial_run import run
+        return run(self, handle, fetches, feed_dict)
+
     def _resolve_fetch(self, f: Any) -> tuple[str, Any]:
         g = self.graph
         if isinstance(f, str):
