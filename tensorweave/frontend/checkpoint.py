@@ -250,9 +250,9 @@ def _check_compatible(save_path: str, key: str, var: Variable, value: np.ndarray
     shape_ok = len(want_shape) == value.ndim and all(
         d is None or d == n for d, n in zip(want_shape, value.shape))
     if not shape_ok or value.dtype != var.dtype.np:
-        want = f"{var.dtype.name}{[d for d in want_shape]}"
+        want = f"{var.dtype.ir_name}{[d for d in want_shape]}"
         raise ValueError(f"checkpoint '{save_path}' holds {key} as "
-                         f"{as_dtype(value.dtype).name}{list(value.shape)}, the variable "
+                         f"{as_dtype(value.dtype).ir_name}{list(value.shape)}, the variable "
                          f"being restored ({var.name}) is {want}")
 
 
