@@ -68,3 +68,23 @@ def test_ir_text_keeps_the_short_names():
         for value in node.attrs.values():
             if isinstance(value, tw.DType):
                 assert value in IR_NAMES
+
+
+def test_no_code_compares_a_dtype_name_with_an_ir_spelling():
+    """A guard for code written against the old meaning of `name`: comparing
+    ``dtype.name`` with 'f32' or indexing a table of IR spellings with it is now always a
+    miss (a silent wrong branch); such code must use ``ir_name``."""
+    import pathlib
+    import re
+
+    import tensorweave
+    short = r"(?:f16|bf16|f32|f64|i8|i16|i32|i64|u8|i1)"
+    compare = re.compile(rf"\.name\s*(?:==|!=|not in|in)\s*\(?\s*[\"']{short}[\"']")
+    lookup = re.compile(r"(?:_GEMM|UNIFORM_BITS|_C_TYPES|_ELEMENT_SPELLING)(?:\.get)?[\[(]"
+                        r"[\w.]*\.name\b")
+    root = pathlib.Path(tensorweave.__file__).parent
+    hits = [f"{p.relative_to(root)}:{i}: {line.strip()}"
+            for p in sorted(root.rglob("*.py"))
+            for i, line in enumerate(p.read_text().splitlines(), 1)
+            if compare.search(line) or lookup.search(line)]
+    assert hits == []
