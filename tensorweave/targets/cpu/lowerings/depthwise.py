@@ -26,13 +26,24 @@ InstCombine bug needs).
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import llvmlite.ir as ir
 
 from ....compiler.ir import Node
 from ..lowering import F64, I64, LoweringContext, lowering
-from .nn import _at, _floats_only, _lanes, _lin, _parallel, _zero_output, window
+from .nn import (
+    _at,
+    _channel_groups,
+    _floats_only,
+    _lanes,
+    _lanes_of,
+    _lin,
+    _parallel,
+    _slot_channels,
+    _store_sums,
+    _strided,
+    _zero_output,
+    window,
+)
 
 # Vectors of output channels the forward lowering sums together per pass over the taps
 # (their accumulators stay in registers; the tap loop's bounds checks are shared).
@@ -102,86 +113,12 @@ def _depthwise(cx: LoweringContext) -> None:
                 orow = _at(k, out, b.mul(b.add(b.mul(r, I64(g.ow)), j), I64(cm)))
                 where = (g, mult, n, ih0, iw0, x, w, orow)
                 _channel_groups(k, cm, lanes, scalar,
-                                lambda q, accs: _channel_sums(k, where, q, accs))
+                                lambda q, accs: _channel_sums(k, where, q, accs),
+                                DEPTHWISE_VECTORS)
 
     _parallel(cx, rows, rows * g.ow * cm * g.kh * g.kw,
               [cx.input(0), cx.input(1), cx.output(0)], body, "rows")
     cx.ret_ok()
-
-
-def _channel_groups(k: LoweringContext, count: int, lanes: int, scalar: ir.Type,
-                    body: Callable[[ir.Value, list[ir.Value]], None],
-                    most: int = DEPTHWISE_VECTORS) -> None:
-    """``body(q, slots)`` over channels [0, count) of one pixel or tap: groups of up to
-    `DEPTHWISE_VECTORS` vectors of `lanes` channels (a loop over the groups), then the
-    vectors left (one at a time), then single channels (a loop). `slots` are stack slots
-    of `scalar` vectors (one per vector of the group) or one `scalar`: mem2reg turns them
-    into registers, so a body that sums into them and stores each total once never reads
-    back what it wrote to memory (docs/llvm_o2_miscompile.md)."""
-    b = k.b
-    vectors = count // lanes
-    group = min(most, vectors)  # vectors summed together per pass of the taps
-    groups = vectors // group if group else 0
-    vt = ir.VectorType(scalar, lanes)
-    accs = [k.alloca(vt, name=f"vsum{v}") for v in range(group)]
-    if groups:
-        with k.loop(0, groups, name="cg") as gi:
-            body(b.mul(gi, I64(group * lanes)), accs)
-    for v in range(groups * group, vectors):  # (fewer than `group` left)
-        body(I64(v * lanes), accs[:1])
-    if vectors * lanes < count:
-        one = k.alloca(scalar, name="sum")
-        with k.loop(vectors * lanes, count, name="cs") as q:
-            body(q, [one])
-
-
-def _align(t: ir.Type) -> int:
-    """The alignment the kernels give a load or store of `t`: its element's size."""
-    element = t.element if isinstance(t, ir.VectorType) else t
-    return 4 if isinstance(element, ir.FloatType) else 8
-
-
-def _strided(k: LoweringContext, row: ir.Value, first: ir.Value, step: int, t: ir.Type
-             ) -> list[ir.Value]:
-    """For m in [0, step): ``row[first + m + l * step]`` for each lane l of `t` (a scalar
-    type: row[first + m]). For vectors one load of ``step`` vectors' worth (row[first ..
-    first + lanes * step), which the caller's channels cover), its lanes picked out by
-    shuffles."""
-    b = k.b
-    if not isinstance(t, ir.VectorType):
-        return [b.load(_at(k, row, b.add(first, I64(m)) if m else first)) for m in range(step)]
-    wide = t if step == 1 else ir.VectorType(t.element, t.count * step)
-    v = b.load(b.bitcast(_at(k, row, first), ir.PointerType(wide)), align=_align(t))
-    if step == 1:
-        return [v]
-    lanes = ir.VectorType(ir.IntType(32), t.count)
-    return [b.shuffle_vector(v, ir.Constant(wide, ir.Undefined),
-                             ir.Constant(lanes, [m + lane * step for lane in range(t.count)]))
-            for m in range(step)]
-
-
-def _store_sums(k: LoweringContext, accs: list[ir.Value], qs: list[ir.Value], row: ir.Value,
-                t: ir.Type) -> None:
-    """Store each slot's total (converted to `t`, the output's lanes) at row[q]: the only
-    store of those output elements."""
-    b = k.b
-    for acc, q in zip(accs, qs):
-        total = b.load(acc)
-        if total.type != t:
-            total = b.fptrunc(total, t)
-        b.store(total, b.bitcast(_at(k, row, q), ir.PointerType(t)), align=_align(t))
-
-
-def _slot_channels(accs: list[ir.Value], k: LoweringContext, q: ir.Value
-                   ) -> tuple[ir.Type, list[ir.Value]]:
-    """(the slots' type, the first channel of each slot) for slots starting at channel q."""
-    t = accs[0].type.pointee
-    width = t.count if isinstance(t, ir.VectorType) else 1
-    return t, [q if v == 0 else k.b.add(q, I64(v * width)) for v in range(len(accs))]
-
-
-def _lanes_of(t: ir.Type, scalar: ir.Type) -> ir.Type:
-    return ir.VectorType(scalar, t.count) if isinstance(t, ir.VectorType) else scalar
 
 
 def _channel_sums(k: LoweringContext, where: tuple, q: ir.Value, accs: list[ir.Value]

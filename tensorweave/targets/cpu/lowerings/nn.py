@@ -71,8 +71,10 @@ SCRATCH_BYTES = 256 * 1024
 # A convolution whose single patch row is bigger than this is declined (runs its
 # reference kernel) rather than putting a huge array on the stack.
 MAX_PATCH_ROW_BYTES = 1024 * 1024
-# Channels per pass of BiasAddGrad (its f64 sums are a stack array).
-CHANNEL_BLOCK = 1024
+# Channels per pass of BiasAddGrad over the rows (their f64 sums stay in registers; 128
+# f32 channels are 16 AVX2 vectors, more than the registers hold, but a spilled sum costs
+# less than another pass over the rows).
+CHANNEL_BLOCK = 128
 # Loop-carried float adds that may be reassociated (so reductions vectorize).
 REDUCE_FLAGS = ("reassoc", "contract")
 
@@ -195,19 +197,6 @@ def _nan(cx: LoweringContext, x: ir.Value) -> ir.Value:
     return cx.b.fcmp_unordered("uno", x, x)
 
 
-def _channel_blocks(cx: LoweringContext, c: int, body: Callable[[ir.Value, int], None]) -> None:
-    """Run ``body(c0, width)`` over [0, c) in blocks of at most `CHANNEL_BLOCK` channels
-    (each `width` a constant, so the channel loops keep constant trip counts)."""
-    if c <= CHANNEL_BLOCK:
-        body(I64(0), c)
-        return
-    full, tail = divmod(c, CHANNEL_BLOCK)
-    with cx.loop(0, full, name="cblk") as blk:
-        body(cx.b.mul(blk, I64(CHANNEL_BLOCK)), CHANNEL_BLOCK)
-    if tail:
-        body(I64(full * CHANNEL_BLOCK), tail)
-
-
 def _zero_output(cx: LoweringContext, k: int = 0) -> None:
     t = cx.out_types[k]
     nbytes = int(t.num_elements) * t.dtype.np.itemsize
@@ -218,6 +207,84 @@ def _zero_output(cx: LoweringContext, k: int = 0) -> None:
 def _block_rows(g: Window, itemsize: int) -> int:
     """Patch rows per block: as many as fit in `SCRATCH_BYTES` (at least one)."""
     return max(1, min(g.pixels, SCRATCH_BYTES // max(1, g.patch * itemsize)))
+
+
+# ------------------------------------------- register sums over channel groups
+
+def _channel_groups(k: LoweringContext, count: int, lanes: int, scalar: ir.Type,
+                    body: Callable[[ir.Value, list[ir.Value]], None],
+                    most: int = 4) -> None:
+    """``body(q, slots)`` over channels [0, count) of one pixel or tap: groups of up to
+    `most` vectors of `lanes` channels (a loop over the groups), then the
+    vectors left (one at a time), then single channels (a loop). `slots` are stack slots
+    of `scalar` vectors (one per vector of the group) or one `scalar`: mem2reg turns them
+    into registers, so a body that sums into them and stores each total once never reads
+    back what it wrote to memory (docs/llvm_o2_miscompile.md)."""
+    b = k.b
+    vectors = count // lanes
+    group = min(most, vectors)  # vectors summed together per pass of the taps
+    groups = vectors // group if group else 0
+    vt = ir.VectorType(scalar, lanes)
+    accs = [k.alloca(vt, name=f"vsum{v}") for v in range(group)]
+    if groups:
+        with k.loop(0, groups, name="cg") as gi:
+            body(b.mul(gi, I64(group * lanes)), accs)
+    for v in range(groups * group, vectors):  # (fewer than `group` left)
+        body(I64(v * lanes), accs[:1])
+    if vectors * lanes < count:
+        one = k.alloca(scalar, name="sum")
+        with k.loop(vectors * lanes, count, name="cs") as q:
+            body(q, [one])
+
+
+def _align(t: ir.Type) -> int:
+    """The alignment the kernels give a load or store of `t`: its element's size."""
+    element = t.element if isinstance(t, ir.VectorType) else t
+    return 4 if isinstance(element, ir.FloatType) else 8
+
+
+def _strided(k: LoweringContext, row: ir.Value, first: ir.Value, step: int, t: ir.Type
+             ) -> list[ir.Value]:
+    """For m in [0, step): ``row[first + m + l * step]`` for each lane l of `t` (a scalar
+    type: row[first + m]). For vectors one load of ``step`` vectors' worth (row[first ..
+    first + lanes * step), which the caller's channels cover), its lanes picked out by
+    shuffles."""
+    b = k.b
+    if not isinstance(t, ir.VectorType):
+        return [b.load(_at(k, row, b.add(first, I64(m)) if m else first)) for m in range(step)]
+    wide = t if step == 1 else ir.VectorType(t.element, t.count * step)
+    v = b.load(b.bitcast(_at(k, row, first), ir.PointerType(wide)), align=_align(t))
+    if step == 1:
+        return [v]
+    lanes = ir.VectorType(ir.IntType(32), t.count)
+    return [b.shuffle_vector(v, ir.Constant(wide, ir.Undefined),
+                             ir.Constant(lanes, [m + lane * step for lane in range(t.count)]))
+            for m in range(step)]
+
+
+def _store_sums(k: LoweringContext, accs: list[ir.Value], qs: list[ir.Value], row: ir.Value,
+                t: ir.Type) -> None:
+    """Store each slot's total (converted to `t`, the output's lanes) at row[q]: the only
+    store of those output elements."""
+    b = k.b
+    for acc, q in zip(accs, qs):
+        total = b.load(acc)
+        if total.type != t:
+            total = b.fptrunc(total, t)
+        b.store(total, b.bitcast(_at(k, row, q), ir.PointerType(t)), align=_align(t))
+
+
+def _slot_channels(accs: list[ir.Value], k: LoweringContext, q: ir.Value
+                   ) -> tuple[ir.Type, list[ir.Value]]:
+    """(the slots' type, the first channel of each slot) for slots starting at channel q."""
+    t = accs[0].type.pointee
+    width = t.count if isinstance(t, ir.VectorType) else 1
+    return t, [q if v == 0 else k.b.add(q, I64(v * width)) for v in range(len(accs))]
+
+
+def _lanes_of(t: ir.Type, scalar: ir.Type) -> ir.Type:
+    return ir.VectorType(scalar, t.count) if isinstance(t, ir.VectorType) else scalar
+
 
 
 # ------------------------------------------------------------------ im2col / col2im
@@ -810,7 +877,10 @@ def _direct_forward(cx: LoweringContext, dtype, begin: ir.Value, end: ir.Value,
                         _finish_tile(cx, tail, _tile_totals(cx, dtype, sums, na, seg, out_row,
                                                             False), na, seg, out_offset, o0)
                     return
-                # long sums: blocks of at most BLOCK_TERMS terms, added up in `out`
+                # long sums: blocks of at most BLOCK_TERMS terms, added up in `out` (a
+                # store read back by the next block: the memory pattern of
+                # docs/llvm_o2_miscompile.md, kept because the blocking bounds f32
+                # rounding; no zeroing store, and test_review_sums_grid checks it)
                 with cx.loop(0, job.kh, name="ki") as i:
                     def block(e0: ir.Value, size: int, i: ir.Value = i) -> None:
                         t = _Tile(na, sw * c, seg.vectors, seg.lanes, ((0, size),),
@@ -851,6 +921,10 @@ def _direct_filter_grad(cx: LoweringContext, dtype, g: Window, o: int, job: _Cor
     vectors, most = _tile_shape(dtype, o)
     segs = _segments(o, _lanes(dtype), vectors)
     units = sum(seg.repeat for seg in segs) * g.kh
+    # dW sums in memory across images (zeroed, then each image's register tile added):
+    # the long sum over the batch is blocked by design, and an image's frame is built
+    # once for all its tiles. tests/test_review_sums_grid.py checks this pattern (the
+    # one docs/llvm_o2_miscompile.md describes) on tiny cases at O1-O3.
     _zero_output(cx)
 
     def body(cx_: LoweringContext, ptrs: list[ir.Value], begin: ir.Value, end: ir.Value) -> None:
@@ -1090,7 +1164,7 @@ def _conv2d_backprop_filter(cx: LoweringContext) -> None:
     elif path == "direct":
         _direct_filter_grad(cx, dtype, g, o, _forward_job(g, o), x, dy, dw)
     else:
-        _zero_output(cx)
+        _zero_output(cx)  # (each block's GEMM adds into dW: beta 1, blocked by design)
 
         def block(buf: ir.Value, p0: ir.Value, rows: ir.Value) -> None:
             _patch_rows(cx, g, x, buf, p0, rows, scatter=False)
@@ -1127,6 +1201,10 @@ def _conv2d_backprop_input(cx: LoweringContext) -> None:
         filt = _pack_filter(cx, dtype, taps * o, g.c, _forward_segments(dtype, g.c)[0], flipped)
         _run_correlation(cx, dtype, _input_grad_job(g, o), dy, filt, dx)
     else:
+        # col2im is a scatter-add into the zeroed dX (strided or over-padded windows
+        # overlap arbitrarily; the direct gather covers stride 1). The zero-then-add
+        # memory pattern of docs/llvm_o2_miscompile.md: tests/test_review_sums_grid.py
+        # checks this path on tiny cases at O1-O3.
         _zero_output(cx)
 
         def block(buf: ir.Value, p0: ir.Value, rows: ir.Value) -> None:
@@ -1293,6 +1371,10 @@ def _max_pool_grad(cx: LoweringContext) -> None:
         return
     partition = _tiles_input(g)
     if not partition:
+        # A scatter-add into the zeroed dx: where a window's gradient goes depends on
+        # the window's max, so a gather would redo every covering window's max and
+        # routing per element. The zero-then-add memory pattern of
+        # docs/llvm_o2_miscompile.md: tests/test_review_sums_grid.py checks it at O1-O3.
         _zero_output(cx)
 
     def group(k: LoweringContext, ptrs: list[ir.Value], w: _PoolWindow, c0: ir.Value,
@@ -1512,8 +1594,11 @@ def _bias_add(cx: LoweringContext) -> None:
 
 @lowering("BiasAddGrad", supports=_floats_only)
 def _bias_add_grad(cx: LoweringContext) -> None:
-    """The column sums of out_backprop viewed as [rows, C], accumulated in f64 in a
-    stack array (channels inner, so the accumulation vectorizes across channels)."""
+    """The column sums of out_backprop viewed as [rows, C], summed in f64 for f32: groups
+    of up to `CHANNEL_BLOCK` channels (in vectors), each summed over the rows in
+    order in registers from 0 and rounded and stored once (a stack row of sums, zeroed
+    and then read and written per row, is the memory pattern of
+    docs/llvm_o2_miscompile.md)."""
     shape = cx.in_types[0].shape
     c = int(shape[-1])
     rows = int(np.prod(shape[:-1], dtype=np.int64))
@@ -1523,23 +1608,21 @@ def _bias_add_grad(cx: LoweringContext) -> None:
     if c == 0:
         cx.ret_ok()
         return
-    acc = cx.alloca(F64, min(c, CHANNEL_BLOCK), name="acc")
-    wide = dtype.ir_name != "f64"
+    scalar = cx.scalar(dtype)
 
-    def chans(c0: ir.Value, width: int) -> None:
-        with cx.loop(0, width, name="c") as j:
-            b.store(ir.Constant(F64, 0.0), _at(cx, acc, j))
+    def sums(q: ir.Value, accs: list[ir.Value]) -> None:
+        t, qs = _slot_channels(accs, cx, q)
+        io = _lanes_of(t, scalar)  # the tensors' lanes
+        for acc in accs:
+            b.store(ir.Constant(t, None), acc)
         with cx.loop(0, rows, name="row") as r:
-            grow = _at(cx, g, b.add(b.mul(r, I64(c)), c0))
-            with cx.loop(0, width, name="c") as j:
-                v = b.load(_at(cx, grow, j))
-                d = _at(cx, acc, j)
-                b.store(b.fadd(b.load(d), b.fpext(v, F64) if wide else v), d)
-        orow = _at(cx, out, c0)
-        with cx.loop(0, width, name="c") as j:
-            s = b.load(_at(cx, acc, j))
-            b.store(b.fptrunc(s, cx.scalar(dtype)) if wide else s, _at(cx, orow, j))
-    _channel_blocks(cx, c, chans)
+            grow = _at(cx, g, b.mul(r, I64(c)))
+            for acc, qv in zip(accs, qs):
+                v = _strided(cx, grow, qv, 1, io)[0]
+                b.store(b.fadd(b.load(acc), b.fpext(v, t) if io != t else v), acc)
+        _store_sums(cx, accs, qs, out, io)
+    lanes = _lanes(dtype)
+    _channel_groups(cx, c, lanes, F64, sums, max(1, CHANNEL_BLOCK // lanes))
     cx.ret_ok()
 
 
