@@ -149,6 +149,10 @@ def test_products_of_dims_keep_value():
     assert (s[1] * s[2]).value == 12 and (s[2] - s[1]).value == 1
     assert s[1] - s[2] == -1  # a plain int past zero (internal arithmetic)
     assert s[1] * 0.5 == 1.5
+    t = s[1] * tw.constant([1.0, 2.0])  # with a tensor: the tensor's operator, as an int's
+    assert isinstance(t, tw.EagerTensor) and t.numpy().tolist() == [3.0, 6.0]
+    x = tf.placeholder(tf.float32, [None, 3])
+    assert isinstance(x.shape[1] + x, tf.Tensor) and isinstance(x.shape[1] * x[0, 0], tf.Tensor)
 
 
 # -- still a tuple --------------------------------------------------------------------------------

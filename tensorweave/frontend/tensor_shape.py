@@ -81,11 +81,9 @@ class Dimension(int):
     def _arith(self, other: Any, fn: Any) -> Any:
         if other is None or isinstance(other, UnknownDimension):
             return UNKNOWN
-        try:
-            operand = operator.index(other)
-        except TypeError:
-            return NotImplemented
-        result = fn(int(self), operand)
+        if not isinstance(other, (int, np.integer)):
+            return NotImplemented  # a float, a tensor ...: theirs to handle (int's result)
+        result = fn(int(self), int(other))
         return int.__new__(Dimension, result) if result >= 0 else result
 
     def __add__(self, o: Any) -> Any: return self._arith(o, operator.add)
