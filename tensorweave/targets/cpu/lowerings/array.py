@@ -246,7 +246,9 @@ def _copy_tiled(cx: LoweringContext, dst: ir.Value, src: ir.Value, nest: _Nest, 
 
 def _accumulate(cx: LoweringContext, dst: ir.Value, src: ir.Value, nest: _Nest, dtype: DType
                 ) -> None:
-    """Emit ``dst[nest] += src[nest]`` (typed pointers)."""
+    """Emit ``dst[nest] += src[nest]`` (typed pointers). (PadGrad's mirrored blocks added
+    onto the copied centre: a read-back of stored elements, the memory pattern of
+    docs/llvm_o2_miscompile.md; tests/test_review_sums_grid.py checks PadGrad.)"""
     simple = nest.simplified()
     if simple is None:
         return
@@ -642,6 +644,8 @@ def _unsorted_segment_sum(cx: LoweringContext) -> None:
     ns, inner = out[0], _size(out[1:])
     m = int(ids_t.num_elements)
     data, ids, dst = cx.input(0), cx.input(1), cx.output(0)
+    # (a scatter-add by data-dependent ids into the zeroed output: the memory pattern of
+    # docs/llvm_o2_miscompile.md, inherent here; tests/test_review_sums_grid.py checks it)
     cx.memset(dst, 0, _size(out) * _itemsize(dtype))
     b, is_float = cx.b, dtype.kind == "float"
 

@@ -370,6 +370,10 @@ def _reduce_into_rows(k: _Kernel, red: _Reducer, dims: Sequence[tuple[int, bool]
     buf = None if red.direct else k.cx.alloca(memory_type(red.acc), min(cols, CHUNK),
                                               name="acc")
 
+    # The accumulators are a row of up to CHUNK columns in memory (the output itself
+    # when `red.direct`), initialized and then read, combined and written per reduced
+    # row: too many to keep in registers. It is the memory pattern of
+    # docs/llvm_o2_miscompile.md; tests/test_review_sums_grid.py checks it at O1-O3.
     def chunk(in_off: ir.Value, out_off: ir.Value, n: int) -> None:
         acc, acc_off = (out, out_off) if buf is None else (buf, I64(0))
 
