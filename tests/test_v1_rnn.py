@@ -469,9 +469,11 @@ class RunningSum(R.RNNCell):
 def test_user_cell_with_nested_inputs_and_its_own_get_variable():
     a = tf.placeholder(tf.float64, [None, 3, 2])
     b = tf.placeholder(tf.float64, [None, 3, 2])
-    out, (total, count) = tf.nn.dynamic_rnn(RunningSum(), (a, b), sequence_length=[3, 2],
+    cell = RunningSum()
+    out, (total, count) = tf.nn.dynamic_rnn(cell, (a, b), sequence_length=[3, 2],
                                             dtype=tf.float64)
     assert [v.name for v in tf.global_variables()] == ["rnn/running_sum/w:0"]
+    assert cell.variables == cell.trainable_variables == tf.global_variables()
     av, bv = fixed((2, 3, 2), 0.0), fixed((2, 3, 2), 1.0)
     o, t, c = session_run([out, total, count], {a: av, b: bv})
     want = np.cumsum(av + bv, axis=1)

@@ -30,7 +30,7 @@ from ...frontend.ops import math as _math
 from ...frontend.ops import nn as _nn
 from ...frontend.ops.dropout import dropout as _dropout
 from ...frontend.tensor import EagerTensor, Tensor
-from .graph import in_default_graph
+from .graph import GraphKeys, get_default_graph, in_default_graph
 from .initializers import constant_initializer, zeros_initializer
 from .layer_classes import FirstScope, refuse_unknown_kwargs, snake_case
 from .var_scope import AUTO_REUSE, get_variable, variable_scope
@@ -210,7 +210,9 @@ class RNNCell:
 
     @property
     def trainable_variables(self) -> list[Any]:
-        return [v for v in self._weights if self.trainable]
+        trainable = {id(v) for v in get_default_graph().get_collection(
+            GraphKeys.TRAINABLE_VARIABLES)}
+        return [v for v in self._weights if id(v) in trainable]
 
     trainable_weights = trainable_variables
 
@@ -243,6 +245,9 @@ class RNNCell:
     @in_default_graph
     def __call__(self, inputs: Any, state: Any, scope: Any = None) -> tuple[Any, Any]:
         """``(output, new_state)`` of one step, the variables made on the first call."""
+        first_call = self._scope is None
+        graph = get_default_graph()
+        known = len(graph.get_collection(GraphKeys.GLOBAL_VARIABLES))
         with self._entered_scope(scope):
             if not self.built:
                 flat, _ = nest.flatten(inputs)
@@ -251,7 +256,14 @@ class RNNCell:
                     self._dtype = first.dtype
                 self.build(tuple(first.shape))
                 self.built = True
-            return self.call(inputs, state)
+            result = self.call(inputs, state)
+        if first_call:
+            # variables a user cell made with get_variable in `call` are the cell's too
+            # (TensorFlow tracks them with a custom getter)
+            mine = {id(v) for v in self._weights}
+            self._weights += [v for v in graph.get_collection(GraphKeys.GLOBAL_VARIABLES)[known:]
+                              if id(v) not in mine]
+        return result
 
     def _entered_scope(self, scope: Any) -> Any:
         if self._scope is not None:
@@ -685,7 +697,6 @@ def _variational_noise(size: Any, dtype: Any, seed: int | None, salt: int) -> li
     """Uniform noise of shape ``[1, s]`` for each size `s` of the nest `size`, in
     `nest.flatten` order, made in the default graph."""
     from ...frontend.ops import random as _random
-    from .graph import get_default_graph
     sizes = [size] if isinstance(size, (int, np.integer)) else nest.flatten(size)[0]
     with get_default_graph().as_default():
         return [_random.uniform([1, int(s)], dtype=dtype,
