@@ -57,9 +57,9 @@ def _named_variables(prefix: str, obj: Any, out: dict[str, Any],
     state is named after the paths of the variables it belongs to, see `Checkpoint`)."""
     modules_seen = set() if modules_seen is None else modules_seen
     if isinstance(obj, Variable):
-        out.setdefault(prefix, obj)
+        _claim(out, prefix, obj)
     elif isinstance(obj, Generator):
-        out.setdefault(f"{prefix}/state", obj.state)
+        _claim(out, f"{prefix}/state", obj.state)
     elif isinstance(obj, Optimizer):
         if optimizers is None:
             for v in obj.variables():
@@ -86,6 +86,16 @@ def _named_variables(prefix: str, obj: Any, out: dict[str, Any],
         raise TypeError(f"cannot checkpoint {type(obj).__name__} at '{prefix}': expected "
                         f"variables, optimizers, tw.Modules, random Generators, or "
                         f"lists/dicts of them")
+
+
+def _claim(out: dict[str, Variable], path: str, var: Variable) -> None:
+    """Name `var` `path` in `out`; the same variable reached again keeps its name, and
+    another variable at a taken path is an error (one of them would not be saved)."""
+    taken = out.setdefault(path, var)
+    if taken is not var:
+        raise ValueError(f"cannot checkpoint two variables ({taken.name} and {var.name}) "
+                         f"at the same path '{path}': a dict key with a '/' in it, or "
+                         f"keys that print alike (0 and '0'), name two objects alike")
 
 
 def _optimizer_state(key: str, opt: Optimizer, paths: dict[int, str]) -> dict[str, Variable]:
@@ -156,7 +166,8 @@ class Checkpoint:
         out, optimizers = self._tracked()
         paths = {id(v): k for k, v in out.items()}
         for key, opt in optimizers.items():
-            out.update(_optimizer_state(key, opt, paths))
+            for path, var in _optimizer_state(key, opt, paths).items():
+                _claim(out, path, var)
         return out
 
     def _fn(self, kind: str, named: dict[str, Variable]) -> Any:
