@@ -249,3 +249,24 @@ def test_set_shape_on_graph_tensors():
         x.set_shape([5, 3])  # y reads x now
     with tf.Session() as sess:
         assert sess.run(y, {x: np.ones((2, 3), np.float32)}).shape == (2, 3)
+
+
+def test_py_func_function_lives_as_long_as_its_graph():
+    import gc
+    import weakref
+
+    from tensorweave.compat.v1 import script_ops
+
+    def f(a):
+        return a
+
+    g = tf.Graph()
+    with g.as_default():
+        y = tf.py_func(f, [tf.constant(1.0)], tf.float32)
+    token = y.op.attrs["token"]
+    assert script_ops._functions[token] is f
+    ref = weakref.ref(g.ir)
+    del g, y
+    gc.collect()
+    assert ref() is None and token not in script_ops._functions
+

@@ -24,6 +24,7 @@ from __future__ import annotations
 import itertools
 import threading
 import traceback
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -58,13 +59,19 @@ _functions_lock = threading.Lock()
 _tokens = itertools.count()
 
 
-def _register(func: Callable) -> str:
-    """Keep `func` for the ops that call it; its token. (Kept for the life of the
-    process, as TensorFlow keeps it for its graph's.)"""
+def _register(func: Callable, graph: Any) -> str:
+    """Keep `func` for the ops that call it while `graph` (the IR graph holding them)
+    lives, as TensorFlow keeps it for its graph's life; its token."""
     with _functions_lock:
         token = f"pyfunc_{next(_tokens)}"
         _functions[token] = func
+    weakref.finalize(graph, _forget, token)
     return token
+
+
+def _forget(token: str) -> None:
+    with _functions_lock:
+        _functions.pop(token, None)
 
 
 # TensorFlow's names of dtypes in its messages ("is double, but expects float")
@@ -81,7 +88,10 @@ def _message_name(dtype: Any) -> str:
 
 @PyFunc.kernel("reference")
 def _py_func_kernel(*inputs: Any, token: str, Tout: tuple) -> tuple:
-    func = _functions[token]
+    func = _functions.get(token)
+    if func is None:
+        raise InvalidArgumentError(f"the Python function {token} of this py_func is gone: "
+                                   f"the graph that made it was freed")
     # copies: the function may keep or change its arguments, the runtime's buffers stay ours
     args = [np.array(a) for a in inputs]
     try:
@@ -203,8 +213,8 @@ def _build(func: Callable, inp: Any, Tout: Any, name: str | None, op: str) -> An
     inputs = [convert_to_tensor(x) for x in (inp if isinstance(inp, (list, tuple)) else [inp])]
     # placeholder types until set_shape gives each output its shape
     types = tuple(TensorType(d, ()) for d in dtypes)
-    outs = apply_op("PyFunc", inputs, {"token": _register(func), "Tout": types},
-                    name=name or "PyFunc")
+    token = _register(func, current_builder().graph)
+    outs = apply_op("PyFunc", inputs, {"token": token, "Tout": types}, name=name or "PyFunc")
     if not dtypes:  # as TensorFlow: the op itself, to run
         return current_builder().graph.nodes[-1]
     outs = [PyFuncOutput(t) for t in outs]
