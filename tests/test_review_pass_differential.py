@@ -130,10 +130,36 @@ def placed_programs(draw, **kw) -> D.Program:
     return on_devices(prog, devices)
 
 
+@st.composite
+def duplicated_programs(draw, **kw) -> D.Program:
+    """A program (some arguments constant) followed by copies of some of its
+    instructions, each copy an output too: CSE merges each copy with its original (and
+    fusion then computes one value for two outputs)."""
+    prog = draw(constant_programs(**kw))
+    ks = [k for k, ins in enumerate(prog.instrs)
+          if ins.op not in ("arg", "const") and not ins.op.startswith("var_")]
+    picked = draw(st.lists(st.sampled_from(ks), max_size=4)) if ks else []
+    instrs, vals = list(prog.instrs), list(prog.vals)
+    for k in picked:
+        instrs.append(D.Instr(prog.instrs[k].op, prog.instrs[k].args,
+                              dict(prog.instrs[k].params)))
+        vals.append(prog.vals[k])
+    outputs = prog.outputs + list(range(len(prog.instrs), len(instrs)))
+    return dataclasses.replace(prog, instrs=instrs, vals=vals, outputs=outputs,
+                               structure="list")
+
+
 @_examples(30)
 @given(prog=constant_programs(max_ops=12, big=False))
 def test_folded_programs_match_the_traced_graph(prog: D.Program) -> None:
     """Most arguments constant: whole subgraphs fold, the rest simplifies around them."""
+    check(prog)
+
+
+@_examples(20)
+@given(prog=duplicated_programs(max_ops=12, big=False))
+def test_duplicated_instructions_match_the_traced_graph(prog: D.Program) -> None:
+    """Repeated computations (merged by CSE) returned next to their originals."""
     check(prog)
 
 
