@@ -168,3 +168,24 @@ def test_gradients_match_finite_differences_in_float64():
             d[i] = h
             numeric[i] = (sess.run(loss, {xp: x64 + d}) - sess.run(loss, {xp: x64 - d})) / (2 * h)
     np.testing.assert_allclose(got, numeric, rtol=1e-5, atol=1e-6)
+
+
+def test_under_a_partitioner_the_moving_statistics_stay_whole():
+    # TensorFlow 2.21: gamma/beta split in two, moving_mean/moving_variance not
+    # (tensorweave split them too and the update failed: no assign_sub on shards)
+    with tf.variable_scope("q", partitioner=tf.fixed_size_partitioner(2)):
+        y = tf.layers.batch_normalization(tf.constant(X2), training=True, momentum=0.5)
+    assert [(v.name, list(v.shape)) for v in tf.global_variables()] == [
+        ("q/batch_normalization/gamma/part_0:0", [3]),
+        ("q/batch_normalization/gamma/part_1:0", [2]),
+        ("q/batch_normalization/beta/part_0:0", [3]),
+        ("q/batch_normalization/beta/part_1:0", [2]),
+        ("q/batch_normalization/moving_mean:0", [5]),
+        ("q/batch_normalization/moving_variance:0", [5])]
+    want, mean, _ = _reference(X2.astype(np.float64), (0,))
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        np.testing.assert_allclose(sess.run(y), want, rtol=2e-4, atol=2e-5)
+        _run_updates(sess)
+        np.testing.assert_allclose(sess.run(tf.global_variables()[4]), 0.5 * mean.ravel(),
+                                   rtol=1e-5)

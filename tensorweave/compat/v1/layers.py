@@ -26,7 +26,7 @@ from ...frontend.ops import normalization as _norm
 from ...frontend.ops.dropout import dropout as _dropout
 from .graph import GraphKeys, get_default_graph, in_default_graph
 from .initializers import ones_initializer, zeros_initializer
-from .var_scope import get_variable, variable_scope
+from .var_scope import get_variable, get_variable_scope, variable_scope
 
 TensorLike = Any
 IntOrPair = int | Sequence[int]
@@ -302,12 +302,19 @@ def batch_normalization(inputs: TensorLike, axis: int | Sequence[int] = -1,
                             initializer=beta_initializer or zeros_initializer(),
                             regularizer=beta_regularizer, trainable=trainable) \
             if center else None
-        moving_mean = get_variable("moving_mean", param_shape, dtype=pdtype,
-                                   initializer=moving_mean_initializer or zeros_initializer(),
-                                   trainable=False)
-        moving_var = get_variable("moving_variance", param_shape, dtype=pdtype,
-                                  initializer=moving_variance_initializer or ones_initializer(),
-                                  trainable=False)
+        # the moving statistics are never partitioned (TensorFlow turns the scope's
+        # partitioner off for them: their updates assign to whole variables)
+        scope = get_variable_scope()
+        partitioner, scope.partitioner = scope.partitioner, None
+        try:
+            moving_mean = get_variable("moving_mean", param_shape, dtype=pdtype,
+                                       initializer=moving_mean_initializer or
+                                       zeros_initializer(), trainable=False)
+            moving_var = get_variable("moving_variance", param_shape, dtype=pdtype,
+                                      initializer=moving_variance_initializer or
+                                      ones_initializer(), trainable=False)
+        finally:
+            scope.partitioner = partitioner
 
         def shaped(v: Any) -> Any:
             return None if v is None else _array.reshape(v, broadcast)
