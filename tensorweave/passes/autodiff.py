@@ -52,10 +52,12 @@ def _between(graph: Graph, ys: Sequence[Value], xs: Sequence[Value],
              stop: set[Value]) -> list[Node]:
     """Nodes on a data path from some x to some y, in topological order."""
     order = graph.topological_order()
+    sources: set[Value] = set(xs)
     from_x: set[Value] = set(xs)
     forward: set[int] = set()
     for n in order:
-        if any(v in from_x and v not in stop for v in n.inputs):
+        # a stopped value cuts the paths through it, but one that is an x starts its own
+        if any(v in from_x and (v not in stop or v in sources) for v in n.inputs):
             forward.add(id(n))
             from_x.update(n.outputs)
     to_y: set[int] = set()
@@ -104,8 +106,10 @@ def add_gradients(ys: Sequence[Value], xs: Sequence[Value],
         grads.setdefault(y, []).append(g)
 
     for node in reversed(_between(graph, ys, xs, stop)):
-        out_grads = [grads.get(v) for v in node.outputs]
-        if not any(out_grads) or all(v in stop for v in node.outputs):
+        # a stopped value keeps the gradient it collected (it may be an x, as in
+        # TensorFlow), but it goes no further back
+        out_grads = [None if v in stop else grads.get(v) for v in node.outputs]
+        if not any(out_grads):
             continue
         opdef = node.opdef
         if opdef.not_differentiable:
@@ -133,7 +137,7 @@ def add_gradients(ys: Sequence[Value], xs: Sequence[Value],
             raise CompileError(f"gradient function returned {len(in_grads)} gradients for "
                                f"{len(node.inputs)} inputs", **node.error_context())
         for v, g in zip(node.inputs, in_grads):
-            if g is None or not _is_float(v) or v in stop:
+            if g is None or not _is_float(v):
                 continue
             _check_grad(node, v, g)
             grads.setdefault(v, []).append(g)
