@@ -9,7 +9,7 @@ target, so only a run of the un-rewritten graph catches it. Folding evaluates wi
 reference kernels, and the other rewrites change no arithmetic, so the reference target
 must give the traced graph's results bit for bit (NaN for NaN); the cpu target within
 the program's own bounds. Programs with tw.cond / tw.while_loop also run with their
-control flow lowered (Switch, Merge, Enter, Exit ...), and one test spreads the ops over
+control flow lowered (Switch, Merge, Enter, Exit ...), and two tests spread the ops over
 three logical CPUs (placement, Send/Recv pairs, fusion on each device).
 
 ``TW_FUZZ_EXAMPLES`` and ``TW_FUZZ_RANDOM`` work as in `tests/test_differential.py`.
@@ -201,5 +201,20 @@ def test_programs_spread_over_three_cpus(prog: D.Program) -> None:
     tw.config.set_logical_devices("CPU", 3)
     try:
         check(prog)
+    finally:
+        tw.config.set_logical_devices("CPU", before)
+
+
+@_examples(10)
+@given(prog=st.one_of(placed_programs(max_ops=10, big=False, mode="control"),
+                      placed_programs(max_ops=10, big=False, mode="vars")))
+def test_control_flow_and_variables_spread_over_three_cpus(prog: D.Program) -> None:
+    """tw.cond / tw.while_loop / tw.scan and variable reads and assignments whose ops
+    sit on three logical CPUs (regions capture values from other devices; variables
+    are read and assigned from several), functional and lowered."""
+    before = len(tw.config.list_logical_devices("CPU"))
+    tw.config.set_logical_devices("CPU", 3)
+    try:
+        check(prog, lowered=True)
     finally:
         tw.config.set_logical_devices("CPU", before)
