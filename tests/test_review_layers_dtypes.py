@@ -51,3 +51,18 @@ def test_constant_initializer_integral_values_for_an_integer_variable():
     with tf.Session() as sess:
         sess.run(v.initializer)
         np.testing.assert_array_equal(sess.run(v), [1, 2, 3])
+
+
+def test_constant_initializer_completes_a_short_list_with_its_last_value():
+    # TensorFlow 2.21's tf.compat.v1 (tensorweave refused: "cannot initialize")
+    a = tf.get_variable("a", [2, 3], initializer=tf.constant_initializer([1.0, 2.0]))
+    b = tf.get_variable("b", [4], initializer=tf.constant_initializer(np.array([[1.0], [5.0]])))
+    c = tf.get_variable("c", [3], dtype=tf.int32, initializer=tf.constant_initializer([7]))
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        got = sess.run([a, b, c])
+    np.testing.assert_array_equal(got[0], [[1, 2, 2], [2, 2, 2]])
+    np.testing.assert_array_equal(got[1], [1, 5, 5, 5])
+    np.testing.assert_array_equal(got[2], [7, 7, 7])
+    with pytest.raises(ValueError):
+        tf.get_variable("d", [2], initializer=tf.constant_initializer([1.0, 2.0, 3.0]))

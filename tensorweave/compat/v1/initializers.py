@@ -68,7 +68,9 @@ class ones_initializer(Initializer):  # noqa: N801
 
 class constant_initializer(Initializer):  # noqa: N801
     """A scalar broadcast to the shape, a value of the variable's shape, or (for a shard
-    of a partitioned variable) a value of the full shape, sliced to the shard."""
+    of a partitioned variable) a value of the full shape, sliced to the shard. Fewer
+    values than the shape holds are completed with the last one, as in TensorFlow 1;
+    more are an error."""
 
     def __init__(self, value: Any = 0, dtype: Any = float32, verify_shape: bool = False) -> None:
         self.value = np.asarray(value)
@@ -84,6 +86,10 @@ class constant_initializer(Initializer):  # noqa: N801
             value = value[index]
         if value.size == 1:
             value = np.full(shape, value.reshape(()))
+        elif 0 < value.size < math.prod(shape):
+            # TensorFlow 1 fills the rest with the last value ([1, 2] for [2, 2]: 1 2 2 2)
+            flat = value.reshape(-1)
+            value = np.concatenate([flat, np.repeat(flat[-1:], math.prod(shape) - flat.size)])
         if value.size != math.prod(shape):
             raise ValueError(f"constant_initializer: a value of shape {self.value.shape} "
                              f"cannot initialize a variable of shape {list(shape)}")
