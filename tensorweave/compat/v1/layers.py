@@ -228,6 +228,11 @@ def dropout(inputs: TensorLike, rate: float = 0.5, noise_shape: Any = None,
     """Dropout with rate `rate` while `training`, the identity otherwise. `training` is a
     Python bool or a boolean tensor (a placeholder fed at run time); with a tensor the
     rate becomes ``rate if training else 0``, which keeps every element unscaled."""
+    if isinstance(rate, (int, float)) and not (
+            0 <= rate < 1 or (rate == 1 and training is False)):
+        # (with a training tensor, rate 1 would scale by 1 / 0: NaN while training)
+        raise InvalidArgumentError(f"tf.layers.dropout: rate must be in [0, 1), got {rate}",
+                                   location=str(user_location()))
     x = convert_to_tensor(inputs)
     if isinstance(training, bool):
         if not training:
