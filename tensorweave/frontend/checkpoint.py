@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -217,7 +217,26 @@ class Checkpoint:
         if "-" in base and base.rsplit("-", 1)[1].isdigit():
             self.save_counter = int(base.rsplit("-", 1)[1])
         unused = [k for k in stored if k not in named and k not in deferred]
-        return CheckpointLoadStatus(save_path, unused)
+        landed: set[str] = set()
+        self._defer_module_variables(save_path, {k: stored[k] for k in unused}, landed)
+        return CheckpointLoadStatus(save_path, unused, landed)
+
+    def _defer_module_variables(self, save_path: str, values: dict[str, np.ndarray],
+                                landed: set[str]) -> None:
+        """Hand each stored value that no variable took to the deepest tracked module on
+        its path, to be assigned when the module makes the variable (`restore_on_attach`);
+        what an earlier restore left with these modules is dropped."""
+        modules: dict[str, Module] = {}
+        for key, obj in self._objects.items():
+            _modules_by_path(key, obj, modules, set())
+        for module in modules.values():
+            module.__dict__.pop(PENDING_ATTR, None)
+        by_length = sorted(modules, key=len, reverse=True)
+        for key, value in values.items():
+            owner = next((p for p in by_length if key.startswith(p + "/")), None)
+            if owner is not None:
+                pending = modules[owner].__dict__.setdefault(PENDING_ATTR, {})
+                pending[key[len(owner) + 1:]] = _Pending(save_path, key, value, landed)
 
     def _defer_optimizer_state(self, stored: dict[str, np.ndarray],
                                named: dict[str, Variable]) -> set[str]:
@@ -256,6 +275,81 @@ class Checkpoint:
         return taken
 
 
+PENDING_ATTR = "_tw_pending_restore"  # module attribute: relative path -> _Pending
+
+
+class _Pending(NamedTuple):
+    """A stored value waiting for the variable a module has not made yet."""
+
+    save_path: str
+    key: str           # its name in the checkpoint
+    value: np.ndarray
+    landed: set[str]   # the restore's status: keys assigned since
+
+
+def _modules_by_path(prefix: str, obj: Any, out: dict[str, Module], seen: set[int]) -> None:
+    """Fill `out` with ``object path -> module`` for the modules reachable from `obj`
+    (first path wins, as in `_named_variables`)."""
+    if isinstance(obj, Module):
+        if id(obj) in seen:
+            return
+        seen.add(id(obj))
+        out[prefix] = obj
+        for key, value in module_attributes(obj):
+            _modules_by_path(f"{prefix}/{key}", value, out, seen)
+    elif isinstance(obj, Mapping):
+        for k, v in obj.items():
+            _modules_by_path(f"{prefix}/{k}", v, out, seen)
+    elif isinstance(obj, (list, tuple)):
+        for i, v in enumerate(obj):
+            _modules_by_path(f"{prefix}/{i}", v, out, seen)
+
+
+def _outer_modules(prefix: str, obj: Any, out: dict[str, Module]) -> None:
+    """The modules in `obj` (itself, or in its lists and dicts), not those inside them."""
+    if isinstance(obj, Module):
+        out.setdefault(prefix, obj)
+    elif isinstance(obj, Mapping):
+        for k, v in obj.items():
+            _outer_modules(f"{prefix}/{k}", v, out)
+    elif isinstance(obj, (list, tuple)):
+        for i, v in enumerate(obj):
+            _outer_modules(f"{prefix}/{i}", v, out)
+
+
+def restore_on_attach(module: Module, name: str, value: Any) -> None:
+    """`module.name = value` was just set on a module holding values of a restore that
+    its variables did not exist for: assign those of the variables `value` brings (a
+    shape or dtype unlike the stored one is an error naming it), and hand the rest for
+    submodules in `value` down to them."""
+    pending: dict[str, _Pending] = module.__dict__.get(PENDING_ATTR) or {}
+    if not pending or not _is_trackable(value):
+        return
+    found: dict[str, Any] = {}
+    try:
+        _named_variables(name, value, found, {})
+    except TypeError:
+        return  # not checkpointable: saving it is the error
+    for path, var in found.items():
+        wait = pending.get(path)
+        if wait is not None:
+            _check_compatible(wait.save_path, wait.key, var, wait.value)
+            var._state.assign(wait.value)
+            wait.landed.add(wait.key)
+            del pending[path]
+    subs: dict[str, Module] = {}
+    _outer_modules(name, value, subs)
+    for prefix, sub in subs.items():
+        inner = {k[len(prefix) + 1:]: pending.pop(k) for k in list(pending)
+                 if k.startswith(prefix + "/")}
+        if inner:
+            sub.__dict__.setdefault(PENDING_ATTR, {}).update(inner)
+            for key, attr in module_attributes(sub):
+                restore_on_attach(sub, key, attr)
+    if not pending:
+        module.__dict__.pop(PENDING_ATTR, None)
+
+
 def _check_compatible(save_path: str, key: str, var: Variable, value: np.ndarray) -> None:
     want_shape = tuple(var.shape)
     shape_ok = len(want_shape) == value.ndim and all(
@@ -271,16 +365,25 @@ class CheckpointLoadStatus:
     """What `Checkpoint.restore` did: `assert_consumed` raises if some stored values
     matched no object (a checkpoint of a bigger model); `expect_partial` silences that."""
 
-    def __init__(self, save_path: str, unused: list[str]) -> None:
+    def __init__(self, save_path: str, unused: list[str],
+                 landed: set[str] | None = None) -> None:
         self.save_path = save_path
-        self.unused = unused
+        self._unused = unused
+        self._landed = landed if landed is not None else set()
+
+    @property
+    def unused(self) -> list[str]:
+        """The stored values no object took (yet: a variable a module makes later takes
+        its value then)."""
+        return [k for k in self._unused if k not in self._landed]
 
     def assert_consumed(self) -> CheckpointLoadStatus:
         """Raise `AssertionError` naming the stored values no object took."""
-        if self.unused:
-            more = f" (and {len(self.unused) - 5} more)" if len(self.unused) > 5 else ""
+        unused = self.unused
+        if unused:
+            more = f" (and {len(unused) - 5} more)" if len(unused) > 5 else ""
             raise AssertionError(f"checkpoint '{self.save_path}' has values no tracked "
-                                 f"object took: {', '.join(self.unused[:5])}{more}")
+                                 f"object took: {', '.join(unused[:5])}{more}")
         return self
 
     def assert_existing_objects_matched(self) -> CheckpointLoadStatus:

@@ -23,8 +23,9 @@ __all__ = ["Module"]
 
 _VALID_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _CAMEL_TO_SNAKE = re.compile(r"((?<=[a-z0-9])[A-Z]|(?!^)[A-Z](?=[a-z]))")
-# attributes of the module machinery itself, never walked
-_IGNORED = frozenset({"_module_name", "_module_scope"})
+# attributes of the module machinery itself, never walked (the last: values a checkpoint
+# restore holds for variables the module has not made yet, `checkpoint.restore_on_attach`)
+_IGNORED = frozenset({"_module_name", "_module_scope", "_tw_pending_restore"})
 
 
 def camel_to_snake(value: str) -> str:
@@ -67,6 +68,13 @@ class Module:
                              f"must be valid Python identifiers (e.g. 'dense_1')")
         object.__setattr__(self, "_module_name", name)
         object.__setattr__(self, "_module_scope", _ModuleScope(name))
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        object.__setattr__(self, name, value)
+        # a variable made on first use after a checkpoint restore takes its saved value
+        if self.__dict__.get("_tw_pending_restore"):
+            from .checkpoint import restore_on_attach
+            restore_on_attach(self, name, value)
 
     def _check_init(self) -> None:
         if "_module_name" not in self.__dict__:

@@ -1,0 +1,87 @@
+"""Variables a `tw.Module` creates on first use (as its docstring invites) after
+`Checkpoint.restore` get the checkpoint's values when they are created, as TensorFlow's
+deferred restoration does. Before, restore left them out without a word (only
+`assert_consumed` told), and the first call built them from their initializers: the
+trained weights were lost."""
+
+import numpy as np
+import pytest
+
+import tensorweave as tw
+
+
+class Lazy(tw.Module):
+    """A dense layer that makes its kernel on the first call."""
+
+    def __init__(self, units, name=None):
+        super().__init__(name=name)
+        self.units = units
+        self.kernel = None
+
+    def __call__(self, x):
+        if self.kernel is None:
+            self.kernel = tw.Variable(np.zeros((x.shape[-1], self.units)), name="kernel")
+        return x @ self.kernel
+
+
+class Net(tw.Module):
+    def __init__(self):
+        super().__init__()
+        self.first = Lazy(3)
+        self.blocks = None  # made on the first call too, with their own lazy layers
+
+    def __call__(self, x):
+        if self.blocks is None:
+            self.blocks = [Lazy(2), Lazy(1)]
+        h = self.first(x)
+        for block in self.blocks:
+            h = block(h)
+        return h
+
+
+X = np.arange(8.0).reshape(2, 4)
+
+
+def _trained():
+    net = Net()
+    net(X)
+    rng = np.random.default_rng(0)
+    for v in net.variables:
+        v.assign(rng.normal(size=v.shape))
+    return net
+
+
+def test_variables_made_on_first_use_after_restore_get_the_saved_values(tmp_path):
+    trained = _trained()
+    path = tw.train.Checkpoint(model=trained).save(str(tmp_path / "c"))
+    fresh = Net()
+    status = tw.train.Checkpoint(model=fresh).restore(path)
+    with pytest.raises(AssertionError, match="model/first/kernel"):
+        status.assert_consumed()  # not made yet
+    np.testing.assert_array_equal(fresh(X), trained(X))
+    for got, want in zip(fresh.variables, trained.variables):
+        np.testing.assert_array_equal(got.numpy(), want.numpy())
+    status.assert_consumed()  # every value found its variable once they exist
+
+
+def test_a_later_restore_replaces_the_pending_values(tmp_path):
+    trained = _trained()
+    first = tw.train.Checkpoint(model=trained).save(str(tmp_path / "first"))
+    for v in trained.variables:
+        v.assign(v.numpy() * 2)
+    second = tw.train.Checkpoint(model=trained).save(str(tmp_path / "second"))
+    fresh = Net()
+    ckpt = tw.train.Checkpoint(model=fresh)
+    ckpt.restore(first)
+    ckpt.restore(second)
+    np.testing.assert_array_equal(fresh(X), trained(X))
+
+
+def test_a_variable_made_with_another_shape_is_an_error_naming_it(tmp_path):
+    trained = _trained()
+    path = tw.train.Checkpoint(model=trained).save(str(tmp_path / "c"))
+    fresh = Net()
+    fresh.first.units = 5  # the kernel it makes is [4, 5], the checkpoint's [4, 3]
+    tw.train.Checkpoint(model=fresh).restore(path)
+    with pytest.raises(ValueError, match="model/first/kernel"):
+        fresh(X)
