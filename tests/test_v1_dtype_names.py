@@ -88,3 +88,30 @@ def test_no_code_compares_a_dtype_name_with_an_ir_spelling():
             for i, line in enumerate(p.read_text().splitlines(), 1)
             if compare.search(line) or lookup.search(line)]
     assert hits == []
+
+
+def test_the_rest_of_tensorflows_dtype_api():
+    # TF 2.21: name, repr(min), repr(max), size, is_unsigned, as_datatype_enum
+    expected = {
+        tw.float16: ("np.float16(-6.55e+04)", "np.float16(6.55e+04)", 2, False, 19),
+        tw.bfloat16: ("-3.38953e+38", "3.38953e+38", 2, False, 14),
+        tw.float32: ("np.float32(-3.4028235e+38)", "np.float32(3.4028235e+38)", 4, False, 1),
+        tw.float64: ("np.float64(-1.7976931348623157e+308)",
+                     "np.float64(1.7976931348623157e+308)", 8, False, 2),
+        tw.int8: ("-128", "127", 1, False, 6),
+        tw.int16: ("-32768", "32767", 2, False, 5),
+        tw.int32: ("-2147483648", "2147483647", 4, False, 3),
+        tw.int64: ("-9223372036854775808", "9223372036854775807", 8, False, 9),
+        tw.uint8: ("0", "255", 1, True, 4),
+    }
+    for d, (lo, hi, size, unsigned, enum) in expected.items():
+        assert (repr(d.min), repr(d.max), d.size, d.is_unsigned, d.as_datatype_enum) == \
+            (lo, hi, size, unsigned, enum), d
+        assert d.base_dtype is d and d.real_dtype is d and not d.is_complex
+        assert d.is_compatible_with(d.name) and not d.is_compatible_with(tw.bool)
+    assert tw.bool.as_datatype_enum == 10
+    # TF: TypeError Cannot find minimum value of <dtype: 'bool'> ...
+    with pytest.raises(TypeError, match="Cannot find minimum value"):
+        tw.bool.min
+    x = tf.placeholder(tf.float32, [2])
+    assert tf.cast(tf.constant([1, 2]), x.dtype.base_dtype).dtype is tf.float32

@@ -59,6 +59,57 @@ class DType:
         """The NumPy scalar type (TensorFlow's spelling)."""
         return self.np.type
 
+    # -- the rest of TensorFlow's DType API that TensorFlow 1 programs use ----------------
+
+    @property
+    def base_dtype(self) -> DType:
+        """This dtype (TensorFlow 1's reference dtypes do not exist here)."""
+        return self
+
+    @property
+    def real_dtype(self) -> DType:
+        """This dtype (there are no complex dtypes)."""
+        return self
+
+    @property
+    def size(self) -> int:
+        """Bytes per element."""
+        return self.np.itemsize
+
+    @property
+    def is_unsigned(self) -> bool:
+        return self.kind == "uint"
+
+    is_complex = False
+    is_quantized = False
+    is_numpy_compatible = True
+
+    @property
+    def min(self) -> Any:
+        """The smallest value (a NumPy scalar for floats, an int for integers)."""
+        return self._limit("minimum", lambda info: info.min)
+
+    @property
+    def max(self) -> Any:
+        """The largest value (a NumPy scalar for floats, an int for integers)."""
+        return self._limit("maximum", lambda info: info.max)
+
+    def _limit(self, what: str, pick: Any) -> Any:
+        if self.is_bool:
+            raise TypeError(f"Cannot find {what} value of {self!r}.")
+        if self.is_floating:
+            return self.np.type(pick(ml_dtypes.finfo(self.np)))
+        return int(pick(np.iinfo(self.np)))
+
+    @property
+    def as_datatype_enum(self) -> int:
+        """TensorFlow's DataType number (DT_FLOAT is 1)."""
+        return _DATATYPE_ENUM[self.name]
+
+    def is_compatible_with(self, other: Any) -> bool:
+        """Whether `other` (anything `as_dtype` takes) is this dtype."""
+        return as_dtype(other) is self
+
     def __repr__(self) -> str:
         return f"tw.{self.tf_name}"
 
@@ -79,6 +130,10 @@ int32 = DType("i32", np.int32, "int", 32, "int32")
 int64 = DType("i64", np.int64, "int", 64, "int64")
 uint8 = DType("u8", np.uint8, "uint", 8, "uint8")
 bool_ = DType("i1", np.bool_, "bool", 1, "bool")
+
+# TensorFlow's types.proto numbers
+_DATATYPE_ENUM = {"float32": 1, "float64": 2, "int32": 3, "uint8": 4, "int16": 5, "int8": 6,
+                  "int64": 9, "bool": 10, "bfloat16": 14, "float16": 19}
 
 ALL_DTYPES: tuple[DType, ...] = (float16, bfloat16, float32, float64, int8, int16, int32,
                                  int64, uint8, bool_)
