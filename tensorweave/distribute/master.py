@@ -164,6 +164,7 @@ class DistributedExecutable:
         self.timeout = timeout
         self.target = target
         self.partitions = list(split_by_task(graph, cluster.task).values())
+        _check_python_callbacks(self.partitions, cluster)
         self._texts = [print_graph(p.graph) for p in self.partitions]
         self.handles: list[str] = [self._register(k) for k in range(len(self.partitions))]
         # per partition: the ops that change state, so that running it twice would too
@@ -355,6 +356,36 @@ def _quietly(client: rpc.WorkerClient, method: str, header: dict[str, Any]) -> N
         client.call(method, header, timeout=ABORT_TIMEOUT_S)
     except TensorWeaveError:
         pass
+
+
+IN_PROCESS_OPS = frozenset({"PyFunc"})
+"""Ops that call a Python function of the process that built the graph (`tf.py_func`),
+found by a token in that process's registry: they can run only on a task it serves."""
+
+
+def _check_python_callbacks(partitions: list[Any], cluster: Cluster) -> None:
+    """Refuse a `IN_PROCESS_OPS` op placed on a task served by another process. There its
+    token names nothing, or a function of that process's own (a worker that is also a
+    client made py_funcs too): a wrong function called silently. TensorFlow asks the
+    same: pin the py_func to a device of a server running in the caller's process."""
+    def visit(nodes: list[Node]) -> Node | None:
+        for node in nodes:
+            if node.op in IN_PROCESS_OPS:
+                return node
+            for region in node.regions:
+                found = visit(region.nodes)
+                if found is not None:
+                    return found
+        return None
+
+    for p in partitions:
+        node = visit(p.graph.nodes)
+        if node is not None and cluster.address_of(p.device) not in task_server._local_services:
+            raise InvalidArgumentError(
+                f"tf.py_func is placed on {p.device}, a task served by another process, but "
+                f"its Python function exists only in this process: start a "
+                f"tf.distribute.Server for a task in this process and pin the py_func to one "
+                f"of its devices (with tf.device)", **node.error_context())
 
 
 def _state_changing_ops(graph: Graph) -> list[str]:
