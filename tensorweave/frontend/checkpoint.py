@@ -210,7 +210,8 @@ class Checkpoint:
                                 f"saved ones did not")
         for k, v in named.items():
             _check_compatible(save_path, k, v, stored[k])
-        deferred = self._defer_optimizer_state(stored, named)
+        waiting: dict[str, list[_WaitingSlot]] = {}  # slots of variables not made yet
+        deferred = self._defer_optimizer_state(stored, named, waiting)
         if named:
             self._fn("restore", named)(encode_path(save_path))
         base = os.path.basename(save_path)
@@ -218,14 +219,17 @@ class Checkpoint:
             self.save_counter = int(base.rsplit("-", 1)[1])
         unused = [k for k in stored if k not in named and k not in deferred]
         landed: set[str] = set()
-        self._defer_module_variables(save_path, {k: stored[k] for k in unused}, landed)
+        self._defer_module_variables(save_path, {k: stored[k] for k in unused}, landed,
+                                     waiting)
         return CheckpointLoadStatus(save_path, unused, landed)
 
     def _defer_module_variables(self, save_path: str, values: dict[str, np.ndarray],
-                                landed: set[str]) -> None:
+                                landed: set[str], waiting: dict[str, list[_WaitingSlot]]
+                                ) -> None:
         """Hand each stored value that no variable took to the deepest tracked module on
-        its path, to be assigned when the module makes the variable (`restore_on_attach`);
-        what an earlier restore left with these modules is dropped."""
+        its path, to be assigned when the module makes the variable (`restore_on_attach`),
+        with the optimizer slots `waiting` for that variable; what an earlier restore
+        left with these modules is dropped."""
         modules: dict[str, Module] = {}
         for key, obj in self._objects.items():
             _modules_by_path(key, obj, modules, set())
@@ -236,12 +240,16 @@ class Checkpoint:
             owner = next((p for p in by_length if key.startswith(p + "/")), None)
             if owner is not None:
                 pending = modules[owner].__dict__.setdefault(PENDING_ATTR, {})
-                pending[key[len(owner) + 1:]] = _Pending(save_path, key, value, landed)
+                pending[key[len(owner) + 1:]] = _Pending(save_path, key, value, landed,
+                                                         waiting.get(key, []))
 
     def _defer_optimizer_state(self, stored: dict[str, np.ndarray],
-                               named: dict[str, Variable]) -> set[str]:
+                               named: dict[str, Variable],
+                               waiting: dict[str, list[_WaitingSlot]]) -> set[str]:
         """Hand stored optimizer state that has no variable yet to its optimizer, to be
-        assigned when created; returns the keys handed over."""
+        assigned when created; returns the keys handed over. Slots of a variable the
+        checkpoint holds and the objects lack (a module makes it later) go to `waiting`,
+        by the variable's path."""
         tracked, optimizers = self._tracked()
         taken: set[str] = set()
         for key, opt in optimizers.items():
@@ -265,8 +273,11 @@ class Checkpoint:
                     opt._deferred_non_slot[rest] = value
                 elif head[len(key) + 1:] in stored:
                     # a slot named by the object path of a variable the checkpoint holds
-                    # and the objects being restored lack: unused, as that variable is
-                    # (no slot is ever created under this name, so pending it would leak)
+                    # and the objects being restored lack: handed to the optimizer if a
+                    # module makes that variable later (`restore_on_attach`), else unused
+                    # as the variable is (never pended by name: no slot is made under it)
+                    waiting.setdefault(head[len(key) + 1:], []).append(
+                        _WaitingSlot(opt, slot, value, name))
                     continue
                 else:  # a slot stored under its runtime name (variables not tracked)
                     _pending_slots[rest] = value
@@ -278,6 +289,15 @@ class Checkpoint:
 PENDING_ATTR = "_tw_pending_restore"  # module attribute: relative path -> _Pending
 
 
+class _WaitingSlot(NamedTuple):
+    """A stored optimizer slot of a variable that a module has not made yet."""
+
+    optimizer: Optimizer
+    slot: str
+    value: np.ndarray
+    key: str
+
+
 class _Pending(NamedTuple):
     """A stored value waiting for the variable a module has not made yet."""
 
@@ -285,6 +305,7 @@ class _Pending(NamedTuple):
     key: str           # its name in the checkpoint
     value: np.ndarray
     landed: set[str]   # the restore's status: keys assigned since
+    slots: list[_WaitingSlot]  # its optimizer state, handed over when it is made
 
 
 def _modules_by_path(prefix: str, obj: Any, out: dict[str, Module], seen: set[int]) -> None:
@@ -336,6 +357,9 @@ def restore_on_attach(module: Module, name: str, value: Any) -> None:
             _check_compatible(wait.save_path, wait.key, var, wait.value)
             var._state.assign(wait.value)
             wait.landed.add(wait.key)
+            for slot in wait.slots:  # created by the optimizer's next step
+                slot.optimizer._deferred_slots[(var.shared_name, slot.slot)] = slot.value
+                wait.landed.add(slot.key)
             del pending[path]
     subs: dict[str, Module] = {}
     _outer_modules(name, value, subs)
