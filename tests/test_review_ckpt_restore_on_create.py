@@ -118,3 +118,30 @@ def test_training_resumed_into_lazy_modules_continues_identically(tmp_path):
             np.testing.assert_array_equal(opt2.get_slot(got, slot).numpy(),
                                           opt.get_slot(want, slot).numpy())
     assert int(opt2.iterations.numpy()) == 10
+
+
+class Stack(tw.Module):
+    """Layers made in __init__ and kept in a list; each makes its kernel on first use."""
+
+    def __init__(self):
+        super().__init__()
+        self.layers = []
+        for units in (3, 2):
+            self.layers.append(Lazy(units))
+
+    def __call__(self, x):
+        for layer in self.layers:
+            x = layer(x)
+        return x
+
+
+def test_lazy_layers_kept_in_a_list_get_the_saved_values(tmp_path):
+    trained = Stack()
+    trained(X)
+    for k, v in enumerate(trained.variables):
+        v.assign(v.numpy() + k + 1.5)
+    path = tw.train.Checkpoint(model=trained).save(str(tmp_path / "c"))
+    fresh = Stack()
+    status = tw.train.Checkpoint(model=fresh).restore(path)
+    np.testing.assert_array_equal(fresh(X), trained(X))
+    status.assert_consumed()
