@@ -104,6 +104,16 @@ class Dimension(int):
     def __reduce__(self) -> tuple:
         return (int, (int(self),))  # unpickles as the plain int it stands for
 
+    def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
+        # NumPy 2 promotes a plain Python int weakly (float32 * 3 stays float32) but an int
+        # subclass as int64 (float32 * dim was float64): in NumPy's arithmetic a dim is the
+        # plain int it stands for, as TensorFlow 2's int dims are
+        def plain(x: Any) -> Any:
+            return int(x) if isinstance(x, Dimension) else x
+        if "out" in kwargs:
+            kwargs["out"] = tuple(plain(x) for x in kwargs["out"])
+        return getattr(ufunc, method)(*(plain(x) for x in inputs), **kwargs)
+
 
 class UnknownDimension:
     """A dim whose size is unknown until run time (TensorFlow 1's ``Dimension(None)``).
