@@ -22,6 +22,7 @@ Users register their own ops, kernels and gradients with the same calls.
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -234,6 +235,8 @@ def get_op(name: str) -> OpDef:
         return _REGISTRY[name]
     except KeyError:
         _ensure_loaded()
+        if name not in _REGISTRY and name in _DECLARED_ELSEWHERE:
+            importlib.import_module(_DECLARED_ELSEWHERE[name])
         if name in _REGISTRY:
             return _REGISTRY[name]
         raise VerificationError(f"unknown op '{name}'") from None
@@ -257,6 +260,14 @@ def not_differentiable(*op_names: str) -> None:
 
 
 _loaded = False
+
+# Ops declared by modules that ``import tensorweave`` does not load (compat.v1 is imported
+# on first use). IR text naming them must parse in any process, e.g. a task process
+# (``tensorweave server``) sent a partition with a tf.Print placed on it.
+_DECLARED_ELSEWHERE = {
+    "Print": "tensorweave.compat.v1.logging_ops",
+    "PyFunc": "tensorweave.compat.v1.script_ops",
+}
 
 
 def _ensure_loaded() -> None:
