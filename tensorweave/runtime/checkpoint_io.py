@@ -14,6 +14,7 @@ import json
 import os
 import re
 import secrets
+import sys
 import zlib
 from collections.abc import Iterator, Mapping
 from typing import Any
@@ -39,7 +40,11 @@ def data_path(prefix: str) -> str:
 
 
 def _crc(a: np.ndarray) -> str:
-    # a view of the array's bytes, not a copy (a 200 MB checkpoint would double in memory)
+    # of the bytes as stored, little-endian (safetensors swaps a big-endian array's bytes
+    # when writing it); a view of the array's bytes otherwise, not a copy (a 200 MB
+    # checkpoint would double in memory)
+    if a.dtype.byteorder == ">" or (a.dtype.byteorder == "=" and sys.byteorder == "big"):
+        a = a.astype(a.dtype.newbyteorder("<"))
     data = np.require(a, requirements="C").reshape(-1).view(np.uint8)
     return format(zlib.crc32(data) & 0xFFFFFFFF, "08x")
 
