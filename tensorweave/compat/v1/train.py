@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from ...compiler.dtypes import uint8
+from ...compiler.dtypes import as_dtype, uint8
 from ...compiler.ops.io import encode_path
 from ...errors import NotFoundError
 from ...frontend import optimizers as _opt
@@ -153,10 +153,23 @@ def exponential_decay(learning_rate: Any, global_step: Any, decay_steps: Any, de
                     learning_rate, decay_steps, decay_rate, staircase, name)
 
 
+def _dtype_of(x: Any) -> Any:
+    """The dtype of a tensor, variable or Python/NumPy value."""
+    return as_dtype(x.dtype if hasattr(x, "dtype") else np.asarray(x).dtype)
+
+
 @in_default_graph
 def piecewise_constant(x: Any, boundaries: Any, values: Any, name: str | None = None) -> Any:
     """``values[i]`` for the interval of `boundaries` that `x` (the step) falls in:
-    ``values[0]`` while ``x <= boundaries[0]``, ..., ``values[-1]`` after the last."""
+    ``values[0]`` while ``x <= boundaries[0]``, ..., ``values[-1]`` after the last.
+    Floating boundaries with an integer step are an error, as in TensorFlow 1: cast to
+    the step's type, -0.5 would become 0 and move the step 0 to the wrong interval."""
+    step_dtype = _dtype_of(x)
+    if step_dtype.is_integer:
+        for b in boundaries:
+            if _dtype_of(b).is_floating:
+                raise ValueError(f"piecewise_constant: boundaries ({_dtype_of(b).name}) "
+                                 f"must have the same dtype as x ({step_dtype.name})")
     return _decayed(_schedules.PiecewiseConstantDecay, "piecewise_constant", x, boundaries,
                     values, name)
 
