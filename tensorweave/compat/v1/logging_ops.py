@@ -13,7 +13,6 @@ or merged with another print. On the cpu target it runs by calling back into Pyt
 from __future__ import annotations
 
 import itertools
-import threading
 from typing import Any
 
 import numpy as np
@@ -41,29 +40,24 @@ def _print_infer(x: Any, *data: Any, message: str, first_n: int, summarize: int,
     return x
 
 
-# How often each Print op has printed, by its `counter` token. A token, not the node, so
-# that the count is the op's own whichever compiled step runs it (a Session compiles one
-# per set of fetches), as TensorFlow counts per op.
-_counts: dict[str, int] = {}
-_counts_lock = threading.Lock()
+# How often a Print op has printed is kept in the runtime's resources (a Session's own)
+# under its `counter` token: a token, not the node, so that the count is the op's whichever
+# compiled step runs it (a Session compiles one per set of fetches), and a new Session
+# counts from 0, as TensorFlow counts in the op's kernel, which each session makes anew.
 _tokens = itertools.count()
 
 
-def _should_print(counter: str, first_n: int) -> bool:
+def _should_print(ctx: Any, counter: str, first_n: int) -> bool:
     if first_n < 0:
         return True
-    with _counts_lock:
-        n = _counts.get(counter, 0)
-        if n >= first_n:
-            return False
-        _counts[counter] = n + 1
-        return True
+    count = ctx.resources.get_or_create(f"print_count:{counter}", itertools.count)
+    return next(count) < first_n  # (next on an itertools.count is atomic)
 
 
-@PrintV1.kernel("reference")
-def _print_kernel(x: Any, *data: Any, message: str, first_n: int, summarize: int,
+@PrintV1.kernel("reference", context=True)
+def _print_kernel(ctx: Any, x: Any, *data: Any, message: str, first_n: int, summarize: int,
                   counter: str) -> Any:
-    if _should_print(counter, first_n):
+    if _should_print(ctx, counter, first_n):
         _write("stderr", message + "".join(f"[{summarize_value(np.asarray(d), summarize)}]"
                                            for d in data) + "\n")
     return x
