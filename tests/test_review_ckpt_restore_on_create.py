@@ -4,6 +4,8 @@ deferred restoration does. Before, restore left them out without a word (only
 `assert_consumed` told), and the first call built them from their initializers: the
 trained weights were lost."""
 
+import os
+
 import numpy as np
 import pytest
 
@@ -145,3 +147,15 @@ def test_lazy_layers_kept_in_a_list_get_the_saved_values(tmp_path):
     status = tw.train.Checkpoint(model=fresh).restore(path)
     np.testing.assert_array_equal(fresh(X), trained(X))
     status.assert_consumed()
+
+
+def test_a_checkpoint_deleted_before_the_variable_is_made_is_an_error(tmp_path):
+    """Values wait by name (a bigger model's checkpoint restored into part of it must not
+    hold its unused values in memory): read when the variable is made."""
+    trained = _trained()
+    path = tw.train.Checkpoint(model=trained).save(str(tmp_path / "c"))
+    fresh = Net()
+    tw.train.Checkpoint(model=fresh).restore(path)
+    os.unlink(path + ".safetensors")
+    with pytest.raises(tw.errors.NotFoundError, match="does not exist"):
+        fresh(X)

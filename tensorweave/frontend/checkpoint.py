@@ -219,28 +219,28 @@ class Checkpoint:
             self.save_counter = int(base.rsplit("-", 1)[1])
         unused = [k for k in stored if k not in named and k not in deferred]
         landed: set[str] = set()
-        self._defer_module_variables(save_path, {k: stored[k] for k in unused}, landed,
-                                     waiting)
+        self._defer_module_variables(save_path, unused, landed, waiting)
         return CheckpointLoadStatus(save_path, unused, landed)
 
-    def _defer_module_variables(self, save_path: str, values: dict[str, np.ndarray],
-                                landed: set[str], waiting: dict[str, list[_WaitingSlot]]
-                                ) -> None:
-        """Hand each stored value that no variable took to the deepest tracked module on
-        its path, to be assigned when the module makes the variable (`restore_on_attach`),
-        with the optimizer slots `waiting` for that variable; what an earlier restore
-        left with these modules is dropped."""
+    def _defer_module_variables(self, save_path: str, keys: list[str], landed: set[str],
+                                waiting: dict[str, list[_WaitingSlot]]) -> None:
+        """Hand each stored value that no variable took (`keys`) to the deepest tracked
+        module on its path, to be read and assigned when the module makes the variable
+        (`restore_on_attach`), with the optimizer slots `waiting` for that variable; what
+        an earlier restore left with these modules is dropped. Only names are kept, not
+        values: a bigger model's checkpoint restored into part of it (most of its values
+        never used) holds no memory."""
         modules: dict[str, Module] = {}
         for key, obj in self._objects.items():
             _modules_by_path(key, obj, modules, set())
         for module in modules.values():
             module.__dict__.pop(PENDING_ATTR, None)
         by_length = sorted(modules, key=len, reverse=True)
-        for key, value in values.items():
+        for key in keys:
             owner = next((p for p in by_length if key.startswith(p + "/")), None)
             if owner is not None:
                 pending = modules[owner].__dict__.setdefault(PENDING_ATTR, {})
-                pending[key[len(owner) + 1:]] = _Pending(save_path, key, value, landed,
+                pending[key[len(owner) + 1:]] = _Pending(save_path, key, landed,
                                                          waiting.get(key, []))
 
     def _defer_optimizer_state(self, stored: dict[str, np.ndarray],
@@ -277,7 +277,7 @@ class Checkpoint:
                     # module makes that variable later (`restore_on_attach`), else unused
                     # as the variable is (never pended by name: no slot is made under it)
                     waiting.setdefault(head[len(key) + 1:], []).append(
-                        _WaitingSlot(opt, slot, value, name))
+                        _WaitingSlot(opt, slot, name))
                     continue
                 else:  # a slot stored under its runtime name (variables not tracked)
                     _pending_slots[rest] = value
@@ -294,16 +294,14 @@ class _WaitingSlot(NamedTuple):
 
     optimizer: Optimizer
     slot: str
-    value: np.ndarray
-    key: str
+    key: str  # its name in the checkpoint
 
 
 class _Pending(NamedTuple):
     """A stored value waiting for the variable a module has not made yet."""
 
     save_path: str
-    key: str           # its name in the checkpoint
-    value: np.ndarray
+    key: str           # its name in the checkpoint (read when the variable is made)
     landed: set[str]   # the restore's status: keys assigned since
     slots: list[_WaitingSlot]  # its optimizer state, handed over when it is made
 
@@ -354,11 +352,15 @@ def restore_on_attach(module: Module, name: str, value: Any) -> None:
     for path, var in found.items():
         wait = pending.get(path)
         if wait is not None:
-            _check_compatible(wait.save_path, wait.key, var, wait.value)
-            var._state.assign(wait.value)
+            # (a checkpoint deleted since the restore is a NotFoundError here)
+            values = checkpoint_io.read_tensors(
+                wait.save_path, [wait.key] + [slot.key for slot in wait.slots])
+            _check_compatible(wait.save_path, wait.key, var, values[wait.key])
+            var._state.assign(values[wait.key])
             wait.landed.add(wait.key)
             for slot in wait.slots:  # created by the optimizer's next step
-                slot.optimizer._deferred_slots[(var.shared_name, slot.slot)] = slot.value
+                slot.optimizer._deferred_slots[(var.shared_name, slot.slot)] = \
+                    values[slot.key]
                 wait.landed.add(slot.key)
             del pending[path]
     subs: dict[str, Module] = {}
