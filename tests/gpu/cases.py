@@ -119,14 +119,14 @@ def _cases() -> dict[str, tuple[Callable, list[np.ndarray]]]:
     out: dict[str, tuple[Callable, list[np.ndarray]]] = {}
     for name, (fn, dtypes, (lo, hi)) in UNARY.items():
         for dt in dtypes:
-            out[f"{name}_{dt.ir_name}"] = (fn, [_values(dt, (2, 3), 1, lo, hi)])
+            out[f"{name}_{dt.name}"] = (fn, [_values(dt, (2, 3), 1, lo, hi)])
     for name, (fn, dtypes, nonzero) in BINARY.items():
         for dt in dtypes:
             lo, hi = (0, 3) if name == "pow" else (-4, 4)
             y = _values(dt, (3,), 2, lo, hi, nonzero)  # broadcast along the rows
-            out[f"{name}_{dt.ir_name}"] = (fn, [_values(dt, (2, 3), 1, -4, 4), y])
+            out[f"{name}_{dt.name}"] = (fn, [_values(dt, (2, 3), 1, -4, 4), y])
     for dt in BITWISE_DTYPES:
-        out[f"bitwise_chain_{dt.ir_name}"] = (bitwise_chain, list(bitwise_edge_pairs(dt)))
+        out[f"bitwise_chain_{dt.name}"] = (bitwise_chain, list(bitwise_edge_pairs(dt)))
     out["cast_f32_i32"] = (lambda x: tw.cast(x, tw.int32), [_values(F32, (2, 3), 1)])
     # NaN, out of range and wrapping values: the reference's answers, not PTX's
     # saturating ones (sim/test_review_gpu_float_to_int_cast.py)
@@ -146,11 +146,11 @@ def _cases() -> dict[str, tuple[Callable, list[np.ndarray]]]:
     for name, fn in REDUCE.items():
         for dt in (F32, F64, I32):
             x = _values(dt, (3, 4), 4, -2, 2)
-            out[f"reduce_{name}_last_{dt.ir_name}"] = (lambda x, fn=fn: fn(x, axis=-1), [x])
-            out[f"reduce_{name}_first_{dt.ir_name}"] = (lambda x, fn=fn: fn(x, axis=0), [x])
+            out[f"reduce_{name}_last_{dt.name}"] = (lambda x, fn=fn: fn(x, axis=-1), [x])
+            out[f"reduce_{name}_first_{dt.name}"] = (lambda x, fn=fn: fn(x, axis=0), [x])
     for name in ("sum", "max", "mean"):  # few outputs, long reductions: a block each
         for dt in (F32, I32):
-            out[f"reduce_{name}_long_first_{dt.ir_name}"] = (
+            out[f"reduce_{name}_long_first_{dt.name}"] = (
                 lambda x, fn=REDUCE[name]: fn(x, axis=0), [_values(dt, (70, 3), 30, -3, 3)])
     out["bias_add_grad_long_f64"] = (lambda g: apply_op1("BiasAddGrad", [g]),
                                      [_values(F64, (4, 20, 3), 31)])
@@ -163,17 +163,17 @@ def _cases() -> dict[str, tuple[Callable, list[np.ndarray]]]:
     out["reduce_all_last_bool"] = (lambda x: tw.reduce_all(x, axis=-1), [_values(BOOL, (3, 4), 5)])
     out["reduce_any_first_bool"] = (lambda x: tw.reduce_any(x, axis=0), [_values(BOOL, (3, 4), 5)])
     for dt in (F32, F64):
-        out[f"l2_loss_{dt.ir_name}"] = (tw.nn.l2_loss, [_values(dt, (3, 4), 4)])
+        out[f"l2_loss_{dt.name}"] = (tw.nn.l2_loss, [_values(dt, (3, 4), 4)])
     out["bias_add_grad_f32"] = (lambda g: apply_op1("BiasAddGrad", [g]), [_values(F32, (2, 3, 4), 4)])
     out["reduce_to_like_f64"] = (lambda g, like: apply_op1("ReduceToLike", [g, like]),
                                  [_values(F64, (2, 3, 4), 4), _values(F64, (3, 1), 5)])
     out["softmax_pattern_f32"] = (  # a fused reduction feeding fused elementwise ops
         lambda x: tw.exp(x - tw.reduce_max(x, axis=-1, keepdims=True)), [_values(F32, (3, 5), 6)])
     for dt in (F32, I32):
-        out[f"argmax_{dt.ir_name}"] = (lambda x: tw.argmax(x, axis=1), [_values(dt, (3, 4), 7)])
-        out[f"argmin_{dt.ir_name}"] = (lambda x: tw.argmin(x, axis=0), [_values(dt, (3, 4), 7)])
+        out[f"argmax_{dt.name}"] = (lambda x: tw.argmax(x, axis=1), [_values(dt, (3, 4), 7)])
+        out[f"argmin_{dt.name}"] = (lambda x: tw.argmin(x, axis=0), [_values(dt, (3, 4), 7)])
     for dt in (F32, F64, I32):
-        out[f"matmul_{dt.ir_name}"] = (tw.matmul, [_values(dt, (5, 7), 8, -2, 2),
+        out[f"matmul_{dt.name}"] = (tw.matmul, [_values(dt, (5, 7), 8, -2, 2),
                                                 _values(dt, (7, 3), 9, -2, 2)])
     out["matmul_ta_f32"] = (lambda a, b: tw.matmul(a, b, transpose_a=True),
                             [_values(F32, (7, 5), 8), _values(F32, (7, 3), 9)])
@@ -199,13 +199,13 @@ def _cases() -> dict[str, tuple[Callable, list[np.ndarray]]]:
          _values(F64, (5,), 10)])
     for dt in (F32, F64):
         logits = _values(dt, (3, 5), 10)
-        out[f"softmax_{dt.ir_name}"] = (tw.nn.softmax, [logits])
-        out[f"log_softmax_{dt.ir_name}"] = (tw.nn.log_softmax, [logits])
+        out[f"softmax_{dt.name}"] = (tw.nn.softmax, [logits])
+        out[f"log_softmax_{dt.name}"] = (tw.nn.log_softmax, [logits])
         probs = np.random.default_rng(11).dirichlet(np.ones(5), size=3).astype(dt)
-        out[f"softmax_xent_{dt.ir_name}"] = (
+        out[f"softmax_xent_{dt.name}"] = (
             lambda lo, la: tw.nn.softmax_cross_entropy_with_logits(labels=la, logits=lo),
             [logits, probs])
-        out[f"sparse_xent_{dt.ir_name}"] = (
+        out[f"sparse_xent_{dt.name}"] = (
             lambda lo, la: tw.nn.sparse_softmax_cross_entropy_with_logits(labels=la, logits=lo),
             [logits, np.array([0, 4, 2], np.int64)])
     out["softmax_axis1_f32"] = (lambda x: tw.nn.softmax(x, axis=1), [_values(F32, (2, 5, 3), 10)])
@@ -235,7 +235,7 @@ def _cases() -> dict[str, tuple[Callable, list[np.ndarray]]]:
     out["split_f32"] = (lambda x: tw.split(x, [1, 3], axis=1), [_values(F32, (2, 4), 22)])
     out["unstack_i32"] = (lambda x: tw.unstack(x, axis=0), [_values(I32, (3, 2), 22)])
     for dt in (F32, I64):
-        out[f"segment_sum_{dt.ir_name}"] = (
+        out[f"segment_sum_{dt.name}"] = (
             lambda d, i: tw.unsorted_segment_sum(d, i, 4),
             [_values(dt, (5, 3), 23), np.array([3, 0, 3, -1, 1], np.int32)])
     out["gather_grad_f32"] = (  # Gather's gradient is an UnsortedSegmentSum
@@ -385,7 +385,7 @@ def _variable_cases() -> dict[str, tuple[Callable, list[np.ndarray]]]:
                 def f(i, u, v=v, op=kinds[kind]):
                     op(v, i, u)
                     return gather_rows(v, i)
-                out[f"scatter_{kind}_{dt.ir_name}_{idt.ir_name}"] = (
+                out[f"scatter_{kind}_{dt.name}_{idt.name}"] = (
                     f, [np.array([[4, 0], [4, 2]], idt), _values(dt, (2, 2, 2, 3), 41)])
     # DeduplicateSlices padded to its number of indices, and the counted gather/scatters
     for dt, idt in ((F32, I32), (F64, I64)):
@@ -396,7 +396,7 @@ def _variable_cases() -> dict[str, tuple[Callable, list[np.ndarray]]]:
             scatter_update(v, rows, summed + gather_rows(w, rows))
             scatter_sub(w, rows, summed)
             return v.read_value()
-        out[f"deduplicate_{dt.ir_name}_{idt.ir_name}"] = (
+        out[f"deduplicate_{dt.name}_{idt.name}"] = (
             f, [np.array([4, 0, 4, 2], idt), _values(dt, (4, 3), 44)])
     # more indices than one chunk of the sort (targets/gpu/sort.py): its merge kernel,
     # counted after DeduplicateSlices, and the first-occurrence prefix sums (one case:
