@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 from ...compiler.dtypes import bool_, int32
 from ...errors import ShapeError
@@ -15,14 +15,20 @@ from .array import one_hot
 TensorLike = Any
 
 
+class TopKV2(NamedTuple):
+    """`top_k`'s result, as TensorFlow's: unpacks as ``(values, indices)``."""
+    values: Tensor
+    indices: Tensor
+
+
 def top_k(input: TensorLike, k: int = 1, sorted: bool = True,  # noqa: A002
-          name: str | None = None) -> tuple[Tensor, Tensor]:
+          name: str | None = None) -> TopKV2:
     """The `k` largest entries along the last axis, largest first, and their int32
-    indices (``tf.math.top_k``); equal values come in index order. `k` is a Python int.
-    The gradient flows to the selected entries."""
+    indices (``tf.math.top_k``), as ``.values`` and ``.indices``; equal values come in
+    index order. `k` is a Python int. The gradient flows to the selected entries."""
     values, indices = apply_op("TopK", [convert_to_tensor(input)],
                                {"k": int(k), "sorted": bool(sorted)}, name=name)
-    return values, indices
+    return TopKV2(values, indices)
 
 
 def in_top_k(targets: TensorLike, predictions: TensorLike, k: int,
