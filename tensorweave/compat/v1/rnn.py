@@ -268,7 +268,6 @@ def reverse_sequence(input: TensorLike, seq_lengths: TensorLike,  # noqa: A002
     if len(lengths.shape) != 1:
         raise ValueError(f"reverse_sequence: seq_lengths must be a vector, got shape "
                          f"{list(lengths.shape)}")
-    lengths = _math.cast(lengths, int32)
     # batch first, sequence second: then a gather per row
     order = [batch_axis, seq_axis] + [d for d in range(rank) if d not in (batch_axis,
                                                                             seq_axis)]
@@ -282,12 +281,15 @@ def reverse_sequence(input: TensorLike, seq_lengths: TensorLike,  # noqa: A002
     checks = [assert_equal(_array.shape(lengths)[0], _array.shape(xt)[0],
                            message="reverse_sequence: seq_lengths must have one entry per "
                                    "row along batch_axis"),
-              assert_less(lengths, n_steps + 1, message="reverse_sequence: a seq_lengths "
-                          "entry is past the length of seq_axis"),
+              # in the lengths' own dtype: an int64 length cast to int32 first could wrap
+              # into range (2**32 + 2 -> 2)
+              assert_less(lengths, _math.cast(n_steps + 1, lengths.dtype),
+                          message="reverse_sequence: a seq_lengths entry is past the length "
+                                  "of seq_axis"),
               assert_non_negative(lengths,
                                   message="reverse_sequence: a seq_lengths entry is negative")]
     with control_dependencies([c for c in checks if c is not None] or None):
-        row_len = _array.reshape(_array.identity(lengths), [-1, 1])
+        row_len = _array.reshape(_array.identity(_math.cast(lengths, int32)), [-1, 1])
     index = _math.where(_math.less(steps, row_len), row_len - 1 - steps, steps)
     out = _array.gather(xt, index, axis=1, batch_dims=1)
     out = _array.transpose(out, inverse) if order != list(range(rank)) else out
