@@ -13,7 +13,7 @@ from typing import Any
 from ...compiler import ir
 from ...compiler.dtypes import DType, as_dtype
 from ...compiler.types import TensorType, as_shape, format_shape
-from ...errors import FailedPreconditionError, ShapeError, UnknownNameError
+from ...errors import FailedPreconditionError, ShapeError, TracingError, UnknownNameError
 from ...frontend.building import apply_op, apply_op1, convert_to_tensor
 from ...frontend.call_site import api_name, user_location
 from ...frontend.context import GraphBuilder, building, control_dependencies, current_builder
@@ -226,6 +226,17 @@ class Variable(_Variable):
         with the enclosing name scopes (a variable scope opens one), and made unique."""
         if initial_value is None:
             raise ValueError("Variable needs an initial_value")
+        builder = current_builder()
+        if builder is not None and builder.kind == "function":
+            # it would go to the default graph, which the traced function cannot read
+            # (its step failed with KeyError or NotFoundError)
+            loc = user_location()
+            raise TracingError(
+                "tf.compat.v1 variables (tf.Variable, tf.get_variable, and the layers and "
+                "RNN cells that make them) cannot be created inside @tw.compile functions: "
+                "build the model in a tf.Graph and run it with a Session, or create "
+                "tw.Variables outside the function and use them inside",
+                op="tf.Variable", location=str(loc) if loc else None)
         graph = get_default_graph()
         with graph.as_default():
             if callable(initial_value):
