@@ -64,9 +64,19 @@ def _update_infer(r, value):
     return []
 
 
+def _arithmetic_update_infer(r, value):
+    out = _update_infer(r, value)
+    if expect_tensor(value, "value").dtype is bool_:
+        # TensorFlow has no kernel for it either; NumPy would OR (add) or raise (sub), and
+        # a native step's byte add made bools of 2, 3, ... that wrap to False at 256
+        raise DTypeError("adding to or subtracting from a bool variable is not defined "
+                         "(use assign with tw.logical_or / tw.logical_xor)")
+    return out
+
+
 def _declare_update(name: str, doc: str, update: Callable | None) -> OpDef:
     op = def_op(name, ["resource", "value"], stateful=True, doc=doc)
-    op.infer(_update_infer)
+    op.infer(_update_infer if update is None else _arithmetic_update_infer)
 
     @op.kernel("reference", context=True)
     def _kernel(ctx, var, value):

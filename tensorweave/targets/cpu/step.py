@@ -59,6 +59,7 @@ from typing import Any
 import llvmlite.ir as ir
 import numpy as np
 
+from ...compiler.dtypes import bool_
 from ...compiler.ir import Graph, Node, Value
 from ...compiler.types import ResourceType, TensorType, Type
 from ...errors import UnimplementedError
@@ -513,7 +514,7 @@ class _Planner:
             else:
                 value = node.inputs[1]
                 t = _tensor(value)
-                if t.dtype.ir_name == "bool" and node.op != "AssignVariable":
+                if t.dtype is bool_ and node.op != "AssignVariable":
                     raise Ineligible(f"{node.op} '{node.name}' on a bool variable")
                 if node in self.sparse:  # (rows, ids, c; reported as the segment sum)
                     actions.append(Action(
