@@ -415,6 +415,18 @@ def test_streaming_store_kernel_code():
         assert "vmovntps" in jit.assembly(text) or "movntps" in jit.assembly(text)
 
 
+def test_compute_bound_loops_store_normally():
+    """A loop with a transcendental (`codegen.COMPUTE_BOUND_OPS`) is bound by compute:
+    streaming its stores doubled the W4 gelu's time on the AMD host, so it stores
+    normally; the memory-bound Add above keeps streaming."""
+    f32 = as_dtype("f32")
+    program = codegen.Program((f32, f32), (
+        codegen.Instr("Tanh", (), (0,), (f32,), f32),
+        codegen.Instr("Add", (), (2, 1), (f32, f32), f32)), (3,))
+    text = codegen.build_kernel(program, codegen.Layout(1, 0, ((True,),) * 3), width=16)
+    assert "!nontemporal" not in text
+
+
 def test_streamed_results_equal_normal_ones_aligned_or_not():
     """Outputs over `NONTEMPORAL_MIN_BYTES` take the streaming stores where aligned: the
     values are those of the normal stores, into aligned results (the pool's), a

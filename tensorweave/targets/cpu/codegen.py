@@ -28,13 +28,14 @@ loop, over a kept dim, is cut into blocks run on several threads (`parallel`); t
 blocks start at multiples of `align` (the vector width when that loop is the vectorized
 one), so every element is computed by the same instructions as in one pass.
 
-A full output of `NONTEMPORAL_MIN_BYTES` or more is written with non-temporal (streaming)
-vector stores wherever a store's address is aligned to its vector (or to a cache line):
-such a result cannot stay in the cache for its reader anyway, and a normal store would
-first read every line it writes (read-for-ownership), a third of the memory traffic of
-``y = f(x)``. The alignment is checked per store at run time (the caching allocator's
-blocks are aligned, NumPy's arrays often are not), and the body ends with a fence, as
-streaming stores are weakly ordered. The values stored are the same either way.
+A full output of `NONTEMPORAL_MIN_BYTES` or more of a loop bound by memory (no op of
+`COMPUTE_BOUND_OPS`) is written with non-temporal (streaming) vector stores wherever a
+store's address is aligned to its vector (or to a cache line): such a result cannot stay
+in the cache for its reader anyway, and a normal store would first read every line it
+writes (read-for-ownership), a third of the memory traffic of ``y = f(x)``. The alignment
+is checked per store at run time (the caching allocator's blocks are aligned, NumPy's
+arrays often are not), and the body ends with a fence, as streaming stores are weakly
+ordered. The values stored are the same either way.
 """
 
 from __future__ import annotations
@@ -78,6 +79,15 @@ FUSED_BLOCKS = 4
 # real). The gain on the AVX-512 host of issue 13: x*a+b over 2^24 float32 5.7 -> 3.2 ms
 # (benchmarks/README.md).
 NONTEMPORAL_MIN_BYTES = 16 << 20
+# Ops whose elements cost tens of instructions (a polynomial, a division, or a libm call
+# per lane): a loop with one of them is bound by compute, not memory, and streaming its
+# stores only costs. Measured on the AMD EPYC AVX2 host (CPU time, 2^24 float32, one
+# thread): the W4 gelu (tanh) 20-22 ms streamed, 14 ms with normal stores; x*a+b gains
+# from streaming on both hosts (5.7 -> 3.2 ms on the AVX-512 host).
+COMPUTE_BOUND_OPS = frozenset({
+    "Exp", "Log", "Log1p", "Expm1", "Erf", "Tanh", "Sigmoid", "Pow", "Atan2", "Sin", "Cos",
+    "Tan", "Asin", "Acos", "Atan", "Sinh", "Cosh", "Asinh", "Acosh", "Atanh", "Lgamma",
+    "Digamma", "Erfc", "Softplus"})
 _I8PP = ir.PointerType(ir.PointerType(I8))
 # What a chunk of a kernel split over threads gets: the kernel's (inputs, outputs, sizes).
 _CTX = ir.LiteralStructType([_I8PP, _I8PP, ir.PointerType(I64)])
@@ -374,7 +384,8 @@ class KernelBuilder:
         """Per full-output itemsize: whether an output of it (all full outputs have the
         loop nest's element count) is big enough for non-temporal stores (run-time
         values: sizes are arguments)."""
-        if not self.full or self.layout.rank == 0:
+        if not self.full or self.layout.rank == 0 or \
+                any(i.op in COMPUTE_BOUND_OPS for i in self.p.instrs):
             return {}
         b = self.b
         count: ir.Value = I64(1)
