@@ -42,15 +42,18 @@ from ...frontend.tensor_shape import TensorShape, as_shape, from_static
 from .graph import in_default_graph
 
 PyFunc = def_op(
-    "PyFunc", ["*inputs"], {"token": attr("str"), "Tout": attr("any")},
+    "PyFunc", ["*inputs"], {"token": attr("str"), "Tout": attr("any"),
+                            "unshaped": attr("ints", ())},
     stateful=True,
     doc="Calls the Python function registered as `token` on its inputs (NumPy arrays) and "
-        "returns its results, which must have the types `Tout` (a tuple of TensorTypes).")
+        "returns its results, which must have the types `Tout` (a tuple of TensorTypes). "
+        "The outputs listed in `unshaped` were never given a shape (set_shape): nothing "
+        "can read them, their results are checked for dtype only.")
 not_differentiable("PyFunc")
 
 
 @PyFunc.infer
-def _py_func_infer(*inputs: Any, token: str, Tout: tuple) -> list:
+def _py_func_infer(*inputs: Any, token: str, Tout: tuple, unshaped: tuple = ()) -> list:
     return list(Tout)
 
 
@@ -87,7 +90,7 @@ def _message_name(dtype: Any) -> str:
 
 
 @PyFunc.kernel("reference")
-def _py_func_kernel(*inputs: Any, token: str, Tout: tuple) -> tuple:
+def _py_func_kernel(*inputs: Any, token: str, Tout: tuple, unshaped: tuple = ()) -> tuple:
     func = _functions.get(token)
     if func is None:
         raise InvalidArgumentError(f"the Python function {token} of this py_func is gone: "
@@ -111,6 +114,9 @@ def _py_func_kernel(*inputs: Any, token: str, Tout: tuple) -> tuple:
             raise InvalidArgumentError(f"{i}-th value returned by {token} is "
                                        f"{_message_name(arr.dtype)}, but expects "
                                        f"{_message_name(t.dtype)}")
+        if i in unshaped:  # (TensorFlow: an unknown shape) unused: a placeholder value
+            out.append(np.zeros(t.shape, t.dtype.np))
+            continue
         if not t.accepts(t.dtype, arr.shape):
             raise InvalidArgumentError(f"{i}-th value returned by {token} has shape "
                                        f"{list(arr.shape)}, but its output was given the "
@@ -180,6 +186,8 @@ class PyFuncOutput(Tensor):
         types = list(node.attrs["Tout"])
         types[value.index] = TensorType(self._dtype, tuple(shape))
         node.attrs["Tout"] = tuple(types)
+        node.attrs["unshaped"] = tuple(i for i in node.attrs.get("unshaped", ())
+                                       if i != value.index)
         value.type = types[value.index]
         self._shaped = True
 
@@ -214,7 +222,9 @@ def _build(func: Callable, inp: Any, Tout: Any, name: str | None, op: str) -> An
     # placeholder types until set_shape gives each output its shape
     types = tuple(TensorType(d, ()) for d in dtypes)
     token = _register(func, current_builder().graph)
-    outs = apply_op("PyFunc", inputs, {"token": token, "Tout": types}, name=name or "PyFunc")
+    outs = apply_op("PyFunc", inputs, {"token": token, "Tout": types,
+                                       "unshaped": tuple(range(len(types)))},
+                    name=name or "PyFunc")
     if not dtypes:  # as TensorFlow: the op itself, to run
         return current_builder().graph.nodes[-1]
     outs = [PyFuncOutput(t) for t in outs]
