@@ -110,6 +110,20 @@ class DType:
         """Whether `other` (anything `as_dtype` takes) is this dtype."""
         return as_dtype(other) is self
 
+    def __eq__(self, other: object) -> bool:
+        # TensorFlow's: a dtype equals a name or NumPy type of it ('float32', np.float32,
+        # np.dtype('float32')); by identity alone, `x.dtype == np.float32` was silently False
+        if isinstance(other, DType) or other is None:
+            return self is other
+        if not isinstance(other, (str, type, np.dtype)):
+            return NotImplemented
+        try:
+            return as_dtype(other) is self
+        except DTypeError:
+            return False
+
+    __hash__ = object.__hash__  # by identity, as before (dicts and sets of dtypes)
+
     def __repr__(self) -> str:
         return f"tw.{self.tf_name}"
 
