@@ -51,6 +51,12 @@ def _side_effects(node: ir.Node) -> bool:
         return True
 
 
+def _reads(node: ir.Node) -> bool:
+    """Whether `node` reads a variable (itself or in its regions): its second run gives
+    another value once something was written."""
+    return node.op == "ReadVariable" or any(_reads(n) for r in node.regions for n in r.nodes)
+
+
 def setup(session: Any, fetches: Any, feeds: Any = None) -> str:
     """Start a partial run of `fetches` with `feeds` to be fed; its handle."""
     allowed: dict[int, Any] = {}
@@ -101,8 +107,11 @@ def run(session: Any, handle: str, fetches: Any, feed_dict: dict | None = None) 
                            [t.value for t in feeds], name="partial_run")
     effects = {n.name: n.op for n in sub.nodes if _side_effects(n)}
     writes = any(op.startswith(_WRITES) for op in effects.values())
-    for name, op in effects.items():
-        again = name in state.ran and (op != "ReadVariable" or state.wrote or writes)
+    # reads (and loops or conds holding one) are not effects, but rerun after a write
+    # they see another value than the one their first run gave
+    reads = {n.name: n.op for n in sub.nodes if n.name not in effects and _reads(n)}
+    for name, op in {**effects, **reads}.items():
+        again = name in state.ran and (name not in reads or state.wrote or writes)
         if again:
             raise UnimplementedError(
                 f"{op} '{name}' ran in an earlier partial_run of this handle "
@@ -111,6 +120,7 @@ def run(session: Any, handle: str, fetches: Any, feed_dict: dict | None = None) 
                 f"call (list it in partial_run_setup)", op="Session.partial_run")
     result = session.run(fetches, feeds)
     state.ran.update(effects)
+    state.ran.update(reads)
     state.wrote = state.wrote or writes
     state.fed.update(new_feeds)
     state.done.update(id(t.value) for t in new_feeds)
