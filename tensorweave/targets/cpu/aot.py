@@ -146,9 +146,23 @@ def _plan(graph: Graph) -> StepPlan:
                            f"hold")
     missing = sorted({n.op for n in plan.callback_nodes.values()})
     if missing:
+        python = sorted({op for n in plan.callback_nodes.values() for op in _ops_in(n)
+                         if op in PYTHON_OPS})
+        names = ", ".join(f"{op} ({PYTHON_OPS[op]})" for op in python)
+        why = (f": {names} run{'s' if len(python) == 1 else ''} Python code, which a C "
+               f"library cannot call") if python else ""
         raise UnimplementedError(f"cannot compile '{graph.name}' ahead of time: no native "
-                                 f"lowering for {', '.join(missing)}")
+                                 f"lowering for {', '.join(missing)}{why}")
     return plan
+
+
+PYTHON_OPS = {"PyFunc": "tf.py_func", "Print": "tf.Print", "PrintV2": "tw.print"}
+"""Ops whose kernels are Python (the step calls back into it), with what made them."""
+
+
+def _ops_in(node: Any) -> set[str]:
+    """The ops of `node` and of the nodes of its regions, at any depth."""
+    return {node.op} | {op for r in node.regions for n in r.nodes for op in _ops_in(n)}
 
 
 def emit_library_module(plan: StepPlan, name: str) -> ir.Module:
