@@ -690,8 +690,16 @@ def _one_hot(cx: LoweringContext) -> None:
     _done(cx)
 
 
+def _update_row_status(node: Node, status: int) -> tuple[str, Node]:
+    """A failed DynamicUpdateRow's message from its types (inside a loop's body, where
+    the reference kernel cannot see the index to name it)."""
+    rows = node.inputs[0].type.shape[0]
+    return f"index is not in [0, {rows}) (rows of the tensor)", node
+
+
 @lowering("DynamicUpdateRow",
-          messages={1: "index is not in [0, n) (rows of the tensor)"})
+          messages={1: "index is not in [0, n) (rows of the tensor)"},
+          describe=_update_row_status, explained_by_reference=True)
 def _dynamic_update_row(cx: LoweringContext) -> None:
     """Check the index, copy the tensor, then the row over row `index`."""
     shape = _shape(cx)
