@@ -501,6 +501,8 @@ class _Builder:
         if d(st.booleans()):
             read = self.add("ReadVariable", [handle]).outputs[0]
             update = d(st.sampled_from(["AssignVariable", "AssignAddVariable"]))
+            if attrs["dtype"].ir_name == "i1":  # (adding to a bool variable is refused)
+                update = "AssignVariable"
             if d(st.booleans()):
                 self.add(update, [handle, read])
 
