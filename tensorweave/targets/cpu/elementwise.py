@@ -410,14 +410,21 @@ def tanh_f32(cx: Lanes, x: ir.Value) -> ir.Value:
     """tanh of float32 lanes (rational approximation, within TANHF_MAX_ULP ulp): odd,
     tanh(-0.0) = -0.0, exactly +-1 for |x| >= 9.012 and +-inf, never beyond +-1, NaN
     stays NaN."""
+    return _odd_rational(cx, x, _TANHF_CLAMP, _TANHF_P, 1.0, _TANHF_Q)
+
+
+def _odd_rational(cx: Lanes, x: ir.Value, clamp: float, p: Sequence[float], q0: float,
+                  q: Sequence[float]) -> ir.Value:
+    """(x + x t P(t)) / (q0 + t Q(t)) with t = x^2 for x clamped to [-clamp, clamp],
+    limited to [-1, 1] (NaN stays NaN); `p` and `q` list the coefficients of t, t^2, ...
+    Numerator and denominator are each finished by one FMA: for small x the last step adds
+    a tiny correction to x (or q0), so its rounding is all that is left."""
     b = cx.b
-    xc = _clamp_keep_nan(cx, x, _TANHF_CLAMP)
+    xc = _clamp_keep_nan(cx, x, clamp)
     t = b.fmul(xc, xc)
-    # x + x t P'(t) and 1 + t Q'(t), each finished by one FMA: for small x the last step
-    # adds a tiny correction to x (or 1), so its rounding is all that is left
-    num = b.fadd(b.fmul(b.fmul(xc, t), _horner(cx, t, _TANHF_P[::-1]), flags=FLAGS), xc,
+    num = b.fadd(b.fmul(b.fmul(xc, t), _horner(cx, t, p[::-1]), flags=FLAGS), xc,
                  flags=FLAGS)
-    den = b.fadd(b.fmul(t, _horner(cx, t, _TANHF_Q[::-1]), flags=FLAGS), cx.const(F32, 1.0),
+    den = b.fadd(b.fmul(t, _horner(cx, t, q[::-1]), flags=FLAGS), cx.const(F32, q0),
                  flags=FLAGS)
     return _clamp_keep_nan(cx, b.fdiv(num, den), 1.0)
 
@@ -458,13 +465,7 @@ def erf_f32(cx: Lanes, x: ir.Value) -> ir.Value:
     erf(-0.0) = -0.0, exactly +-1 for |x| >= 3.9192059 and +-inf, never beyond +-1, NaN
     stays NaN."""
     b = cx.b
-    xc = _clamp_keep_nan(cx, x, _ERFF_ONE_FROM)
-    t = b.fmul(xc, xc)
-    num = b.fadd(b.fmul(b.fmul(xc, t), _horner(cx, t, _ERFF_P[::-1]), flags=FLAGS), xc,
-                 flags=FLAGS)
-    den = b.fadd(b.fmul(t, _horner(cx, t, _ERFF_Q[::-1]), flags=FLAGS),
-                 cx.const(F32, _ERFF_Q0), flags=FLAGS)
-    y = _clamp_keep_nan(cx, b.fdiv(num, den), 1.0)
+    y = _odd_rational(cx, x, _ERFF_ONE_FROM, _ERFF_P, _ERFF_Q0, _ERFF_Q)
     # (the fit at the clamp may round just below 1: the lanes at or beyond it take +-1)
     one = cx.intrinsic("copysign", cx.const(F32, 1.0), x)
     return b.select(cx.fcmp(">=", cx.intrinsic("fabs", x), cx.const(F32, _ERFF_ONE_FROM)),
