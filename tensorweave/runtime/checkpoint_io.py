@@ -1,7 +1,9 @@
 """Checkpoint data files: the tensors of checkpoint ``PREFIX`` in ``PREFIX.safetensors``.
 
-The file's metadata holds a CRC32 of each tensor so flipped bits are caught, and
-safetensors' own header catches truncation. Files are written with
+The file's metadata holds a CRC32 of each tensor, over its dtype, shape and bytes, so
+flipped bits are caught in the data and in the header (a header whose dtype or shape was
+changed would otherwise reinterpret intact bytes), and safetensors' own header catches
+truncation. Files are written with
 `atomic_files.write_bytes` (temporary, fsync, rename, fsync of the directory), so a
 crash mid-save leaves the previous file intact and a finished save survives a power
 loss. No pickle. The index of a directory's checkpoints is `checkpoint_index`.
@@ -39,14 +41,23 @@ def data_path(prefix: str) -> str:
     return prefix + SUFFIX
 
 
-def _crc(a: np.ndarray) -> str:
+FORMAT = "tensorweave-checkpoint-2"
+# format 1 (before 2026-11-28) checksummed only the bytes; its files still verify that way
+_BYTES_ONLY_FORMAT = "tensorweave-checkpoint-1"
+
+
+def _crc(a: np.ndarray, typed: bool = True) -> str:
     # of the bytes as stored, little-endian (safetensors swaps a big-endian array's bytes
     # when writing it); a view of the array's bytes otherwise, not a copy (a 200 MB
     # checkpoint would double in memory)
     if a.dtype.byteorder == ">" or (a.dtype.byteorder == "=" and sys.byteorder == "big"):
         a = a.astype(a.dtype.newbyteorder("<"))
     data = np.require(a, requirements="C").reshape(-1).view(np.uint8)
-    return format(zlib.crc32(data) & 0xFFFFFFFF, "08x")
+    start = 0
+    if typed:
+        # dtype and shape first: the same bytes read as another dtype or shape must fail
+        start = zlib.crc32(f"{a.dtype.newbyteorder('<').str}{list(a.shape)}".encode())
+    return format(zlib.crc32(data, start) & 0xFFFFFFFF, "08x")
 
 
 SLICES_KEY = "tw_slices"  # metadata: tensor -> the part of a larger variable it holds
@@ -59,7 +70,7 @@ def write_tensors(prefix: str, tensors: Mapping[str, np.ndarray],
     ``{"full": name, "shape": full shape, "offset": offset of the shard}``, so a model
     partitioned differently can restore them (`read_slice`)."""
     arrays = {k: np.require(v, requirements="C") for k, v in tensors.items()}
-    meta = {"format": "tensorweave-checkpoint-1",
+    meta = {"format": FORMAT,
             "crc32": json.dumps({k: _crc(v) for k, v in arrays.items()})}
     if slices:
         meta[SLICES_KEY] = json.dumps(dict(slices))
@@ -106,7 +117,7 @@ def write_manifest(prefix: str, shard_of: Mapping[str, str]) -> str:
     of `prefix` that the manifest does not name are deleted: those of the checkpoint it
     replaced, and any a save cut off before its manifest left behind."""
     relative = {k: os.path.basename(v) for k, v in shard_of.items()}
-    meta = {"format": "tensorweave-checkpoint-1", SHARDS_KEY: json.dumps(relative)}
+    meta = {"format": FORMAT, SHARDS_KEY: json.dumps(relative)}
     path = data_path(prefix)
     atomic_files.write_bytes(path, safetensors.numpy.save({}, metadata=meta))
     kept = set(shard_files(prefix))
@@ -152,6 +163,7 @@ def read_tensors(prefix: str, names: list[str] | None = None) -> dict[str, np.nd
         if SHARDS_KEY in meta:
             return _read_sharded(prefix, json.loads(meta[SHARDS_KEY]), names)
         crcs = json.loads(meta.get("crc32", "{}"))
+        typed = meta.get("format") != _BYTES_ONLY_FORMAT
         keys = list(f.keys())
         wanted = keys if names is None else names
         out = {}
@@ -160,7 +172,7 @@ def read_tensors(prefix: str, names: list[str] | None = None) -> dict[str, np.nd
                 raise NotFoundError(f"checkpoint '{path}' has no tensor '{name}' (it has: "
                                     f"{', '.join(sorted(keys)[:10])})")
             arr = f.get_tensor(name)
-            if crcs.get(name) != _crc(arr):
+            if crcs.get(name) != _crc(arr, typed):
                 raise DataLossError(f"checkpoint '{path}': tensor '{name}' fails its "
                                     f"checksum (the file is corrupt)")
             out[name] = arr
