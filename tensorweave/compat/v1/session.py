@@ -132,7 +132,10 @@ class Session:
                                                             fed_variables)
                     if getattr(self._config, "log_device_placement", False):
                         _log_placement(step)
-        timeout_ms = getattr(options, "timeout_in_ms", 0) or 0
+        # RunOptions' timeout, else the session's (ConfigProto.operation_timeout_in_ms),
+        # as TensorFlow bounds every step of a session configured with one
+        timeout_ms = (getattr(options, "timeout_in_ms", 0)
+                      or getattr(self._config, "operation_timeout_in_ms", 0) or 0)
         timeout = timeout_ms / 1000 if timeout_ms > 0 else None
         if (getattr(options, "trace_level", 0) or 0) > 0 and run_metadata is not None:
             # a timeline of this step (run_metadata.step_stats; see tw.profiler.Timeline)
@@ -318,15 +321,18 @@ class ConfigProto:
     the tasks it names (``["/job:ps", "/job:worker/task:1"]``): the others are neither
     used nor contacted. `allow_soft_placement` sets ``tw.config``'s soft placement when the
     session is created; `log_device_placement` prints each node's device when a step is
-    compiled. Thread-pool and GPU options are accepted and ignored (the runtime sizes
-    its pools from the machine)."""
+    compiled. `operation_timeout_in_ms` bounds every step of the session
+    (`DeadlineExceededError`; a step's ``RunOptions.timeout_in_ms`` overrides it).
+    Thread-pool and GPU options are accepted and ignored (the runtime sizes its pools
+    from the machine)."""
 
     def __init__(self, allow_soft_placement: bool | None = None,
                  log_device_placement: bool = False, device_filters: Any = None,
-                 **_: Any) -> None:
+                 operation_timeout_in_ms: int = 0, **_: Any) -> None:
         self.allow_soft_placement = allow_soft_placement
         self.log_device_placement = log_device_placement
         self.device_filters = list(device_filters or [])
+        self.operation_timeout_in_ms = int(operation_timeout_in_ms or 0)
 
 
 class InteractiveSession(Session):
