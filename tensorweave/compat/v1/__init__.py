@@ -484,6 +484,9 @@ random = _graph_mode_module("random", _random_src, {})
 math = _graph_mode_module("math", importlib.import_module("tensorweave.math"), {})
 linalg = _graph_mode_module("linalg", importlib.import_module("tensorweave.linalg"), {})
 debugging = _graph_mode_module("debugging", None, _assertions.debugging_namespace())
+# tf.image with TensorFlow 1's names and defaults (resize_images, resize_bilinear, ...)
+image = _graph_mode_module("image", importlib.import_module("tensorweave.image"),
+                           importlib.import_module("tensorweave.image.v1").graph_mode_names())
 
 
 @in_default_graph

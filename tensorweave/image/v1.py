@@ -1,0 +1,30 @@
+"""TensorFlow 1's ``tf.image`` (``tf.compat.v1.image``): the names and defaults that
+differ from TensorFlow 2's: ``resize`` is ``resize_images`` (legacy sampling, method
+numbers), the raw resize ops (``resize_bilinear``, ...), ``ResizeMethod`` numbers. The
+rest of ``tw.image`` is shared."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from . import resizing as _resize
+
+
+def _v1_names() -> dict[str, Any]:
+    return {
+        "ResizeMethod": _resize.ResizeMethodV1,
+        "resize": _resize.resize_images,
+        "resize_images": _resize.resize_images,
+        "resize_bilinear": _resize.resize_bilinear,
+        "resize_nearest_neighbor": _resize.resize_nearest_neighbor,
+        "resize_bicubic": _resize.resize_bicubic,
+        "resize_area": _resize.resize_area,
+    }
+
+
+def graph_mode_names() -> dict[str, Any]:
+    """The TensorFlow 1 names of ``tf.compat.v1.image``, functions wrapped to build into
+    the default graph (classes as they are)."""
+    from ..compat.v1.graph import in_default_graph
+    return {name: obj if isinstance(obj, type) else in_default_graph(obj)
+            for name, obj in _v1_names().items()}
