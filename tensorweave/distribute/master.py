@@ -22,6 +22,7 @@ import json
 import os
 import secrets
 import threading
+import time
 from concurrent import futures
 from typing import Any
 
@@ -170,6 +171,7 @@ class DistributedExecutable:
         # per partition: the ops that change state, so that running it twice would too
         self._state_changes = [_state_changing_ops(p.graph) for p in self.partitions]
         self._register_lock = threading.Lock()
+        self._last_sent = time.monotonic()  # when a step of these handles last went out
         self._result_sources = result_sources(graph, self.partitions)
         self._inflight: set[int] = set()  # step ids running now (close() aborts them)
         self._inflight_lock = threading.Lock()
@@ -209,6 +211,7 @@ class DistributedExecutable:
         arrays = check_arguments(self.graph, list(args))
         if timeout is not None and timeout <= 0:
             raise InvalidArgumentError(f"timeout must be positive, got {timeout}")
+        self._refresh_if_idle()
         handles = list(self.handles)
         no_graph: set[int] = set()
         try:
@@ -224,6 +227,22 @@ class DistributedExecutable:
                                         changes) from e
         return self._step(arrays, timeout, trace, list(self.handles), set())
 
+    def _refresh_if_idle(self) -> None:
+        """Register every partition again (new handles) when no step of this graph went
+        out for half of `server.GRAPH_IDLE_S`: a task may drop a graph idle that long,
+        and a step finding it gone on one task after the others ran their parts is
+        aborted (partly run), though nothing failed, and MonitoredTrainingSession would
+        then restore the last checkpoint (or initialize the model again). The old
+        graphs are left to the tasks' idle sweep: a step running now may use them."""
+        limit = task_server.GRAPH_IDLE_S / 2
+        if time.monotonic() - self._last_sent <= limit:
+            return
+        with self._register_lock:
+            if time.monotonic() - self._last_sent <= limit:
+                return  # another thread refreshed them
+            self.handles = [self._register(k) for k in range(len(self.partitions))]
+            self._last_sent = time.monotonic()
+
     def _register_again(self, lost: set[int], stale: list[str]) -> None:
         """Register the partitions `lost` again (once, when several steps find out at the
         same time: only a handle still equal to the `stale` one is replaced)."""
@@ -238,6 +257,7 @@ class DistributedExecutable:
         node timings (wall-clock records) are added to it. The partitions whose task
         answered that it has no graph (so ran nothing) are added to `no_graph`."""
         step_id = secrets.randbits(62)
+        self._last_sent = time.monotonic()
         header = {"step": step_id, "timeout": timeout}
         if trace is not None:
             header["trace"] = True
