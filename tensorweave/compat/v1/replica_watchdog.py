@@ -10,7 +10,8 @@ token forever. The watchdog turns both into a `FailedPreconditionError` that nam
 unreachable tasks:
 
 - every replica (through the session-run hook) and the chief's queue runner (the classic
-  API) ask each worker task of its job for its status every `interval_secs`; a task
+  API) ask each worker task of its job (with a ``chief`` job: the chief's and the
+  workers', `replica_tasks`) for its status every `interval_secs`; a task
   counts as dead once it has not answered for `timeout_secs` (a stopped or frozen task
   stays reachable as long as its server answers, so a straggler is never dead);
 - when fewer than m workers are alive, or (on a worker) the chief is dead, the replica
@@ -35,6 +36,17 @@ _log = logging.getLogger("tensorweave")
 PROBE_TIMEOUT_S = 1.0
 
 
+def replica_tasks(spec: Any, job: str) -> list[str]:
+    """The tasks that hold replicas, the chief first: with a ``chief`` job (TF_CONFIG's
+    layout for TensorFlow's estimators), its task and the ``worker`` tasks, the chief
+    being ``/job:chief/task:0``, as TensorFlow counts them; otherwise the tasks of the
+    client's own `job`, the chief being the first."""
+    jobs = ("chief", "worker") if "chief" in spec.jobs and job in ("chief", "worker") \
+        else (job,)
+    return [f"/job:{j}/replica:0/task:{i}" for want in jobs
+            for j, i, _ in spec.tasks() if j == want]
+
+
 def _probe(cluster: Any, task: str) -> bool:
     """Whether `task`'s server answers a status request within PROBE_TIMEOUT_S."""
     try:
@@ -56,8 +68,7 @@ class ReplicaWatchdog:
                  active: Callable[[], bool] = lambda: True) -> None:
         me = DeviceSpec.from_string(cluster.task)
         job = me.job or ""
-        self.workers = [f"/job:{job}/replica:0/task:{i}"
-                        for j, i, _ in cluster.spec.tasks() if j == job]
+        self.workers = replica_tasks(cluster.spec, job)
         self.me = f"/job:{job}/replica:0/task:{me.task or 0}"
         self.chief = self.workers[0]
         self._cluster = cluster
@@ -127,4 +138,4 @@ class ReplicaWatchdog:
                 return
 
 
-__all__ = ["ReplicaWatchdog"]
+__all__ = ["ReplicaWatchdog", "replica_tasks"]
