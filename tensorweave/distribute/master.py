@@ -138,12 +138,32 @@ class Cluster:
                     statuses = list(pool.map(self._status, map(self.address_of, self.tasks)))
                 finally:
                     pool.shutdown(wait=False)
+                check_same_addresses(self.spec, {
+                    s["task"]: as_cluster_spec(json.loads(s["cluster"])) for s in statuses})
                 self._devices = [Device(DeviceSpec.from_string(name))
                                  for s in statuses for name in s["devices"]]
             return list(self._devices)
 
     def __repr__(self) -> str:
         return f"<Cluster {self.spec.as_dict()} as {self.task}>"
+
+
+def check_same_addresses(spec: ClusterSpec, theirs: dict[str, ClusterSpec]) -> None:
+    """Refuse tasks whose cluster specs (`theirs`, by task name) give a task of `spec` (the
+    session's) another address: a task pulls tensors from its peers at the addresses of
+    its own spec, so such a step would wait for a connection to the wrong address and
+    fail seconds later blaming a peer that is up. Tasks one spec lacks are fine (a
+    connected client adds its own task to its spec only)."""
+    for task, other in sorted(theirs.items()):
+        for job, index, address in other.tasks():
+            if job not in spec.jobs or index not in spec.task_indices(job):
+                continue
+            ours = spec.task_address(job, index)
+            if ours != address:
+                raise InvalidArgumentError(
+                    f"the cluster spec of {task} gives /job:{job}/task:{index} the address "
+                    f"{address}, but the session's (from its target) gives {ours}: start "
+                    f"every task with the same cluster spec")
 
 
 def compile_for_cluster(graph: Graph, cluster: Cluster, target: str = "cpu") -> DistributedExecutable:
@@ -450,4 +470,5 @@ def _root_cause(errors: list[BaseException]) -> BaseException:
     return next((e for e in errors if isinstance(e, DeadlineExceededError)), errors[0])
 
 
-__all__ = ["Cluster", "DistributedExecutable", "compile_for_cluster", "parse_target"]
+__all__ = ["Cluster", "DistributedExecutable", "check_same_addresses", "compile_for_cluster",
+           "parse_target"]
