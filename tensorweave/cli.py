@@ -212,9 +212,11 @@ def _dump(args: argparse.Namespace) -> str:
         if not os.path.exists(args.target):
             raise CliError(f"no such file: {args.target}")
         graphs = parse_module(_read_text(args.target), source_name=args.target)
+        # (--target picks the stages, as for FILE.py:FN; without it, every stage runs)
+        graphs = [run_pipeline(g, stage, target=args.codegen) for g in graphs]
         if args.format != "mlir":
-            return _export(args, [run_pipeline(g, stage) for g in graphs])
-        return "\n".join(print_graph(run_pipeline(g, stage)) for g in graphs)
+            return _export(args, graphs)
+        return "\n".join(print_graph(g) for g in graphs)
     cf = concrete_function(load_function(args.target), parse_signature(args.signature or []))
     if args.format != "mlir":
         g = cf.graph if stage == "traced" and not args.codegen else \
