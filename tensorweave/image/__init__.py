@@ -8,12 +8,51 @@ differentiates through those ops' gradients. Sizes that decide which pixels are 
 (image height and width for a resize, crop boxes) must be known when the graph is built.
 """
 
-from .resizing import (
-    ResizeMethod,
-    resize,
+from .color import (
+    adjust_brightness,
+    adjust_contrast,
+    adjust_gamma,
+    grayscale_to_rgb,
+    per_image_standardization,
+    random_brightness,
+    random_contrast,
+    rgb_to_grayscale,
+    stateless_random_brightness,
+    stateless_random_contrast,
 )
+from .convert import convert_image_dtype
+from .crops import (
+    central_crop,
+    crop_to_bounding_box,
+    pad_to_bounding_box,
+    random_crop,
+    resize_with_crop_or_pad,
+    resize_with_pad,
+    stateless_random_crop,
+)
+from .geometry import (
+    flip_left_right,
+    flip_up_down,
+    random_flip_left_right,
+    random_flip_up_down,
+    rot90,
+    stateless_random_flip_left_right,
+    stateless_random_flip_up_down,
+    transpose,
+)
+from .measures import image_gradients, total_variation
+from .patches import extract_patches
+from .resizing import ResizeMethod, resize
 
-__all__ = ["ResizeMethod", "resize"]
+__all__ = ["ResizeMethod", "resize", "flip_left_right", "flip_up_down",
+           "random_flip_left_right", "random_flip_up_down", "stateless_random_flip_left_right",
+           "stateless_random_flip_up_down", "rot90", "transpose", "central_crop",
+           "crop_to_bounding_box", "pad_to_bounding_box", "resize_with_crop_or_pad",
+           "resize_with_pad", "random_crop", "stateless_random_crop", "adjust_brightness",
+           "adjust_contrast", "adjust_gamma", "per_image_standardization", "random_brightness",
+           "random_contrast", "stateless_random_brightness", "stateless_random_contrast",
+           "rgb_to_grayscale", "grayscale_to_rgb", "convert_image_dtype", "total_variation",
+           "image_gradients", "extract_patches"]
 
 
 def __dir__() -> list[str]:

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from . import crops as _crops
+from . import patches as _patches
 from . import resizing as _resize
 
 
@@ -19,6 +21,9 @@ def _v1_names() -> dict[str, Any]:
         "resize_nearest_neighbor": _resize.resize_nearest_neighbor,
         "resize_bicubic": _resize.resize_bicubic,
         "resize_area": _resize.resize_area,
+        "resize_image_with_crop_or_pad": _crops.resize_with_crop_or_pad,
+        "resize_image_with_pad": _crops.resize_image_with_pad_v1,
+        "extract_image_patches": _patches.extract_image_patches,
     }
 
 
