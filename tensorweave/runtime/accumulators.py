@@ -5,7 +5,8 @@ Workers `apply_grad` gradients computed at some `local_step`; a gradient from a 
 older than the accumulator's `global_step` is stale and dropped. The chief's `take_grad(m)`
 waits until `m` fresh gradients have arrived, returns their mean (or sum), resets, and
 moves the accumulator's step on by one, so gradients still in flight for the step just
-taken (the backup workers' m+1-th..n-th) are dropped when they arrive.
+taken (the backup workers' m+1-th..n-th) are dropped when they arrive. Setting the step
+to another value drops the gradients held (stale under the new step).
 """
 
 from __future__ import annotations
@@ -106,11 +107,21 @@ class ConditionalAccumulator:
         return out.astype(self.dtype.np, copy=False)
 
     def set_global_step(self, step: int) -> None:
-        """Make `step` the accumulator's step: gradients from earlier steps are stale."""
+        """Make `step` the accumulator's step: gradients from earlier steps are stale.
+        Moving to another step drops the gradients held: they were computed at the old
+        step, so they are stale now (a sync-replicas chief that restarts and restores an
+        older checkpoint must not average in gradients of parameters it no longer has;
+        TensorFlow's kernel keeps them)."""
         with self._cond:
             if int(step) < self._global_step:
                 log.warning("accumulator %s: global step goes back from %d to %d", self.name,
                             self._global_step, int(step))
+            if int(step) != self._global_step and self._count:
+                log.warning("accumulator %s: %d gradient(s) of step %d dropped (the step is "
+                            "now %d)", self.name, self._count, self._global_step, int(step))
+                self.dropped += self._count
+                self._reset()
+                self._count = 0
             self._global_step = int(step)
 
     def _wake(self) -> None:
