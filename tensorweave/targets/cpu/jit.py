@@ -23,8 +23,14 @@ when an object is loaded, in whichever process loads it; an object that needs a 
 this process does not define is refused (an entry from disk is then rebuilt, a fresh
 compile raises `CompileError`) instead of letting LLVM abort the process.
 
-LLVM state is process-wide and not thread-safe, so every use of it holds `LLVM_LOCK`.
-Calling compiled code does not: ctypes releases the GIL for the call.
+A step's module (`compile_keyed`, `compile_digest`) is cut into parts compiled on
+`compile_threads()` threads (``TW_COMPILE_THREADS``; 1 compiles it whole), each part in an
+LLVM context and with a target machine of its own (`_compile_parts`, `ir_split`); the
+objects are linked in one engine and stored as one entry (`pack_objects`).
+
+LLVM's process-wide state (the global context, engines) is not thread-safe, so every
+use of it holds `LLVM_LOCK`; the parts' threads use only objects of their own. Calling
+compiled code does not: ctypes releases the GIL for the call.
 """
 
 from __future__ import annotations
@@ -43,12 +49,13 @@ from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any
 
 import llvmlite
 import llvmlite.binding as llvm
 
 from ...errors import CompileError
-from . import disk_cache
+from . import disk_cache, ir_split
 
 _log = logging.getLogger(__name__)
 LLVM_LOCK = threading.RLock()
@@ -68,7 +75,8 @@ class CacheStats:
     usable entry while the disk cache is on, `disk_errors` entries that were invalid or
     failed to load (deleted and rebuilt), `disk_writes` entries written.
     `compile_seconds` is the time spent answering misses, both ways; `disk_load_seconds`
-    the part of it spent loading entries from disk."""
+    the part of it spent loading entries from disk. `split_compiles` counts the LLVM
+    compiles that ran as several parts on threads (`compile_threads`)."""
 
     hits: int = 0
     misses: int = 0
@@ -79,6 +87,7 @@ class CacheStats:
     disk_writes: int = 0
     llvm_compiles: int = 0
     disk_load_seconds: float = 0.0
+    split_compiles: int = 0  # modules LLVM compiled as several parts on threads
 
 
 STATS = CacheStats()
@@ -193,25 +202,60 @@ def parse_and_optimize(ir_text: str, loop_vectorize: bool = False) -> llvm.Modul
     _initialize()
     tm = target_machine()
     with LLVM_LOCK:
-        try:
-            module = llvm.parse_assembly(ir_text)
-            module.verify()
-        except RuntimeError as e:
-            raise CompileError(f"LLVM rejected the generated IR: {e}") from None
-        module.triple = tm.triple
-        module.data_layout = str(tm.target_data)
-        options = llvm.create_pipeline_tuning_options(speed_level=opt_level())
-        options.loop_vectorization = loop_vectorize
-        options.loop_interleaving = loop_vectorize and LOOP_INTERLEAVING
-        options.loop_unrolling = loop_vectorize and LOOP_UNROLLING
-        options.slp_vectorization = True
-        builder = llvm.create_pass_builder(tm, options)
-        if MERGE_FUNCTIONS:
-            merge = llvm.create_new_module_pass_manager()
-            merge.add_merge_functions_pass()
-            merge.run(module, builder)
-        builder.getModulePassManager().run(module, builder)
+        module = _parse(ir_text, tm)
+        _optimize(module, tm, loop_vectorize, _locked_run)
         return module
+
+
+def _parse(ir_text: str, tm: llvm.TargetMachine,
+           context: llvm.ContextRef | None = None) -> llvm.ModuleRef:
+    """`ir_text` parsed (into `context`, default LLVM's global one) and verified, with
+    `tm`'s triple and data layout; CompileError when LLVM rejects it."""
+    try:
+        module = llvm.parse_assembly(ir_text, context=context)
+    except RuntimeError as e:
+        raise CompileError(f"LLVM rejected the generated IR: {e}") from None
+    try:
+        module.verify()
+    except RuntimeError as e:
+        module.close()
+        raise CompileError(f"LLVM rejected the generated IR: {e}") from None
+    module.triple = tm.triple
+    module.data_layout = str(tm.target_data)
+    return module
+
+
+def _locked_run(pm: Any, module: llvm.ModuleRef, builder: Any) -> None:
+    pm.run(module, builder)
+
+
+def _optimize(module: llvm.ModuleRef, tm: llvm.TargetMachine, loop_vectorize: bool,
+              run: Callable[[Any, llvm.ModuleRef, Any], None]) -> None:
+    """Run the pipeline (`parse_and_optimize`) on `module` with `run(pass manager,
+    module, pass builder)`. Each run gets a pass builder of its own: llvmlite registers
+    the run's instrumentation callbacks with the builder and frees them when the run
+    ends, so a builder used twice would call the first run's freed callbacks."""
+    options = llvm.create_pipeline_tuning_options(speed_level=opt_level())
+    options.loop_vectorization = loop_vectorize
+    options.loop_interleaving = loop_vectorize and LOOP_INTERLEAVING
+    options.loop_unrolling = loop_vectorize and LOOP_UNROLLING
+    options.slp_vectorization = True
+    held = [options]
+    try:
+        if MERGE_FUNCTIONS:
+            merge_builder = llvm.create_pass_builder(tm, options)
+            merge = llvm.create_new_module_pass_manager()
+            held += [merge, merge_builder]
+            merge.add_merge_functions_pass()
+            run(merge, module, merge_builder)
+        builder = llvm.create_pass_builder(tm, options)
+        held.append(builder)
+        pipeline = builder.getModulePassManager()
+        held.append(pipeline)
+        run(pipeline, module, builder)
+    finally:
+        for obj in reversed(held):  # (pass managers before their builders)
+            obj.close()
 
 
 # Engines and modules whose CompiledModule was dropped, freed by `_bury` under
@@ -337,28 +381,93 @@ def _elf_sections(obj: bytes) -> list[tuple] | None:
     return [_ELF_SHDR.unpack_from(obj, shoff + i * shentsize) for i in range(shnum)]
 
 
-def loaded_sections(obj: bytes) -> int | None:
-    """How many sections of an ELF object the JIT places in memory (each may take a
-    memory mapping of its own), None when `obj` is not a 64-bit little-endian ELF file.
-    ValueError when it claims to be one but is malformed."""
+# Several object files stored as one disk-cache entry (a module compiled in parts,
+# `_compile_parts`): magic, count, each size, then the objects. One object is stored as
+# it is, so entries of modules compiled whole are plain ELF files.
+_OBJECTS_MAGIC = b"TWOBJS1\0"
+_OBJECTS_COUNT = struct.Struct("<I")
+_MAX_OBJECTS = 64
+
+
+def pack_objects(objs: Sequence[bytes]) -> bytes:
+    """The object files `objs` as one entry (`unpack_objects` reads it back)."""
+    if len(objs) == 1:
+        return objs[0]
+    if not 1 < len(objs) <= _MAX_OBJECTS:
+        raise ValueError(f"cannot pack {len(objs)} object files (at most {_MAX_OBJECTS})")
+    sizes = struct.pack(f"<{len(objs)}Q", *(len(o) for o in objs))
+    return b"".join([_OBJECTS_MAGIC, _OBJECTS_COUNT.pack(len(objs)), sizes, *objs])
+
+
+def unpack_objects(data: bytes) -> list[bytes]:
+    """The object files of an entry (`pack_objects`): `data` itself when it is not a
+    pack. ValueError when it is a malformed pack."""
+    if not data.startswith(_OBJECTS_MAGIC):
+        return [data]
+    pos = len(_OBJECTS_MAGIC)
     try:
-        sections = _elf_sections(obj)
+        (n,) = _OBJECTS_COUNT.unpack_from(data, pos)
+        if not 1 < n <= _MAX_OBJECTS:
+            raise ValueError(f"malformed object pack: {n} objects")
+        sizes = struct.unpack_from(f"<{n}Q", data, pos + _OBJECTS_COUNT.size)
     except struct.error as e:
-        raise ValueError(f"malformed ELF object: {e}") from None
-    if sections is None:
-        return None
-    return sum(1 for sh in sections if sh[2] & _SHF_ALLOC and sh[5])
+        raise ValueError(f"malformed object pack: {e}") from None
+    pos += _OBJECTS_COUNT.size + 8 * n
+    if pos + sum(sizes) != len(data):
+        raise ValueError("malformed object pack: its sizes do not add up to its length")
+    out = []
+    for size in sizes:
+        out.append(data[pos:pos + size])
+        pos += size
+    return out
+
+
+def loaded_sections(obj: bytes) -> int | None:
+    """How many sections of an ELF object (or of all objects of a pack, `pack_objects`)
+    the JIT places in memory (each may take a memory mapping of its own), None when one
+    is not a 64-bit little-endian ELF file. ValueError when one claims to be one but is
+    malformed."""
+    total = 0
+    for part in unpack_objects(obj):
+        try:
+            sections = _elf_sections(part)
+        except struct.error as e:
+            raise ValueError(f"malformed ELF object: {e}") from None
+        if sections is None:
+            return None
+        total += sum(1 for sh in sections if sh[2] & _SHF_ALLOC and sh[5])
+    return total
 
 
 def undefined_symbols(obj: bytes) -> list[str] | None:
-    """The global symbols an object file needs from outside it (what the JIT linker will
-    look up by name), or None when `obj` is not a 64-bit little-endian ELF file (other
-    hosts: not checked). ValueError when it claims to be one but is malformed."""
+    """The global symbols an object file (or a pack of them, `pack_objects`: those none
+    of its objects defines) needs from outside it: what the JIT linker will look up by
+    name. None when one is not a 64-bit little-endian ELF file (other hosts: not
+    checked). ValueError when one claims to be one but is malformed, or when two objects
+    of a pack define the same symbol (LLVM would abort the process loading them)."""
+    needed: list[str] = []
+    defined: set[str] = set()
+    for part in unpack_objects(obj):
+        symbols = _elf_symbols(part)
+        if symbols is None:
+            return None
+        undefined, here = symbols
+        twice = defined & here
+        if twice:
+            raise ValueError("symbols defined by two objects: " + ", ".join(sorted(twice)))
+        needed += undefined
+        defined |= here
+    return [n for n in dict.fromkeys(needed) if n not in defined]
+
+
+def _elf_symbols(obj: bytes) -> tuple[list[str], set[str]] | None:
+    """(undefined global symbols but those RuntimeDyld defines, defined global and weak
+    symbols) of one ELF object; None when it is not one."""
     try:
         sections = _elf_sections(obj)
         if sections is None:
             return None
-        names = []
+        names, defined = [], set()
         for sh in sections:
             if sh[1] != _SHT_SYMTAB:
                 continue
@@ -369,11 +478,16 @@ def undefined_symbols(obj: bytes) -> list[str] | None:
                 raise ValueError("symbol table outside the file")
             for i in range(offset, offset + size - _ELF_SYM.size + 1, _ELF_SYM.size):
                 st_name, st_info, _, st_shndx, _, _ = _ELF_SYM.unpack_from(obj, i)
-                if st_shndx != 0 or st_info >> 4 != 1 or st_name == 0:
-                    continue  # defined, local or weak (RuntimeDyld allows weak undefined)
+                bind = st_info >> 4
+                if st_name == 0 or bind not in (1, 2):
+                    continue  # local
                 end = strtab.index(b"\0", st_name)
-                names.append(strtab[st_name:end].decode())
-        return [n for n in names if n not in _RUNTIME_DYLD_SYMBOLS]
+                name = strtab[st_name:end].decode()
+                if st_shndx != 0:
+                    defined.add(name)
+                elif bind == 1:  # (RuntimeDyld allows weak undefined)
+                    names.append(name)
+        return [n for n in names if n not in _RUNTIME_DYLD_SYMBOLS], defined
     except (struct.error, IndexError, UnicodeDecodeError) as e:
         raise ValueError(f"malformed ELF object: {e}") from None
 
@@ -439,7 +553,8 @@ def _check_mappings(needed: int) -> None:
 
 def load_object(obj: bytes, names: Sequence[str]) -> tuple[llvm.ExecutionEngine,
                                                             dict[str, int]]:
-    """An MCJIT engine holding the object code `obj`, and the addresses of `names`.
+    """An MCJIT engine holding the object code `obj` (one object file, or a pack of them
+    that call each other: `pack_objects`), and the addresses of `names`.
 
     Checks first what LLVM would otherwise abort the process on (a symbol no one
     defines; no memory mapping left for the code) or crash on (bytes that are not an
@@ -449,6 +564,7 @@ def load_object(obj: bytes, names: Sequence[str]) -> tuple[llvm.ExecutionEngine,
     with LLVM_LOCK:
         _bury()
         try:
+            objects = unpack_objects(obj)
             needed = undefined_symbols(obj)
             sections = loaded_sections(obj)
         except ValueError as e:
@@ -465,8 +581,9 @@ def load_object(obj: bytes, names: Sequence[str]) -> tuple[llvm.ExecutionEngine,
                 raise ObjectLoadError("undefined symbols: " + ", ".join(missing))
             # a mapping per placed section, the GOT and stubs, and one more per
             # permission group when finalizing splits a mapping
-            _check_mappings(2 * (sections or 8) + 4)
-            engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
+            _check_mappings(2 * (sections or 8 * len(objects)) + 4 * len(objects))
+            for part in objects:  # (the engine links their calls to each other)
+                engine.add_object_file(llvm.ObjectFileRef.from_data(part))
             engine.finalize_object()
             addresses = {}
             for name in names:
@@ -509,11 +626,19 @@ def _from_disk(key: str, names: Sequence[str], stats: CacheStats = STATS
 
 
 def _compile(ir_text: str, names: Sequence[str], loop_vectorize: bool, key: str,
-             stats: CacheStats = STATS) -> CompiledModule:
-    """Run LLVM on `ir_text`, load the object code, and store it on disk."""
-    module = parse_and_optimize(ir_text, loop_vectorize)
-    with LLVM_LOCK:
-        obj = target_machine().emit_object(module)
+             stats: CacheStats = STATS, parts: int = 1) -> CompiledModule:
+    """Run LLVM on `ir_text` (cut into up to `parts` modules compiled on threads of their
+    own: `_compile_parts`), load the object code, and store it on disk."""
+    texts = (ir_split.split_module(ir_text, parts, SPLIT_MIN_LINES) if parts > 1
+             else [ir_text])
+    module = None
+    if len(texts) == 1:
+        module = parse_and_optimize(ir_text, loop_vectorize)
+        with LLVM_LOCK:
+            obj = target_machine().emit_object(module)
+    else:
+        obj = pack_objects(_compile_parts(texts, loop_vectorize))
+        stats.split_compiles += 1
     stats.llvm_compiles += 1
     try:
         engine, addresses = load_object(obj, names)
@@ -522,6 +647,136 @@ def _compile(ir_text: str, names: Sequence[str], loop_vectorize: bool, key: str,
     if disk_cache.store(key, obj):
         stats.disk_writes += 1
     return CompiledModule(engine, module, addresses)
+
+
+# ---------------------------------------------------------------- compiling on threads
+#
+# A step's module is most of a cold first call's time in LLVM (W2 ~0.4 s, W3 ~0.85 s of
+# CPU on the AMD EPYC host), and LLVM can optimize and compile independent modules on
+# separate threads when each has its own context and target machine (as its ThinLTO
+# back end does). llvmlite holds one process-wide lock around every call into its
+# library (`llvmlite.binding.ffi._lib_fn_wrapper`), so threads calling it take turns; the
+# two long calls (running a pass pipeline, emitting object code) are therefore made
+# through the same ctypes functions without that lock, on objects only their thread
+# holds. Everything else (parsing, creating and freeing objects) goes through llvmlite
+# as usual. ctypes releases the GIL for the call.
+
+MAX_COMPILE_THREADS = 4  # a module cut in more parts copies more of its shared helpers
+SPLIT_MIN_LINES = 400    # smaller modules compile whole (threads and parts cost ~ms)
+
+
+def _unlocked(name: str) -> Any:
+    """llvmlite's ctypes function `name` without llvmlite's lock (None if this llvmlite
+    does not wrap its functions the way `_compile_parts` expects)."""
+    try:
+        return getattr(getattr(llvm.ffi.lib, name), "_cfn", None)
+    except AttributeError:
+        return None
+
+
+@lru_cache(maxsize=1)
+def _threads_supported() -> bool:
+    return all(_unlocked(n) is not None for n in (
+        "LLVMPY_RunNewModulePassManager", "LLVMPY_TargetMachineEmitToMemory"))
+
+
+def compile_threads() -> int:
+    """How many threads LLVM compiles a step's module on (the parts it is cut into):
+    ``TW_COMPILE_THREADS`` when set (1 turns this off: the module is compiled whole, as
+    before), else the CPUs this process may run on, at most `MAX_COMPILE_THREADS`; 1 on
+    a one-core host and where llvmlite does not allow it (`_unlocked`)."""
+    raw = os.environ.get("TW_COMPILE_THREADS", "").strip()
+    if raw:
+        try:
+            n = int(raw)
+        except ValueError:
+            n = 0
+        if n < 1:
+            raise CompileError(f"TW_COMPILE_THREADS must be a whole number of threads >= 1 "
+                               f"(1: compile each module whole, on one thread), got {raw!r}")
+    else:
+        try:
+            n = len(os.sched_getaffinity(0))
+        except (AttributeError, OSError):
+            n = os.cpu_count() or 1
+        n = min(n, MAX_COMPILE_THREADS)
+    return n if n > 1 and _threads_supported() else 1
+
+
+def _compile_parts(texts: Sequence[str], loop_vectorize: bool) -> list[bytes]:
+    """The object code of each module of `texts` (the parts of one module:
+    `ir_split.split_module`), each parsed, optimized and compiled on a thread of its own
+    (the first on this one). All threads are joined before this returns or raises; a
+    part that fails is a CompileError naming it."""
+    n = len(texts)
+    results: list[bytes | None] = [None] * n
+    errors: list[BaseException | None] = [None] * n
+
+    def work(i: int) -> None:
+        try:
+            results[i] = _compile_part(texts[i], loop_vectorize)
+        except BaseException as e:  # noqa: BLE001 -- reported by the caller's thread
+            errors[i] = e
+
+    threads, inline = [], [0]
+    for i in range(1, n):
+        t = threading.Thread(target=work, args=(i,), name=f"tw-llvm-part-{i}", daemon=True)
+        try:
+            t.start()
+        except RuntimeError:  # (no thread to be had: this one compiles it)
+            inline.append(i)
+            continue
+        threads.append(t)
+    try:
+        for i in inline:
+            work(i)
+    finally:
+        for t in threads:
+            t.join()
+    for i, e in enumerate(errors):
+        if e is not None:
+            what = str(e) if isinstance(e, CompileError) else f"{type(e).__name__}: {e}"
+            raise CompileError(
+                f"JIT: part {i + 1} of {n} of a module, compiled on its own thread, failed "
+                f"(TW_COMPILE_THREADS=1 compiles modules whole): {what}") from e
+    return [r for r in results if r is not None]
+
+
+def _compile_part(text: str, loop_vectorize: bool) -> bytes:
+    """One part's object code: parsed into a context of its own, optimized and compiled
+    with a target machine of its own (the long calls without llvmlite's lock), every
+    LLVM object freed before returning, in this thread."""
+    tm = new_target_machine()
+    context = llvm.create_context()
+    module = None
+    try:
+        module = _parse(text, tm, context)
+        _optimize(module, tm, loop_vectorize, _unlocked_run)
+        return _emit_object_unlocked(tm, module)
+    finally:
+        if module is not None:
+            module.close()
+        context.close()
+        tm.close()
+
+
+def _unlocked_run(pm: Any, module: llvm.ModuleRef, builder: Any) -> None:
+    _unlocked("LLVMPY_RunNewModulePassManager")(pm, module, builder)
+
+
+def _emit_object_unlocked(tm: llvm.TargetMachine, module: llvm.ModuleRef) -> bytes:
+    """`tm.emit_object(module)` (llvmlite's `TargetMachine._emit_to_memory`) without
+    llvmlite's lock around the code generator."""
+    ffi = llvm.ffi
+    with ffi.OutputString() as err:
+        buf = _unlocked("LLVMPY_TargetMachineEmitToMemory")(tm, module, 1, err)
+        if not buf:
+            raise CompileError(f"LLVM could not compile the module: {err}")
+    try:
+        return ctypes.string_at(ffi.lib.LLVMPY_GetBufferStart(buf),
+                                ffi.lib.LLVMPY_GetBufferSize(buf))
+    finally:
+        ffi.lib.LLVMPY_DisposeMemoryBuffer(buf)
 
 
 def compile_module(ir_text: str, names: Sequence[str], loop_vectorize: bool = False,
@@ -564,8 +819,11 @@ def compile_keyed(key_text: str, build_ir: Callable[[], str], names: Sequence[st
 def keyed_digest(key_text: str, loop_vectorize: bool = False) -> str:
     """The cache key `compile_keyed` uses for `key_text` (a step record keeps it, so that
     a later process loads the code without making the text: `plan_cache`)."""
-    text = "\0".join((f"keyed v{disk_cache.FORMAT_VERSION}", codegen_fingerprint(), key_text))
-    return cache_key(text, loop_vectorize)
+    parts = [f"keyed v{disk_cache.FORMAT_VERSION}", codegen_fingerprint(), key_text]
+    threads = compile_threads()
+    if threads > 1:  # (its code is compiled in parts, `_compile_parts`: other objects)
+        parts.insert(2, f"compile threads {threads}")
+    return cache_key("\0".join(parts), loop_vectorize)
 
 
 def compile_digest(key: str, build_ir: Callable[[], str], names: Sequence[str],
@@ -586,7 +844,8 @@ def _compile_digest(key: str, build_ir: Callable[[], str], names: Sequence[str],
         start = time.perf_counter()
         compiled = _from_disk(key, names)
         if compiled is None:
-            compiled = _compile(build_ir(), names, loop_vectorize, key)
+            compiled = _compile(build_ir(), names, loop_vectorize, key,
+                                parts=compile_threads())
         _remember((loop_vectorize, _pipeline(), key), compiled)
         STATS.misses += 1
         STATS.compile_seconds += time.perf_counter() - start

@@ -23,8 +23,9 @@ The record's key covers everything the record depends on:
   devices);
 - every ``TW_*`` environment variable except the cache's location (``TW_LLVM_OPT``,
   ``TW_NUM_THREADS``, ``TW_BLAS_THREADS``, ...) and ``OPENBLAS_CORETYPE``;
-- the host (LLVM triple, CPU, features), the thread count the step is cut for, NumPy's
-  data offset, the Python, NumPy, llvmlite and LLVM versions;
+- the host (LLVM triple, CPU, features), the thread count the step is cut for, the
+  threads its module is compiled on (`jit.compile_threads`: they are in the object
+  code's key), NumPy's data offset, the Python, NumPy, llvmlite and LLVM versions;
 - the source of the whole package (`source_fingerprint`: every ``.py`` file's path,
   size and modification time, the test Python itself applies to its ``.pyc`` files;
   the object code's own key also hashes the cpu target's source by content).
@@ -244,14 +245,14 @@ def record_key(traced: Any, stages: list[str], arrays: Any, code_parts: str) -> 
     passes = _pass_names(stages)
     if fp is None or passes is None:
         return None
-    from .jit import host_info
+    from .jit import compile_threads, host_info
     host = host_info()
     env = sorted((k, v) for k, v in os.environ.items()
                  if (k.startswith("TW_") and k not in _ENV_IGNORED) or k == "OPENBLAS_CORETYPE")
     parts = [f"tensorweave step record v{RECORD_VERSION}", fp, ",".join(stages), passes,
              repr([(np.dtype(a.dtype).str, tuple(a.shape)) for a in arrays]), placement,
              repr(env), host.triple, host.cpu, host.features, code_parts,
-             source_fingerprint()]
+             f"compile threads {compile_threads()}", source_fingerprint()]
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()
 
 
