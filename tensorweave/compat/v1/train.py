@@ -408,5 +408,30 @@ __all__ = ["Optimizer", "GradientDescentOptimizer", "MomentumOptimizer", "Adagra
            "get_global_step", "get_or_create_global_step"]
 
 
+# -- queue-based input pipelines (tf.train.batch & co) and tf.train.get_checkpoint_state --
+from .checkpoint_state import CheckpointState, get_checkpoint_state  # noqa: E402
+from .input_batching import (  # noqa: E402
+    batch,
+    batch_join,
+    maybe_batch,
+    maybe_batch_join,
+    maybe_shuffle_batch,
+    maybe_shuffle_batch_join,
+    shuffle_batch,
+    shuffle_batch_join,
+)
+from .input_epochs import limit_epochs  # noqa: E402
+from .input_producers import (  # noqa: E402
+    input_producer,
+    range_input_producer,
+    slice_input_producer,
+    string_input_producer,
+)
+
+__all__ += ["CheckpointState", "get_checkpoint_state", "batch", "batch_join", "maybe_batch",
+            "maybe_batch_join", "maybe_shuffle_batch", "maybe_shuffle_batch_join",
+            "shuffle_batch", "shuffle_batch_join", "limit_epochs", "input_producer",
+            "range_input_producer", "slice_input_producer", "string_input_producer"]
+
 def __dir__() -> list[str]:
     return sorted(__all__)
