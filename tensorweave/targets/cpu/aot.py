@@ -38,8 +38,11 @@ from .lowering import I8, I8P, I8PP, I32, I64
 from .step import ALIGN, CALLBACK_TYPE, STEP_NAME, Ineligible, StepPlan, emit_step, plan_step
 
 _C_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# the C type of each IR dtype's elements, as the header describes buffers (keyed by
+# `DType.ir_name`: a bool is "i1", one byte per element; C has no standard 16-bit floats)
 _C_TYPES = {"f32": "float", "f64": "double", "i8": "int8_t", "i16": "int16_t",
-            "i32": "int32_t", "i64": "int64_t", "u8": "uint8_t", "bool": "uint8_t"}
+            "i32": "int32_t", "i64": "int64_t", "u8": "uint8_t", "i1": "uint8_t, 0 or 1",
+            "f16": "uint16_t, float16 bits", "bf16": "uint16_t, bfloat16 bits"}
 
 
 @dataclass
@@ -277,7 +280,7 @@ def _header(plan: StepPlan, name: str, source: str) -> str:
         p = f"{name.upper()}_{kind}{k}"
         dims = ", ".join(str(d) for d in t.shape) or "1"
         lines.append(f"/* {kind.lower()} {k} '{label}': {t.dtype.ir_name}{format_shape(t.shape)} "
-                     f"({_C_TYPES.get(t.dtype.ir_name, '?')}) */")
+                     f"({_C_TYPES[t.dtype.ir_name]}) */")
         lines.append(f"#define {p}_RANK {t.rank}")
         lines.append(f"#define {p}_SIZE {int(t.num_elements)} /* elements */")
         lines.append(f'#define {p}_DTYPE "{t.dtype.ir_name}"')
