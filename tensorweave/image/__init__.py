@@ -40,6 +40,14 @@ from .geometry import (
     stateless_random_flip_up_down,
     transpose,
 )
+from .hsv import (
+    adjust_hue,
+    adjust_saturation,
+    random_hue,
+    random_saturation,
+    stateless_random_hue,
+    stateless_random_saturation,
+)
 from .measures import image_gradients, total_variation
 from .patches import extract_patches
 from .resizing import ResizeMethod, resize
@@ -52,7 +60,9 @@ __all__ = ["ResizeMethod", "resize", "flip_left_right", "flip_up_down",
            "adjust_contrast", "adjust_gamma", "per_image_standardization", "random_brightness",
            "random_contrast", "stateless_random_brightness", "stateless_random_contrast",
            "rgb_to_grayscale", "grayscale_to_rgb", "convert_image_dtype", "total_variation",
-           "image_gradients", "extract_patches"]
+           "image_gradients", "extract_patches", "adjust_hue", "adjust_saturation",
+           "random_hue", "random_saturation", "stateless_random_hue",
+           "stateless_random_saturation"]
 
 
 def __dir__() -> list[str]:
