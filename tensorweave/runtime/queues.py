@@ -211,6 +211,16 @@ class QueueBase:
             self._cancel_generation += 1
             self._changed.notify_all()
 
+    def reset(self) -> None:
+        """Drop every element and open the queue again, after `close` or `fail` too: a
+        barrier queue starting its protocol afresh (SyncReplicasOptimizer's chief
+        putting in its first tokens, after a restart or a watchdog's `fail`)."""
+        with self._lock:
+            self._init_storage()
+            self._closed = False
+            self._failure = None
+            self._changed.notify_all()
+
     def _check_failure(self) -> None:
         if self._failure is not None:
             raise FailedPreconditionError(self._failure)

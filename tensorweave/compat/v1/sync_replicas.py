@@ -268,10 +268,16 @@ class SyncReplicasOptimizer:
             raise InvalidArgumentError(f"too few tokens to finish the first step: "
                                        f"{num_tokens} (given) vs {needed} (needed)")
         with self._graph.as_default(), colocate_with(self._global_step):
+            # The first tokens start the protocol afresh: the token queue outlives the
+            # chief on its PS, holding stale tokens, or failed by a watchdog that stopped
+            # the replicas (which would fail a restarted chief's tokens forever).
+            _, reset = self._sync_token_queue._apply("QueueReset", [], {},
+                                                     f"{self._name}/token_q_reset")
             if num_tokens <= 0:
-                return group()
-            return self._sync_token_queue.enqueue_many(
-                [_fill(num_tokens, self._global_step.read_value())])
+                return reset
+            with control_dependencies([reset]):
+                return self._sync_token_queue.enqueue_many(
+                    [_fill(num_tokens, self._global_step.read_value())])
 
     def make_session_run_hook(self, is_chief: bool, num_tokens: int = -1) -> Any:
         """A hook doing the chief's and workers' setup when a session is created."""

@@ -254,6 +254,10 @@ QueueFail = def_op("QueueFail", ["handle", "message"], {}, stateful=True,
                        "dequeue raises FailedPreconditionError with `message` (UTF-8 bytes "
                        "as a u8 vector), elements left or not.")
 
+QueueReset = def_op("QueueReset", ["handle"], {}, stateful=True,
+                    doc="Drop every element and open the queue again, even after QueueClose "
+                        "or QueueFail.")
+
 
 @QueueSize.infer
 def _size_infer(handle):
@@ -282,6 +286,18 @@ def _fail_infer(handle, message):
     return []
 
 
+@QueueReset.infer
+def _reset_infer(handle):
+    _expect_queue(handle)
+    return []
+
+
+@QueueReset.kernel("reference", context=True)
+def _reset_kernel(ctx, queue):
+    queue.reset()
+    return ()
+
+
 @QueueFail.kernel("reference", context=True)
 def _fail_kernel(ctx, queue, message):
     queue.fail(np.asarray(message, np.uint8).tobytes().decode("utf-8", "replace"))
@@ -306,6 +322,6 @@ def _close_kernel(ctx, queue, *, cancel_pending_enqueues):
 
 not_differentiable("QueueHandle", "QueueEnqueue", "QueueEnqueueMany", "QueueDequeue",
                    "QueueDequeueMany", "QueueDequeueUpTo", "QueueSize", "QueueIsClosed",
-                   "QueueClose", "QueueFail")
+                   "QueueClose", "QueueFail", "QueueReset")
 
 __all__ = ["encode_shapes", "decode_shapes", "queue_from_attrs"]
