@@ -138,10 +138,26 @@ class Iterator:
         flat, ranks = encode_shapes([s.shape for s in structure.specs], len(structure.specs))
         attrs = {"dtypes": tuple(s.dtype.ir_name for s in structure.specs), "shapes": flat,
                  "ranks": ranks}
-        with building(self._builder):
+        # inside a while_loop body or cond branch of the iterator's graph the op goes
+        # there (the handle is captured), so that it takes an element each time the body
+        # runs; at the top of the graph the loop would reuse one element taken before it
+        builder = current_builder()
+        if not _nested_in(builder, self._builder):
+            builder = self._builder
+        with building(builder):
             outs = apply_op("IteratorGetNext", [self._handle], attrs,
                             name=name or "IteratorGetNext")
         return structure.nest(outs)
+
+
+def _nested_in(builder: GraphBuilder | None, graph_builder: GraphBuilder) -> bool:
+    """Whether `builder` builds `graph_builder`'s graph or a control-flow region within
+    it."""
+    while builder is not None:
+        if builder is graph_builder:
+            return True
+        builder = getattr(builder, "parent", None)
+    return False
 
 
 def _structure_of_types(output_types: Any, output_shapes: Any) -> Structure:
