@@ -25,7 +25,7 @@ def test_every_buffer_is_described_with_its_c_type(tmp_path):
     assert "/* arg 0 'b': i1[3] (uint8_t, 0 or 1) */" in header
     assert "/* arg 1 'h': f16[2] (uint16_t, float16 bits) */" in header
     assert "/* arg 2 'g': bf16[2] (uint16_t, bfloat16 bits) */" in header
-    assert "/* result 0 'output0': i1[3] (uint8_t, 0 or 1) */" in header
+    assert "/* result 0 'output0', returned as [0]: i1[3] (uint8_t, 0 or 1) */" in header
     # the library reads and writes them so: one byte per bool, two per half
     args = [np.array([True, False, True]), np.array([1.5, -2], np.float16),
             np.array([3, -0.5], tw.bfloat16.np)]
