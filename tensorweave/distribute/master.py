@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import socket
 import threading
 import time
 from concurrent import futures
@@ -46,7 +47,12 @@ from ..runtime.dataflow import result_sources
 from ..runtime.devices import Device, DeviceSpec
 from ..runtime.distributed import rpc, wire
 from ..runtime.distributed import server as task_server
-from ..runtime.distributed.cluster import ClusterSpec, as_cluster_spec, default_token
+from ..runtime.distributed.cluster import (
+    ClusterSpec,
+    as_cluster_spec,
+    default_token,
+    parse_address,
+)
 from ..runtime.distributed.server import LocalClient, client_for
 
 CONNECT_TIMEOUT_S = float(os.environ.get("TW_CONNECT_TIMEOUT", "60"))
@@ -148,9 +154,30 @@ class Cluster:
         return f"<Cluster {self.spec.as_dict()} as {self.task}>"
 
 
+def _resolved(host: str) -> frozenset[str]:
+    """The IP addresses `host` resolves to (empty when it does not resolve here)."""
+    try:
+        return frozenset(info[4][0] for info in socket.getaddrinfo(host.strip("[]"), None))
+    except (OSError, UnicodeError):
+        return frozenset()
+
+
+def _same_endpoint(a: str, b: str) -> bool:
+    """Whether two task addresses may be the same endpoint: the same port, and hosts
+    equal or resolving to a common address (a name where another spec has its IP);
+    a host that does not resolve here cannot be judged, so it counts as the same."""
+    if a == b:
+        return True
+    (host_a, port_a), (host_b, port_b) = parse_address(a), parse_address(b)
+    if port_a != port_b:
+        return False
+    ips_a, ips_b = _resolved(host_a), _resolved(host_b)
+    return not ips_a or not ips_b or bool(ips_a & ips_b)
+
+
 def check_same_addresses(spec: ClusterSpec, theirs: dict[str, ClusterSpec]) -> None:
     """Refuse tasks whose cluster specs (`theirs`, by task name) give a task of `spec` (the
-    session's) another address: a task pulls tensors from its peers at the addresses of
+    session's) another endpoint: a task pulls tensors from its peers at the addresses of
     its own spec, so such a step would wait for a connection to the wrong address and
     fail seconds later blaming a peer that is up. Tasks one spec lacks are fine (a
     connected client adds its own task to its spec only)."""
@@ -159,7 +186,7 @@ def check_same_addresses(spec: ClusterSpec, theirs: dict[str, ClusterSpec]) -> N
             if job not in spec.jobs or index not in spec.task_indices(job):
                 continue
             ours = spec.task_address(job, index)
-            if ours != address:
+            if not _same_endpoint(ours, address):
                 raise InvalidArgumentError(
                     f"the cluster spec of {task} gives /job:{job}/task:{index} the address "
                     f"{address}, but the session's (from its target) gives {ours}: start "

@@ -49,3 +49,17 @@ def test_a_spec_that_only_lacks_the_clients_own_task_is_fine():
     client_spec = ClusterSpec({"ps": ["127.0.0.1:1"], "worker": ["127.0.0.1:2"],
                                "localhost": ["127.0.0.1:3"]})
     check_same_addresses(client_spec, {"/job:ps/replica:0/task:0": servers_spec})
+
+
+def test_a_name_and_an_address_of_the_same_endpoint_agree():
+    """A spec may name a host where another gives its address (hand-written configs):
+    only endpoints that cannot be the same (another port, or hosts resolving to
+    different addresses) are refused."""
+    from tensorweave.distribute.master import check_same_addresses
+    ours = ClusterSpec({"ps": ["127.0.0.1:1"], "worker": ["localhost:2"]})
+    same = ClusterSpec({"ps": ["localhost:1"], "worker": ["127.0.0.1:2"]})
+    check_same_addresses(ours, {"/job:ps/replica:0/task:0": same})
+    for other in ({"ps": ["127.0.0.1:9"], "worker": ["localhost:2"]},
+                  {"ps": ["127.0.0.2:1"], "worker": ["localhost:2"]}):
+        with pytest.raises(InvalidArgumentError, match="/job:ps/task:0"):
+            check_same_addresses(ours, {"/job:worker/replica:0/task:0": ClusterSpec(other)})
