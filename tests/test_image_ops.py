@@ -42,6 +42,18 @@ def test_flips_transpose_rot90(shape):
                             x)
 
 
+def test_rot90_by_a_computed_k_on_square_images():
+    # a random rotation: k drawn in the graph; the four rotations selected by where
+    x = images(14, (2, 3, 3, 2))
+    check_against_numpy(lambda a, k: tw.image.rot90(a, k),
+                        lambda a, k: np.rot90(a, int(k), (1, 2)), x, np.int32(3))
+    f = tw.compile(lambda a, k: tw.image.rot90(a, k), target="cpu")
+    for k in (-1, 0, 1, 2, 5):
+        assert_same(np.asarray(f(x[0], np.int64(k))), np.rot90(x[0], k))
+    check_gradients(lambda a, k: tw.image.rot90(a, k) * a, x.astype(np.float64), np.int32(1),
+                    argnums=(0,))
+
+
 def test_flip_gradient_float64():
     check_gradients(lambda a: tw.image.rot90(tw.image.flip_left_right(a), 1) * a,
                     images(1, (3, 3, 2), np.float64))
@@ -281,6 +293,22 @@ def test_grayscale(dtype):
 
 # --------------------------------------------------------- differences and patches
 
+def test_psnr():
+    r = np.random.default_rng(15)
+    a = r.random((2, 4, 5, 3)).astype(np.float32)
+    b = np.clip(a + r.normal(size=a.shape).astype(np.float32) * 0.05, 0, 1)
+
+    def ref(x, y, peak=1.0):
+        mse = ((x.astype(np.float64) - y) ** 2).mean(axis=(-3, -2, -1))
+        return (20 * np.log10(peak) - 10 * np.log10(mse)).astype(np.float32)
+    check_against_numpy(lambda x, y: tw.image.psnr(x, y, 1.0), ref, a, b, rtol=1e-5)
+    u = (a * 255).astype(np.uint8)
+    v = (b * 255).astype(np.uint8)
+    np.testing.assert_allclose(np.asarray(tw.image.psnr(u, v, 255)),
+                               ref(u / 255.0, v / 255.0), rtol=1e-5)
+    assert np.all(np.asarray(tw.image.psnr(a, a, 1.0)) == np.inf)
+
+
 @pytest.mark.parametrize("shape", [(4, 5, 2), (2, 4, 5, 2)])
 def test_total_variation_and_image_gradients(shape):
     x = images(11, shape)
@@ -401,8 +429,12 @@ def test_errors_name_the_function_and_line():
         tw.image.total_variation(x.astype(np.uint8))
     with pytest.raises(TypeError, match="float16 cannot hold the scale"):
         tw.image.convert_image_dtype(x.astype(np.float16), tw.int32)
-    with pytest.raises(TypeError, match="`k` must be known"):
+    with pytest.raises(ValueError, match="needs square images"):
         tw.compile(lambda a, k: tw.image.rot90(a, k))(x, np.int32(1))
+    with pytest.raises(TypeError, match="integer or floating-point dtype"):
+        tw.image.resize(x > 0, [2, 2])
+    with pytest.raises(ValueError, match="last three dimensions of a and b must match"):
+        tw.image.psnr(x, x[:3], 1.0)
     with pytest.raises(ValueError, match="batch size must be known"):
         tw.compile(lambda a: tw.image.random_flip_left_right(a),
                    input_signature=[tw.TensorSpec([None, 4, 5, 3])])(x[None])

@@ -48,7 +48,7 @@ from .hsv import (
     stateless_random_hue,
     stateless_random_saturation,
 )
-from .measures import image_gradients, total_variation
+from .measures import image_gradients, psnr, total_variation
 from .patches import extract_patches
 from .resizing import ResizeMethod, resize
 
@@ -62,7 +62,7 @@ __all__ = ["ResizeMethod", "resize", "flip_left_right", "flip_up_down",
            "rgb_to_grayscale", "grayscale_to_rgb", "convert_image_dtype", "total_variation",
            "image_gradients", "extract_patches", "adjust_hue", "adjust_saturation",
            "random_hue", "random_saturation", "stateless_random_hue",
-           "stateless_random_saturation"]
+           "stateless_random_saturation", "psnr"]
 
 
 def __dir__() -> list[str]:

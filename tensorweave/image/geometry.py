@@ -7,13 +7,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..compiler.dtypes import float32
+from ..compiler.dtypes import float32, int32
 from ..frontend.context import name_scope
-from ..frontend.ops.array import reshape
+from ..frontend.ops.array import _const_array, reshape
 from ..frontend.ops.array import transpose as _transpose
 from ..frontend.ops.indexing import reverse
-from ..frontend.ops.math import less, where
+from ..frontend.ops.math import cast, equal, floormod, less, where
 from ..frontend.ops.random import stateless_uniform, uniform
+from ..frontend.tensor import Tensor
 from ._checks import image_tensor, shape_error, static_int
 
 TensorLike = Any
@@ -109,17 +110,38 @@ def transpose(image: TensorLike, name: str | None = None) -> TensorLike:
         return _swap_hw(_checked(image, "transpose"))
 
 
-def rot90(image: TensorLike, k: int = 1, name: str | None = None) -> TensorLike:
+def rot90(image: TensorLike, k: Any = 1, name: str | None = None) -> TensorLike:
     """`image` rotated counter-clockwise by `k` quarter turns (``tf.image.rot90``; `k`
-    modulo 4, known when the graph is built)."""
+    modulo 4). A `k` computed in the graph (a random rotation) needs square images, so
+    that every rotation has the same shape: the four are selected by `where`."""
     with name_scope(name or "rot90"):
         x = _checked(image, "rot90")
-        turns = static_int(k, "rot90", "k") % 4
-        h_axis, w_axis = _axes(x)
-        if turns == 1:
-            return _swap_hw(reverse(x, [w_axis]))
-        if turns == 2:
-            return reverse(x, [h_axis, w_axis])
-        if turns == 3:
-            return reverse(_swap_hw(x), [w_axis])
-        return x
+        if isinstance(k, Tensor) and _const_array(k) is None:
+            return _rot90_dynamic(x, k)
+        return _rotated(x, static_int(k, "rot90", "k") % 4)
+
+
+def _rotated(x: Any, turns: int) -> Any:
+    h_axis, w_axis = _axes(x)
+    if turns == 1:
+        return _swap_hw(reverse(x, [w_axis]))
+    if turns == 2:
+        return reverse(x, [h_axis, w_axis])
+    if turns == 3:
+        return reverse(_swap_hw(x), [w_axis])
+    return x
+
+
+def _rot90_dynamic(x: Any, k: Any) -> Any:
+    h, w = x.shape[-3], x.shape[-2]
+    if h is None or h != w:
+        raise shape_error("rot90", f"a `k` computed in the graph needs square images of a "
+                                   f"known size (a quarter turn would change the shape), got "
+                                   f"shape {list(x.shape)}; pass a Python int k")
+    if k.dtype.is_floating or k.ndim != 0:
+        raise shape_error("rot90", f"`k` must be an integer scalar, got {k!r}")
+    turns = floormod(cast(k, int32), 4)
+    out = x
+    for t in (1, 2, 3):
+        out = where(equal(turns, t), _rotated(x, t), out)
+    return out

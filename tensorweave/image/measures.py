@@ -1,15 +1,27 @@
-"""Differences between neighboring pixels: ``tf.image.total_variation`` and
-``tf.image.image_gradients``."""
+"""Differences between pixels: ``tf.image.total_variation``, ``tf.image.image_gradients``
+and ``tf.image.psnr``."""
 
 from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
+from ..compiler.dtypes import float32
+from ..frontend.building import constant, convert_to_tensor
 from ..frontend.context import name_scope
 from ..frontend.ops.array import concat, zeros_like
 from ..frontend.ops.math import abs as _abs
-from ..frontend.ops.math import reduce_sum
-from ._checks import image_tensor, type_error
+from ..frontend.ops.math import (
+    cast,
+    log,
+    reduce_mean,
+    reduce_sum,
+    squared_difference,
+    subtract,
+)
+from ._checks import at_least_3d, image_tensor, shape_error, type_error
+from .convert import convert_image_dtype
 
 TensorLike = Any
 
@@ -48,3 +60,26 @@ def image_gradients(image: TensorLike) -> tuple[TensorLike, TensorLike]:
         dy = concat([dy, zeros_like(x[:, :1, :, :])], 1)
         dx = concat([dx, zeros_like(x[:, :, :1, :])], 2)
         return dy, dx
+
+
+def psnr(a: TensorLike, b: TensorLike, max_val: Any, name: str | None = None) -> TensorLike:
+    """Peak signal-to-noise ratio between two batches of images (the last three dims are
+    one image; ``tf.image.psnr``): ``20 log10(max_val) - 10 log10(mse)`` in float32, the
+    images and `max_val` (in a's dtype) converted with `convert_image_dtype` first. Equal
+    images give inf."""
+    fn = "psnr"
+    with name_scope(name or "PSNR"):
+        a = at_least_3d(a, fn, "a")
+        b = at_least_3d(b, fn, "b")
+        if a.dtype != b.dtype:
+            raise type_error(fn, f"a and b must have the same dtype, got {a.dtype.name} and "
+                                 f"{b.dtype.name}")
+        sa, sb = list(a.shape[-3:]), list(b.shape[-3:])
+        if any(x is not None and y is not None and x != y for x, y in zip(sa, sb)):
+            raise shape_error(fn, f"the last three dimensions of a and b must match, got "
+                                  f"{list(a.shape)} and {list(b.shape)}")
+        peak = convert_image_dtype(cast(convert_to_tensor(max_val), a.dtype), float32)
+        fa, fb = convert_image_dtype(a, float32), convert_image_dtype(b, float32)
+        mse = reduce_mean(squared_difference(fa, fb), axis=[-3, -2, -1])
+        return subtract(20.0 * log(peak) / log(constant(np.float32(10.0))),
+                        constant(np.float32(10 / np.log(10))) * log(mse))

@@ -83,6 +83,14 @@ def _aspect_preserving(h: int, w: int, oh: int, ow: int) -> tuple[int, int]:
     return int(np.round(scale * f(h))), int(np.round(scale * f(w)))
 
 
+def _numeric(x: Any, fn: str) -> Any:
+    """`x` if its dtype is a number type (TensorFlow's resize kernels take no bool)."""
+    if not (x.dtype.is_integer or x.dtype.is_floating):
+        raise type_error(fn, f"images must be of an integer or floating-point dtype, got "
+                             f"{x.dtype.name}")
+    return x
+
+
 def _as_float32(x: Any) -> Any:
     return x if x.dtype == float32 else cast(x, float32)
 
@@ -130,7 +138,7 @@ def resize(images: TensorLike, size: Any, method: str = ResizeMethod.BILINEAR,
                               f"of bilinear, nearest, bicubic, area, lanczos3, lanczos5, "
                               f"gaussian, mitchellcubic")
     with name_scope(name or "resize"):
-        x = image_tensor(images, fn, arg="images")
+        x = _numeric(image_tensor(images, fn, arg="images"), fn)
         h, w = static_hw(x, fn)
         oh, ow = _new_size(size, fn)
         if preserve_aspect_ratio:
@@ -152,7 +160,7 @@ def resize_images(images: TensorLike, size: Any, method: Any = ResizeMethodV1.BI
         raise value_error(fn, f"Resize method is not implemented: {method!r}; expected "
                               f"0 (bilinear), 1 (nearest), 2 (bicubic) or 3 (area)")
     with name_scope(name or "resize"):
-        x = image_tensor(images, fn, arg="images")
+        x = _numeric(image_tensor(images, fn, arg="images"), fn)
         h, w = static_hw(x, fn)
         oh, ow = _new_size(size, fn)
         if preserve_aspect_ratio:
@@ -170,7 +178,7 @@ def _v1_kernel(kind: str, fn: str, images: TensorLike, size: Any, align_corners:
     """TensorFlow 1's raw resize ops: 4-D images only; align_corners and
     half_pixel_centers exclude each other."""
     with name_scope(name or fn):
-        x = image_tensor(images, fn, ranks=(4,), arg="images")
+        x = _numeric(image_tensor(images, fn, ranks=(4,), arg="images"), fn)
         static_hw(x, fn)
         oh, ow = _new_size(size, fn)
         if align_corners and half_pixel_centers:
