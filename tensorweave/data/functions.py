@@ -156,14 +156,20 @@ class MapDataset(Dataset):
         source = self._source._iterate()
         try:
             exhausted = False
+            failure: BaseException | None = None
             while True:
                 while not exhausted and len(pending) < 2 * self._workers:
-                    element = next(source, None)
+                    try:
+                        element = next(source, None)
+                    except Exception as e:  # noqa: BLE001 - raised after what came before
+                        element, failure = None, e
                     if element is None:
                         exhausted = True
                     else:
                         pending.append(pool.submit(self._apply, element))
                 if not pending:
+                    if failure is not None:
+                        raise failure
                     return
                 yield pending.popleft().result()
         finally:
