@@ -167,7 +167,8 @@ BIG
 define i64 @"f"(i64 %".1")
 {
 entry:
-  %".3" = call i64 @"small"(i64 %".1")
+PADF
+  %".3" = call i64 @"small"(i64 %"fpad")
   %".4" = call i64 @"big"(i64 %".3")
   %".5" = getelementptr [2 x i64], [2 x i64]* @"table", i64 0, i64 0
   %".6" = load i64, i64* %".5"
@@ -181,7 +182,8 @@ entry:
 define i64 @"g"(i64 %".1")
 {
 entry:
-  %".3" = call i64 @"small"(i64 %".1")
+PADG
+  %".3" = call i64 @"small"(i64 %"gpad")
   %".4" = call i64 @"big"(i64 %".3")
   %".5" = getelementptr [2 x i64], [2 x i64]* @"table", i64 0, i64 1
   %".6" = load i64, i64* %".5"
@@ -214,7 +216,16 @@ def _module() -> str:
     body = ['  %"v0" = add i64 %".1", 0'] + [
         f'  %"v{i}" = add i64 %"v{i - 1}", {i}' for i in range(1, 60)]
     body.append('  %"v" = add i64 %"v59", 0')
-    return _MODULE.replace("BIG", "\n".join(body))
+    return (_MODULE.replace("BIG", "\n".join(body)).replace("PADF", _padding("f"))
+            .replace("PADG", _padding("g")))
+
+
+def _padding(tag: str) -> str:
+    """x + 0 + 0 + ...: lines that make `f` and `g` weigh as much as `big`, so that the
+    splitter puts them in different parts (and the counter is shared)."""
+    lines = [f'  %"{tag}0" = add i64 %".1", 0'] + [
+        f'  %"{tag}{i}" = add i64 %"{tag}{i - 1}", 0' for i in range(1, 60)]
+    return "\n".join(lines + [f'  %"{tag}pad" = add i64 %"{tag}59", 0'])
 
 
 def _expected(x: int) -> tuple[int, int]:
@@ -224,14 +235,16 @@ def _expected(x: int) -> tuple[int, int]:
 
 def test_split_module_links_and_shares_state():
     """Two parts: a small local helper and a constant are copied into each, the large
-    helper is compiled once and called across objects, the mutable global exists once
-    (both functions see one counter), the two identical functions stay together."""
+    helper both use is compiled once and called across objects, the mutable global
+    exists once (both functions see one counter), g calls f in the other object, the two
+    identical functions stay together."""
     text = _module()
     parts = ir_split.split_module(text, 2)
     assert len(parts) == 2
     owners = [[n for n in ("f", "g", "h", "h2") if f'define i64 @"{n}"' in p] for p in parts]
     assert sorted(sum(owners, [])) == ["f", "g", "h", "h2"]
     assert any({"h", "h2"} <= set(o) for o in owners)  # (MergeFunctions folds them)
+    assert not any({"f", "g"} <= set(o) for o in owners)
     assert sum('define i64 @"big"' in p for p in parts) == 1  # promoted, once
     assert sum(p.count('@"counter" = global i64 0') for p in parts) == 1
     for p in parts:

@@ -7,9 +7,12 @@ global name is quoted (``@"name"``). Each externally visible function definition
 functions, the step's entry points, fused loops) goes to exactly one part; the others
 see a ``declare`` of it. Everything local (``internal`` / ``private`` functions and
 constants) is copied into each part that reaches it, so that the optimizer sees the same
-callees as in the whole module and inlines them as before. A local *mutable* global that
-parts share (the profile buffer that ``tw_profile_slot`` hands out) must exist once: it
-becomes external in the lowest part that uses it and an ``external global`` elsewhere.
+callees as in the whole module and inlines them as before, except the large ones
+(`PROMOTE_MIN_LINES`: GEMM and thread-pool helpers) that several external functions
+reach: each is placed like an external function (a unit of its own), compiled once,
+made external there and declared elsewhere. A local *mutable* global that parts share
+(the profile buffer that ``tw_profile_slot`` hands out) must exist once: it becomes
+external in the lowest part that uses it and an ``external global`` elsewhere.
 
 Functions whose bodies are textually identical (two layers' epilogues) are kept in one
 part, so that `MergeFunctions` still compiles them once. Parts are balanced by lines of
@@ -26,8 +29,9 @@ import hashlib
 import re
 from dataclasses import dataclass, field
 
-# local functions of at least this many lines that parts share are compiled once, in
-# the first part that uses them, and called from the others (smaller ones are copied)
+# local functions of at least this many lines that several external functions reach are
+# compiled once, in the part the balancing gives them, and called from the others
+# (smaller ones are copied into each part)
 PROMOTE_MIN_LINES = 40
 _NAME = re.compile(r'@"((?:[^"\\]|\\.)*)"|@([-a-zA-Z$._][-a-zA-Z$._0-9]*)')
 _DEFINE = re.compile(r'define (?:(internal|private) )?(.*?)@"((?:[^"\\]|\\.)*)"(\(.*)$')
@@ -166,12 +170,13 @@ def _assemble(items: list[_Item], parts: int) -> list[str] | None:
     by_name = {it.name: it for it in items if it.name}
     local = {n for n, it in by_name.items() if it.local}
 
-    def reach(name: str) -> set[str]:
-        """`name` and the local entities it reaches (what a part holding it copies)."""
+    def reach(name: str, stop: set[str] | frozenset[str] = frozenset()) -> set[str]:
+        """`name` and the local entities it reaches but `stop` (what a part holding it
+        copies)."""
         seen, todo = {name}, [name]
         while todo:
             for r in by_name[todo.pop()].refs:
-                if r in local and r not in seen:
+                if r in local and r not in seen and r not in stop:
                     seen.add(r)
                     todo.append(r)
         return seen
@@ -200,16 +205,24 @@ def _assemble(items: list[_Item], parts: int) -> list[str] | None:
             name, owner = first_of_body.setdefault(_body_hash(it), (n, r))
             if name != n and find(owner) != find(r):
                 parent[find(r)] = find(owner)
-    units: dict[str, list[str]] = {}
+    grouped: dict[str, list[str]] = {}
     for r in roots:
-        units.setdefault(find(r), []).append(r)
-    if len(units) < 2:
+        grouped.setdefault(find(r), []).append(r)
+    if len(grouped) < 2:
         return None
-    unit_names = [set().union(*(closure[r] for r in rs)) for rs in units.values()]
-    unit_roots = list(units.values())
+    root_units = list(grouped.values())
+    # large helpers (GEMM, thread pool) that several units reach are units of their own:
+    # compiled once, in the part they are given, external there, called from the others
+    reached = [set().union(*(closure[r] for r in rs)) for rs in root_units]
+    shared_helpers = [n for n in by_name if _promotable(by_name[n])
+                      and sum(n in names for names in reached) > 1]
+    stop = set(shared_helpers)
+    unit_defs = root_units + [[h] for h in shared_helpers]
+    unit_names = ([set().union(*(reach(r, stop) for r in rs)) for rs in root_units] +
+                  [reach(h, stop - {h}) for h in shared_helpers])
     cost = [sum(by_name[n].lines for n in ns) for ns in unit_names]
-    order = sorted(range(len(unit_roots)), key=lambda u: -cost[u])
-    nparts = min(parts, len(unit_roots))
+    order = sorted(range(len(unit_defs)), key=lambda u: -cost[u])
+    nparts = min(parts, len(unit_defs))
     held: list[set[str]] = [set() for _ in range(nparts)]
     owned: list[set[str]] = [set() for _ in range(nparts)]
     load = [0] * nparts
@@ -218,14 +231,11 @@ def _assemble(items: list[_Item], parts: int) -> list[str] | None:
         p = min(range(nparts), key=lambda q: (load[q] + extra[q], q))
         load[p] += extra[p]
         held[p] |= unit_names[u]
-        owned[p].update(unit_roots[u])
-    # a mutable local global more than one part uses lives in the first of them, and so
-    # does a large helper function (PROMOTE_MIN_LINES)
+        owned[p].update(unit_defs[u])
+    # a mutable local global more than one part uses lives in the first of them
     shared_state = {}
     for n, it in by_name.items():
-        if it.local and ((it.kind == "global" and it.mutable) or
-                         (it.kind == "define" and it.lines >= PROMOTE_MIN_LINES
-                          and "alwaysinline" not in it.declaration)):
+        if it.kind == "global" and it.mutable and it.local:
             users = [p for p in range(nparts) if n in held[p]]
             if len(users) > 1:
                 shared_state[n] = users[0]
@@ -235,20 +245,26 @@ def _assemble(items: list[_Item], parts: int) -> list[str] | None:
         for it in items:
             if it.kind == "shared":
                 lines.append(it.text)
-            elif it.kind == "define" and not it.local:
-                lines.append(it.text if it.name in owned[p] else it.declaration)
+            elif it.kind == "define" and (not it.local or it.name in stop):
+                if it.name not in owned[p]:
+                    lines.append(it.declaration)
+                else:  # (a shared helper is made external in its part)
+                    lines.append(_DEFINE_LOCAL.sub("define ", it.text, 1))
             elif it.name in shared_state:
                 if it.name not in held[p]:
                     continue
                 if shared_state[it.name] == p:  # defined here, visible to the others
-                    if it.kind == "define":
-                        lines.append(_DEFINE_LOCAL.sub("define ", it.text, 1))
-                    else:
-                        lines.append(it.text.replace(" = internal global ", " = global ", 1)
-                                     .replace(" = private global ", " = global ", 1))
+                    lines.append(it.text.replace(" = internal global ", " = global ", 1)
+                                 .replace(" = private global ", " = global ", 1))
                 else:
                     lines.append(it.declaration)
             elif it.name in held[p]:
                 lines.append(it.text)
         out.append("\n".join(lines))
     return out
+
+
+def _promotable(it: _Item) -> bool:
+    """A local function large enough to be compiled once and shared between parts."""
+    return (it.kind == "define" and it.local and it.lines >= PROMOTE_MIN_LINES
+            and "alwaysinline" not in it.declaration)
