@@ -224,6 +224,12 @@ def test_fewer_live_workers_than_replicas_to_aggregate_is_a_clear_error_everywhe
         started = time.monotonic()
         errors = _train_until_error(sessions, models, (0, 1), seconds=20)
         took = time.monotonic() - started
+        # the chief's own watchdog stops its coordinator; when a worker's watchdog saw the
+        # dead task first, the chief got the error from the token queue before its own
+        # watchdog's timeout ran out: wait for that, with the sessions (and watchdogs) open
+        deadline = time.monotonic() + 10
+        while not coords[0].should_stop() and time.monotonic() < deadline:
+            time.sleep(0.05)
         for s in sessions[:2]:
             s.close()
     assert set(errors) == {0, 1}, errors
