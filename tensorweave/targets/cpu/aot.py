@@ -34,6 +34,7 @@ from ...compiler.types import TensorType, format_shape
 from ...errors import CompileError, UnimplementedError
 from ...runtime import atomic_files
 from . import jit
+from .aot_errors import emit_error_lookup
 from .lowering import I8, I8P, I8PP, I32, I64
 from .step import ALIGN, CALLBACK_TYPE, STEP_NAME, Ineligible, StepPlan, emit_step, plan_step
 
@@ -169,7 +170,7 @@ def _ops_in(node: Any) -> set[str]:
 
 
 def emit_library_module(plan: StepPlan, name: str) -> ir.Module:
-    """The step module plus the constants and ``<name>_run``."""
+    """The step module plus the constants, ``<name>_run`` and ``<name>_run_with_error``."""
     module = emit_step(plan, gemm_mode="generated", allow_callbacks=False)
     step = module.globals[STEP_NAME]
     step.linkage = "internal"
@@ -191,9 +192,13 @@ def emit_library_module(plan: StepPlan, name: str) -> ir.Module:
 
     malloc = ir.Function(module, ir.FunctionType(I8P, [I64, I64]), "aligned_alloc")
     free = ir.Function(module, ir.FunctionType(ir.VoidType(), [I8P]), "free")
-    fn = ir.Function(module, ir.FunctionType(I32, [I8PP, I8PP]), f"{name}_run")
-    args, results = fn.args
-    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    # tw_run(args, results, failed): one call with its own scratch memory; the status,
+    # and the failing action's id in *failed
+    run = ir.Function(module, ir.FunctionType(I32, [I8PP, I8PP, ir.PointerType(I32)]),
+                      "tw_run")
+    args, results, failed = run.args
+    b = ir.IRBuilder(run.append_basic_block("entry"))
+    b.store(I32(-1), failed)
     size = -(-max(1, plan.workspace_bytes) // ALIGN) * ALIGN
     ws = b.call(malloc, [I64(ALIGN), I64(size)])
     ok = b.append_basic_block("run")
@@ -202,20 +207,35 @@ def emit_library_module(plan: StepPlan, name: str) -> ir.Module:
     b.position_at_end(oom)
     b.ret(I32(-1))
     b.position_at_end(ok)
-    failed = b.alloca(I32)
     no_vars = b.alloca(I8P)
     status = b.call(step, [args, results, no_vars, b.gep(table, [I64(0), I64(0)]), ws, failed,
                            ir.Constant(I8P, None),
                            ir.Constant(ir.PointerType(CALLBACK_TYPE), None)])
     b.call(free, [ws])
     b.ret(status)
-    # Only the entry point is exported. A program may link several libraries, whose node
+
+    fn = ir.Function(module, ir.FunctionType(I32, [I8PP, I8PP]), f"{name}_run")
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    b.ret(b.call(run, [*fn.args, b.alloca(I32)]))
+
+    lookup = emit_error_lookup(module, plan, "tw_error_message")
+    verbose = ir.Function(module, ir.FunctionType(I32, [I8PP, I8PP, ir.PointerType(I8P)]),
+                          f"{name}_run_with_error")
+    args, results, error = verbose.args
+    b = ir.IRBuilder(verbose.append_basic_block("entry"))
+    failed = b.alloca(I32)
+    status = b.call(run, [args, results, failed])
+    with b.if_then(b.icmp_unsigned("!=", error, ir.Constant(ir.PointerType(I8P), None))):
+        b.store(b.call(lookup, [status, b.load(failed)]), error)
+    b.ret(status)
+    exported = {fn, verbose}
+    # Only the entry points are exported. A program may link several libraries, whose node
     # functions share names ("n0.Fusion"); exported, the dynamic linker would bind every
     # library's calls to the first library's definitions.
     for gv in module.global_values:
         defined = (not gv.is_declaration if isinstance(gv, ir.Function)
                    else getattr(gv, "initializer", None) is not None)
-        if defined and gv is not fn:
+        if defined and gv not in exported:
             gv.linkage = "internal"
     return module
 
@@ -332,6 +352,11 @@ def _header(plan: StepPlan, name: str, source: str,
               " * result j. Returns 0 on success, -1 if scratch memory cannot be allocated,",
               " * or a positive status from the op that failed (e.g. an index out of range). */",
               f"int {name}_run(const void *const *args, void *const *results);", "",
+              f"/* {name}_run, and when it fails, *error points to a static message saying",
+              " * why (the op, its name and the source line it was built from); NULL when",
+              " * it succeeds. error may be NULL. */",
+              f"int {name}_run_with_error(const void *const *args, void *const *results,",
+              f"    {' ' * len(name)}          const char **error);", "",
               "#ifdef __cplusplus", "}", "#endif", "", f"#endif /* {guard} */", ""]
     return "\n".join(lines)
 
