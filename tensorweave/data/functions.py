@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import collections
 import concurrent.futures
-import os
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -24,7 +23,7 @@ from ..frontend.function import Function, TensorSpec
 from ..frontend.function import compile as tw_compile
 from ..frontend.tensor import Tensor
 from .dataset import AUTOTUNE, UNKNOWN_CARDINALITY, Dataset
-from .interleave import spec_only
+from .interleave import schedulable_cpus, spec_only
 from .structure import (
     Element,
     Structure,
@@ -119,7 +118,7 @@ def _workers(num_parallel_calls: int | None, what: str, location: str | None) ->
         return 1
     n = int(num_parallel_calls)
     if n == AUTOTUNE:
-        return max(1, os.cpu_count() or 1)
+        return schedulable_cpus()
     if n < 1:
         raise InvalidArgumentError(f"num_parallel_calls must be >= 1 or "
                                    f"tw.data.AUTOTUNE, got {num_parallel_calls}", op=what,

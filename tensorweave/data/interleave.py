@@ -82,6 +82,15 @@ def _fits(given: Structure, wanted: Structure) -> bool:
         for a, b in zip(given.specs, wanted.specs))
 
 
+def schedulable_cpus() -> int:
+    """The CPUs this process may run on (its affinity, as TensorFlow's
+    ``port::MaxParallelism()``; a taskset or cpuset limits it), else the machine's: the
+    cycle length AUTOTUNE picks, which decides the order of an interleave's elements."""
+    if hasattr(os, "sched_getaffinity"):
+        return max(1, len(os.sched_getaffinity(0)))
+    return max(1, os.cpu_count() or 1)
+
+
 class InterleaveDataset(Dataset):
     """``Dataset.interleave(fn, cycle_length, block_length)`` (``flat_map``: one at a
     time), in TensorFlow's deterministic order: `cycle_length` input elements' datasets
@@ -93,7 +102,7 @@ class InterleaveDataset(Dataset):
         super().__init__(source._structure, op)
         self._source = source
         self._fn = fn
-        self._cycle = max(1, os.cpu_count() or 1) if cycle_length in (None, AUTOTUNE) \
+        self._cycle = schedulable_cpus() if cycle_length in (None, AUTOTUNE) \
             else check_count(cycle_length, f"{op}: cycle_length", self._location, minimum=1)
         self._block = 1 if block_length is None else check_count(
             block_length, f"{op}: block_length", self._location, minimum=1)
