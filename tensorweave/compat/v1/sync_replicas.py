@@ -237,7 +237,14 @@ class SyncReplicasOptimizer:
                                                 name=f"{self._name}/failure_message")
             with colocate_with(global_step):
                 self._fail_op = token_queue.close_with_error(self._failure_message)
-            self._chief_queue_runner = _ChiefQueueRunner(self, token_queue, [sync_op])
+            # Its close and cancel ops leave the token queue open, as TensorFlow's chief
+            # queue runner closes only a dummy queue: closing the token queue when the
+            # runner stops (a failed step, the coordinator's stop) would end the workers
+            # waiting for a token with OutOfRangeError, which a MonitoredTrainingSession
+            # takes for the end of its input, as if training had finished.
+            self._chief_queue_runner = _ChiefQueueRunner(
+                self, token_queue, [sync_op], no_op(name=f"{self._name}/chief_qr_close"),
+                no_op(name=f"{self._name}/chief_qr_cancel"))
             with colocate_with(global_step):
                 self.chief_init_op = group(*[a.set_global_step(global_step.read_value())
                                              for a in self._accumulators])
