@@ -293,6 +293,34 @@ def test_grayscale(dtype):
 
 # --------------------------------------------------------- differences and patches
 
+def test_sobel_edges():
+    x = images(16, (2, 5, 4, 3))
+
+    def ref(a):
+        p = np.pad(a, [(0, 0), (1, 1), (1, 1), (0, 0)], mode="reflect")  # no edge repeat
+        ky = np.array([[-1, -2, -1], [0, 0, 0], [1, 2, 1]], np.float64)
+        out = np.zeros(a.shape + (2,))
+        for i in range(a.shape[1]):
+            for j in range(a.shape[2]):
+                win = p[:, i:i + 3, j:j + 3].astype(np.float64)
+                out[:, i, j, :, 0] = np.einsum("nyxc,yx->nc", win, ky)
+                out[:, i, j, :, 1] = np.einsum("nyxc,yx->nc", win, ky.T)
+        return out.astype(a.dtype)
+    check_against_numpy(tw.image.sobel_edges, ref, x)
+
+
+@pytest.mark.parametrize("forward,back", [("rgb_to_yiq", "yiq_to_rgb"), ("rgb_to_yuv", "yuv_to_rgb")])
+def test_color_spaces(forward, back):
+    x = np.random.default_rng(17).random((2, 3, 4, 3)).astype(np.float32)
+    # TensorFlow's matrices: Y is the luma 0.299 R + 0.587 G + 0.114 B
+    y = np.asarray(getattr(tw.image, forward)(x))
+    np.testing.assert_allclose(y[..., 0], x @ np.float32([0.299, 0.587, 0.114]), rtol=1e-6)
+    # a round trip (TensorFlow's 8-digit matrices are inverses to about 1e-5)
+    check_against_numpy(getattr(tw.image, back), lambda a: x, y, atol=2e-4)
+    with pytest.raises(TypeError, match="floating-point"):
+        getattr(tw.image, forward)(x.astype(np.int32))
+
+
 def test_psnr():
     r = np.random.default_rng(15)
     a = r.random((2, 4, 5, 3)).astype(np.float32)

@@ -17,8 +17,12 @@ from .color import (
     random_brightness,
     random_contrast,
     rgb_to_grayscale,
+    rgb_to_yiq,
+    rgb_to_yuv,
     stateless_random_brightness,
     stateless_random_contrast,
+    yiq_to_rgb,
+    yuv_to_rgb,
 )
 from .convert import convert_image_dtype
 from .crops import (
@@ -48,7 +52,7 @@ from .hsv import (
     stateless_random_hue,
     stateless_random_saturation,
 )
-from .measures import image_gradients, psnr, total_variation
+from .measures import image_gradients, psnr, sobel_edges, total_variation
 from .patches import extract_patches
 from .resizing import ResizeMethod, resize
 
@@ -62,7 +66,8 @@ __all__ = ["ResizeMethod", "resize", "flip_left_right", "flip_up_down",
            "rgb_to_grayscale", "grayscale_to_rgb", "convert_image_dtype", "total_variation",
            "image_gradients", "extract_patches", "adjust_hue", "adjust_saturation",
            "random_hue", "random_saturation", "stateless_random_hue",
-           "stateless_random_saturation", "psnr"]
+           "stateless_random_saturation", "psnr", "sobel_edges", "rgb_to_yiq", "yiq_to_rgb",
+           "rgb_to_yuv", "yuv_to_rgb"]
 
 
 def __dir__() -> list[str]:

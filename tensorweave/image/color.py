@@ -18,7 +18,7 @@ from ..frontend.ops.einsum import tensordot
 from ..frontend.ops.math import cast, divide, maximum, multiply, reduce_mean, reduce_std, subtract
 from ..frontend.ops.math import pow as _pow
 from ..frontend.ops.random import stateless_uniform, uniform
-from ._checks import at_least_3d, shape_error, static_float, value_error
+from ._checks import at_least_3d, shape_error, static_float, type_error, value_error
 from .convert import convert_image_dtype
 
 TensorLike = Any
@@ -163,3 +163,46 @@ def grayscale_to_rgb(images: TensorLike, name: str | None = None) -> TensorLike:
                                                   f"should be size 1, got shape "
                                                   f"{list(x.shape)}")
         return tile(x, [1] * (x.ndim - 1) + [3])
+
+
+# TensorFlow's color-space matrices (rows: input channel, columns: output channel)
+_RGB_TO_YIQ = [[0.299, 0.59590059, 0.2115], [0.587, -0.27455667, -0.52273617],
+               [0.114, -0.32134392, 0.31119955]]
+_YIQ_TO_RGB = [[1, 1, 1], [0.95598634, -0.27201283, -1.10674021],
+               [0.6208248, -0.64720424, 1.70423049]]
+_RGB_TO_YUV = [[0.299, -0.14714119, 0.61497538], [0.587, -0.28886916, -0.51496512],
+               [0.114, 0.43601035, -0.10001026]]
+_YUV_TO_RGB = [[1, 1, 1], [0, -0.394642334, 2.03206185], [1.13988303, -0.58062185, 0]]
+
+
+def _color_matrix(images: TensorLike, matrix: list, fn: str) -> TensorLike:
+    """The last dimension (3 channels) of float `images` times `matrix`, in their dtype."""
+    with name_scope(fn):
+        x = convert_to_tensor(images)
+        if x.ndim < 1 or x.shape[-1] not in (3, None):
+            raise shape_error(fn, f"the last dimension of the images must be 3, got shape "
+                                  f"{list(x.shape)}")
+        if not x.dtype.is_floating:
+            raise type_error(fn, f"images must be floating-point (pixels in [0, 1]), got "
+                                 f"{x.dtype.name}; convert_image_dtype them first")
+        return tensordot(x, constant(np.asarray(matrix, x.dtype.np)), [[x.ndim - 1], [0]])
+
+
+def rgb_to_yiq(images: TensorLike) -> TensorLike:
+    """RGB images (floats in [0, 1]) in YIQ (``tf.image.rgb_to_yiq``)."""
+    return _color_matrix(images, _RGB_TO_YIQ, "rgb_to_yiq")
+
+
+def yiq_to_rgb(images: TensorLike) -> TensorLike:
+    """YIQ images back in RGB (``tf.image.yiq_to_rgb``)."""
+    return _color_matrix(images, _YIQ_TO_RGB, "yiq_to_rgb")
+
+
+def rgb_to_yuv(images: TensorLike) -> TensorLike:
+    """RGB images (floats in [0, 1]) in YUV (``tf.image.rgb_to_yuv``)."""
+    return _color_matrix(images, _RGB_TO_YUV, "rgb_to_yuv")
+
+
+def yuv_to_rgb(images: TensorLike) -> TensorLike:
+    """YUV images back in RGB (``tf.image.yuv_to_rgb``)."""
+    return _color_matrix(images, _YUV_TO_RGB, "yuv_to_rgb")

@@ -1,5 +1,5 @@
-"""Differences between pixels: ``tf.image.total_variation``, ``tf.image.image_gradients``
-and ``tf.image.psnr``."""
+"""Differences between pixels: ``tf.image.total_variation``, ``image_gradients``,
+``sobel_edges`` and ``psnr``."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import numpy as np
 from ..compiler.dtypes import float32
 from ..frontend.building import constant, convert_to_tensor
 from ..frontend.context import name_scope
-from ..frontend.ops.array import concat, zeros_like
+from ..frontend.ops.array import concat, pad, reshape, zeros_like
 from ..frontend.ops.math import abs as _abs
 from ..frontend.ops.math import (
     cast,
@@ -20,6 +20,7 @@ from ..frontend.ops.math import (
     squared_difference,
     subtract,
 )
+from ..frontend.ops.nn import depthwise_conv2d
 from ._checks import at_least_3d, image_tensor, shape_error, type_error
 from .convert import convert_image_dtype
 
@@ -83,3 +84,28 @@ def psnr(a: TensorLike, b: TensorLike, max_val: Any, name: str | None = None) ->
         mse = reduce_mean(squared_difference(fa, fb), axis=[-3, -2, -1])
         return subtract(20.0 * log(peak) / log(constant(np.float32(10.0))),
                         constant(np.float32(10 / np.log(10))) * log(mse))
+
+
+_SOBEL = np.array([[[-1, -2, -1], [0, 0, 0], [1, 2, 1]],     # vertical change (dy)
+                   [[-1, 0, 1], [-2, 0, 2], [-1, 0, 1]]])    # horizontal change (dx)
+
+
+def sobel_edges(image: TensorLike) -> TensorLike:
+    """The Sobel responses of each channel of ``[batch, h, w, d]`` images: ``[batch, h,
+    w, d, 2]`` holding (dy, dx), with the images mirrored by one pixel at the borders
+    (REFLECT), as ``tf.image.sobel_edges`` (a depthwise convolution)."""
+    fn = "sobel_edges"
+    with name_scope(fn):
+        x = image_tensor(image, fn, ranks=(4,))
+        depth = x.shape[-1]
+        if depth is None:
+            raise shape_error(fn, f"the number of channels must be known when the graph is "
+                                  f"built, got shape {list(x.shape)}")
+        if not x.dtype.is_floating:
+            raise type_error(fn, f"images must be floating-point, got {x.dtype.name}")
+        kernels = np.transpose(_SOBEL, (1, 2, 0))[:, :, None, :]        # [3, 3, 1, 2]
+        kernels = np.tile(kernels, (1, 1, int(depth), 1)).astype(x.dtype.np)
+        padded = pad(x, [[0, 0], [1, 1], [1, 1], [0, 0]], mode="REFLECT")
+        out = depthwise_conv2d(padded, constant(kernels), [1, 1, 1, 1], "VALID")
+        return reshape(out, [-1 if x.shape[0] is None else int(x.shape[0]), *[
+            int(d) for d in x.shape[1:]], 2])
