@@ -84,10 +84,9 @@ def test_limit_epochs_none_is_the_tensor_and_bad_counts_are_refused():
 def test_limit_epochs_counter_is_atomic_across_threads():
     """Several threads evaluating one limited tensor get exactly `limit` values in all:
     the check and the increment are one step."""
-    from tensorweave.compat.v1.input_epochs import count_up_to
     with tf.Graph().as_default():
         v = tf.Variable(np.int32(0), name="counter")
-        count = count_up_to(v, 60)
+        count = tf.count_up_to(v, 60)
         with tf.Session() as sess:
             sess.run(v.initializer)
             got: list[int] = []
@@ -114,7 +113,7 @@ def test_limit_epochs_counter_is_atomic_across_threads():
 
 
 def test_count_up_to_needs_an_integer_scalar_variable():
-    from tensorweave.compat.v1.input_epochs import count_up_to
+    count_up_to = tf.count_up_to
     with tf.Graph().as_default():
         with pytest.raises(TypeError, match="int32 or int64 scalar variable"):
             count_up_to(tf.Variable(np.zeros(2, np.int32)), 3)
@@ -251,6 +250,31 @@ def test_stopping_early_ends_blocked_producers():
     with tf.Graph().as_default():
         b = tf.train.batch([tf.constant([1.0, 2.0])], 2, capacity=3, num_threads=2)
         np.testing.assert_array_equal(_first(b), [[1, 2], [1, 2]])
+
+
+def test_monitored_training_session_runs_the_pipeline_to_its_end():
+    """The TensorFlow 1 loop: MonitoredTrainingSession initializes the epoch counter
+    (local variables) and starts the queue runners; should_stop() after the last
+    (partial) batch."""
+    with tf.Graph().as_default():
+        x = tf.train.limit_epochs(tf.range(10), 1)
+        b = tf.train.batch([x], 4, enqueue_many=True, allow_smaller_final_batch=True)
+        tf.train.get_or_create_global_step()
+
+        def loop():
+            out = []
+            with tf.train.MonitoredTrainingSession() as sess:
+                while not sess.should_stop():
+                    out.append(sess.run(b).tolist())
+            return out
+        graph = tf.get_default_graph()
+        got = within(HANG, lambda: _in_graph(graph, loop))
+    assert got == [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9]]
+
+
+def _in_graph(graph, fn):
+    with graph.as_default():
+        return fn()
 
 
 # -- shuffle_batch ---------------------------------------------------------------------
