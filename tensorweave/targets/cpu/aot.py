@@ -34,7 +34,7 @@ from ...compiler.types import TensorType, format_shape
 from ...errors import CompileError, UnimplementedError
 from ...runtime import atomic_files
 from . import jit
-from .aot_errors import emit_error_lookup
+from .aot_errors import OVERLAP_STATUS, emit_error_lookup
 from .lowering import I8, I8P, I8PP, I32, I64
 from .step import ALIGN, CALLBACK_TYPE, STEP_NAME, Ineligible, StepPlan, emit_step, plan_step
 
@@ -199,6 +199,7 @@ def emit_library_module(plan: StepPlan, name: str) -> ir.Module:
     args, results, failed = run.args
     b = ir.IRBuilder(run.append_basic_block("entry"))
     b.store(I32(-1), failed)
+    _emit_overlap_check(b, module, plan, args, results, failed)
     size = -(-max(1, plan.workspace_bytes) // ALIGN) * ALIGN
     ws = b.call(malloc, [I64(ALIGN), I64(size)])
     ok = b.append_basic_block("run")
@@ -238,6 +239,51 @@ def emit_library_module(plan: StepPlan, name: str) -> ir.Module:
         if defined and gv not in exported:
             gv.linkage = "internal"
     return module
+
+
+def _nbytes(t: TensorType) -> int:
+    return int(t.num_elements) * t.dtype.itemsize
+
+
+def _emit_overlap_check(b: ir.IRBuilder, module: ir.Module, plan: StepPlan, args: ir.Value,
+                        results: ir.Value, failed: ir.Value) -> None:
+    """Return `OVERLAP_STATUS` (``*failed`` = the result's index) when a result buffer
+    overlaps an argument's or an earlier result's: results are written while arguments
+    are still read, so an in-place call (``results[0] == args[0]``) computed garbage
+    and returned 0. Buffers of no bytes overlap nothing."""
+    from .loops import counted_loop
+
+    def sizes(name: str, types: list[TensorType]) -> ir.Value:
+        t = ir.ArrayType(I64, max(1, len(types)))
+        gv = ir.GlobalVariable(module, t, name)
+        gv.global_constant = True
+        gv.linkage = "internal"
+        gv.initializer = ir.Constant(t, [_nbytes(x) for x in types] or [0])
+        return gv
+
+    g = plan.graph
+    if not g.results:
+        return
+    arg_sizes = sizes("tw_arg_bytes", [v.type for v in g.args])
+    res_sizes = sizes("tw_result_bytes", [v.type for v in g.results])
+
+    def buffer(table: ir.Value, size_table: ir.Value, k: ir.Value) -> tuple[ir.Value, ir.Value]:
+        start = b.ptrtoint(b.load(b.gep(table, [k])), I64)
+        return start, b.add(start, b.load(b.gep(size_table, [I64(0), k])))
+
+    def refuse_if_overlapping(j: ir.Value, r: tuple, o: tuple) -> None:
+        overlap = b.and_(b.icmp_unsigned("<", o[0], r[1]), b.icmp_unsigned("<", r[0], o[1]))
+        nonempty = b.and_(b.icmp_unsigned("<", r[0], r[1]), b.icmp_unsigned("<", o[0], o[1]))
+        with b.if_then(b.and_(overlap, nonempty), likely=False):
+            b.store(b.trunc(j, I32), failed)
+            b.ret(I32(OVERLAP_STATUS))
+
+    with counted_loop(b, 0, len(g.results), name="result") as j:
+        r = buffer(results, res_sizes, j)
+        with counted_loop(b, 0, len(g.args), name="arg") as i:
+            refuse_if_overlapping(j, r, buffer(args, arg_sizes, i))
+        with counted_loop(b, 0, j, name="earlier") as k:
+            refuse_if_overlapping(j, r, buffer(results, res_sizes, k))
 
 
 _CPU_CHECK = """
@@ -324,8 +370,8 @@ def _header(plan: StepPlan, name: str, source: str,
              " * The library needs only libc and libm (no BLAS, no OpenMP, no Python):",
              f" *   cc main.c -I DIR -L DIR -l{name} -lm -Wl,-rpath,DIR",
              " * Each call allocates its own scratch memory, so calls may run concurrently.",
-             " * Result buffers must not overlap argument buffers (results are written as",
-             " * the arguments are still being read).",
+             " * Result buffers must not overlap argument buffers or each other (results are",
+             " * written as the arguments are still being read): such a call returns -2.",
              " * Variables the function read were frozen into the library when it was built.",
              " */", "",
              f"#define {name.upper()}_NUM_ARGS {len(g.args)}",
@@ -350,7 +396,9 @@ def _header(plan: StepPlan, name: str, source: str,
                  v.type, paths.get(k, ""))
     lines += ["/* Runs the function: args[i] points to argument i, results[j] to a buffer for",
               " * result j. Returns 0 on success, -1 if scratch memory cannot be allocated,",
-              " * or a positive status from the op that failed (e.g. an index out of range). */",
+              " * -2 (computing nothing) if a result buffer overlaps an argument's or another",
+              " * result's, or a positive status from the op that failed (e.g. an index out",
+              " * of range). */",
               f"int {name}_run(const void *const *args, void *const *results);", "",
               f"/* {name}_run, and when it fails, *error points to a static message saying",
               " * why (the op, its name and the source line it was built from); NULL when",

@@ -23,6 +23,8 @@ _STATUS_TRIES = 8
 their ``messages`` list); a fused cluster's statuses are four per op of the cluster."""
 
 OOM_MESSAGE = "cannot allocate the library's scratch memory"
+OVERLAP_STATUS = -2
+"""A call's status when a result buffer overlaps another buffer (nothing is computed)."""
 UNKNOWN_MESSAGE = "an op failed; no message was recorded for its status"
 
 
@@ -95,6 +97,10 @@ def emit_error_lookup(module: ir.Module, plan: StepPlan, name: str) -> ir.Functi
             b.ret(ir.Constant(I8P, None) if text is None
                   else _cstring(module, text, f"{name}.oom"))
     b.position_at_end(by_status)
+    overlap = b.append_basic_block("overlap")
+    top.add_case(I32(OVERLAP_STATUS), overlap)
+    with b.goto_block(overlap):
+        _return_overlap_message(b, module, plan, action, name)
     per_action = b.switch(action, unknown)
     for ident, messages in failure_messages(plan).items():
         block = b.append_basic_block(f"action{ident}")
@@ -109,3 +115,22 @@ def emit_error_lookup(module: ir.Module, plan: StepPlan, name: str) -> ir.Functi
     b.position_at_end(unknown)
     b.ret(_cstring(module, UNKNOWN_MESSAGE, f"{name}.unknown"))
     return fn
+
+
+def _return_overlap_message(b: ir.IRBuilder, module: ir.Module, plan: StepPlan,
+                            result: ir.Value, name: str) -> None:
+    """Return the message for `OVERLAP_STATUS`, naming result number `result`."""
+    g = plan.graph
+    fallback = b.append_basic_block("overlap.result")
+    sw = b.switch(result, fallback)
+    for j in range(len(g.results)):
+        label = g.result_names[j] if j < len(g.result_names) else f"output{j}"
+        case = b.append_basic_block(f"overlap.{j}")
+        sw.add_case(I32(j), case)
+        with b.goto_block(case):
+            b.ret(_cstring(module, f"the buffer of result {j} ('{label}') overlaps an "
+                                   f"argument's or an earlier result's: results must be "
+                                   f"separate buffers (nothing was computed)",
+                           f"{name}.overlap.{j}"))
+    b.position_at_end(fallback)
+    b.ret(_cstring(module, "a result buffer overlaps another buffer", f"{name}.overlap"))
