@@ -337,13 +337,15 @@ def test_object_packs_round_trip_and_malformed_ones_are_refused():
 
 
 def test_compile_threads_setting(monkeypatch):
+    """1 or more; a typo is an error the call raises (not a silent fall back to the
+    dataflow executor); unset: the CPUs of the affinity, at most MAX_COMPILE_THREADS."""
     monkeypatch.setenv("TW_COMPILE_THREADS", "1")
     assert jit.compile_threads() == 1
     monkeypatch.setenv("TW_COMPILE_THREADS", "3")
     assert jit.compile_threads() == 3
     for bad in ("0", "-2", "two", "1.5"):
         monkeypatch.setenv("TW_COMPILE_THREADS", bad)
-        with pytest.raises(CompileError, match=f"TW_COMPILE_THREADS .*got '{bad}'"):
+        with pytest.raises(ValueError, match=f"TW_COMPILE_THREADS .*got '{bad}'"):
             jit.compile_threads()
     monkeypatch.delenv("TW_COMPILE_THREADS")
     monkeypatch.setattr(jit.os, "sched_getaffinity", lambda pid: {0}, raising=False)
@@ -377,3 +379,10 @@ def test_a_split_step_profiles_every_action(monkeypatch, tmp_path):
     _same_bits([np.asarray(e) for e in expected], [np.asarray(g) for g in got])
     assert rec.calls == 1 and len(rec.records) == len(plan.actions)
     assert {r["source"] for r in rec.records} == {"native"}
+
+
+def test_a_bad_setting_is_raised_by_the_call(monkeypatch):
+    monkeypatch.setenv("TW_COMPILE_THREADS", "two")
+    f = tw.compile(lambda x: tw.nn.relu(x) * 3.0 + 0.25, target="cpu")
+    with pytest.raises(ValueError, match="TW_COMPILE_THREADS .*got 'two'"):
+        f(np.ones((3, 5), np.float32))

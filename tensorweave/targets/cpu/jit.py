@@ -683,8 +683,9 @@ def _threads_supported() -> bool:
 def compile_threads() -> int:
     """How many threads LLVM compiles a step's module on (the parts it is cut into):
     ``TW_COMPILE_THREADS`` when set (1 turns this off: the module is compiled whole, as
-    before), else the CPUs this process may run on, at most `MAX_COMPILE_THREADS`; 1 on
-    a one-core host and where llvmlite does not allow it (`_unlocked`)."""
+    before; anything but a whole number >= 1 is a ValueError), else the CPUs this process
+    may run on, at most `MAX_COMPILE_THREADS`; 1 on a one-core host and where llvmlite
+    does not allow it (`_unlocked`)."""
     raw = os.environ.get("TW_COMPILE_THREADS", "").strip()
     if raw:
         try:
@@ -692,8 +693,10 @@ def compile_threads() -> int:
         except ValueError:
             n = 0
         if n < 1:
-            raise CompileError(f"TW_COMPILE_THREADS must be a whole number of threads >= 1 "
-                               f"(1: compile each module whole, on one thread), got {raw!r}")
+            # (a ValueError, not a CompileError: a native step that cannot compile falls
+            # back to the dataflow executor, which would hide the typo)
+            raise ValueError(f"TW_COMPILE_THREADS must be a whole number of threads >= 1 "
+                             f"(1: compile each module whole, on one thread), got {raw!r}")
     else:
         try:
             n = len(os.sched_getaffinity(0))
