@@ -12,9 +12,11 @@ from .frontend.ops.normalization import l2_normalize
 from .frontend.ops.ranking import in_top_k, top_k
 from .frontend.ops.segments import *  # noqa: F403
 from .frontend.ops.segments import __all__ as _segments_all
+from .frontend.ops.special import *  # noqa: F403
+from .frontend.ops.special import __all__ as _special_all
 
 __all__ = [*_math_all, "softplus", "softsign", "log_softmax", "l2_normalize", "top_k",
-           "in_top_k", "unsorted_segment_sum", "logical_xor", *_segments_all]
+           "in_top_k", "unsorted_segment_sum", "logical_xor", *_segments_all, *_special_all]
 
 
 def __dir__() -> list[str]:

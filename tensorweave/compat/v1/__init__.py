@@ -93,7 +93,6 @@ from .initializers import (  # noqa: F401
     variance_scaling_initializer,
     zeros_initializer,
 )
-from .input_epochs import count_up_to  # noqa: F401
 from .logging_ops import Print  # noqa: F401
 from .moving_averages import moving_average_variables  # noqa: F401
 from .partitioners import (  # noqa: F401
@@ -520,6 +519,10 @@ def where(condition: Any, x: Any = None, y: Any = None, name: str | None = None)
 
 
 where_v2 = in_default_graph(_tw.where)
+
+# TensorFlow 1's top-level names of special functions (TensorFlow 2 keeps them in tf.math)
+for _name in ("lgamma", "digamma", "polygamma", "erfc", "lbeta", "log_sigmoid"):
+    globals()[_name] = in_default_graph(getattr(_tw.math, _name))
 
 if _random_src is not None:
     for _name in ("random_normal", "random_uniform", "truncated_normal", "random_shuffle",

@@ -21,6 +21,7 @@ from . import (  # noqa: F401
     queue,
     random,
     scatter,
+    special,
     state,
     summary,
     transfer,

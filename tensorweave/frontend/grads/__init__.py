@@ -6,4 +6,15 @@ attributes as tensors) and one gradient per output, and returns one gradient per
 so gradient graphs are ordinary IR.
 """
 
-from . import array, bitwise, control, core, indexing, linalg, math, nn, partition  # noqa: F401
+from . import (  # noqa: F401
+    array,
+    bitwise,
+    control,
+    core,
+    indexing,
+    linalg,
+    math,
+    nn,
+    partition,
+    special,
+)

@@ -776,3 +776,6 @@ def emit_op(cx: Lanes, info: OpInfo, args: list[ir.Value]) -> ir.Value:
     if fn is None:
         raise UnimplementedError(f"the cpu target cannot generate code for op {info.op}")
     return fn(cx, info, args)
+
+
+from . import special_functions  # noqa: E402, F401  (registers Lgamma, Digamma, Erfc, Xlogy ...)
