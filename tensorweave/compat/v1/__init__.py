@@ -93,6 +93,7 @@ from .initializers import (  # noqa: F401
     variance_scaling_initializer,
     zeros_initializer,
 )
+from .input_epochs import count_up_to  # noqa: F401
 from .logging_ops import Print  # noqa: F401
 from .moving_averages import moving_average_variables  # noqa: F401
 from .partitioners import (  # noqa: F401
