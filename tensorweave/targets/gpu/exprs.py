@@ -466,3 +466,6 @@ def supports(op: str) -> bool:
 
 
 __all__ = ["EMITTERS", "Op", "Scope", "emit_op", "supports"]
+
+
+from . import special_exprs  # noqa: E402, F401  (registers Lgamma, Digamma, Erfc, Xlogy ...)
