@@ -184,11 +184,33 @@ def concrete_function(fn: Any, signature: list[tuple[str | None, Any]]) -> Any:
             except TypeError as e:
                 raise CliError(f"--signature gives {len(specs)} types, but {fn.name}() takes "
                                f"({', '.join(params)}): {e}") from None
+        if fn.input_signature is not None:
+            _check_declared_signature(fn, params, specs)
         return fn.get_concrete_function(*specs)
     if fn.input_signature is None:
         raise CliError(f"{fn.name}() declares no input_signature: pass --signature, e.g. "
                        f"--signature 'x:f32[?,784]'")
     return fn.get_concrete_function()
+
+
+def _check_declared_signature(fn: Any, params: list[str], specs: list[Any]) -> None:
+    """A CliError unless `specs` (from --signature) are the types `fn`'s input_signature
+    declares: tracing keeps to the declared ones, so a library built for ``x:f32[5]``
+    of a function declaring ``[2]`` would take two floats while the caller passes five."""
+    from .compiler.types import format_shape
+    from .frontend import nest
+
+    def spell(spec_list: list[Any]) -> str:
+        return ",".join(f"{n}:{s.dtype.ir_name}{format_shape(s.shape)}"
+                        for n, s in zip(params, spec_list))
+
+    declared = nest.flatten(fn.input_signature)[0]
+    same = len(declared) == len(specs) and all(
+        d.dtype == s.dtype and tuple(d.shape) == tuple(s.shape) for d, s in zip(declared, specs))
+    if not same:
+        raise CliError(f"{fn.name}() declares the input_signature {spell(declared)}, but "
+                       f"--signature gives {spell(specs)}: leave --signature out, or change "
+                       f"the input_signature")
 
 
 def _dump(args: argparse.Namespace) -> str:
