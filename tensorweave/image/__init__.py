@@ -8,6 +8,7 @@ differentiates through those ops' gradients. Sizes that decide which pixels are 
 (image height and width for a resize, crop boxes) must be known when the graph is built.
 """
 
+from .box_crops import crop_and_resize
 from .color import (
     adjust_brightness,
     adjust_contrast,
@@ -67,7 +68,7 @@ __all__ = ["ResizeMethod", "resize", "flip_left_right", "flip_up_down",
            "image_gradients", "extract_patches", "adjust_hue", "adjust_saturation",
            "random_hue", "random_saturation", "stateless_random_hue",
            "stateless_random_saturation", "psnr", "sobel_edges", "rgb_to_yiq", "yiq_to_rgb",
-           "rgb_to_yuv", "yuv_to_rgb"]
+           "rgb_to_yuv", "yuv_to_rgb", "crop_and_resize"]
 
 
 def __dir__() -> list[str]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from . import box_crops as _box_crops
 from . import crops as _crops
 from . import patches as _patches
 from . import resizing as _resize
@@ -24,6 +25,7 @@ def _v1_names() -> dict[str, Any]:
         "resize_image_with_crop_or_pad": _crops.resize_with_crop_or_pad,
         "resize_image_with_pad": _crops.resize_image_with_pad_v1,
         "extract_image_patches": _patches.extract_image_patches,
+        "crop_and_resize": _box_crops.crop_and_resize_v1,
     }
 
 
