@@ -39,18 +39,24 @@ def image_tensor(image: Any, fn: str, ranks: tuple[int, ...] = (3, 4),
     """`image` as a tensor whose rank is one of `ranks` (``(3, 4)``: one ``[h, w, c]``
     image or a ``[batch, h, w, c]`` batch); anything else is a ShapeError."""
     x = convert_to_tensor(image)
-    if x.ndim not in ranks and not (ranks == (3, None) and x.ndim >= 3):
-        want = " or ".join(str(r) for r in ranks) if None not in ranks else "at least 3"
-        raise shape_error(fn, f"'{arg}' (shape {list(x.shape)}) must have {want} dimensions "
-                              f"([height, width, channels] or [batch, height, width, "
-                              f"channels]), got rank {x.ndim}")
+    if x.ndim not in ranks:
+        raise _rank_error(fn, arg, x, " or ".join(str(r) for r in ranks))
     return x
 
 
 def at_least_3d(image: Any, fn: str, arg: str = "image") -> Any:
     """`image` as a tensor of rank 3 or more (the last three are height, width and
     channels)."""
-    return image_tensor(image, fn, (3, None), arg)
+    x = convert_to_tensor(image)
+    if x.ndim < 3:
+        raise _rank_error(fn, arg, x, "at least 3")
+    return x
+
+
+def _rank_error(fn: str, arg: str, x: Any, want: str) -> ShapeError:
+    return shape_error(fn, f"'{arg}' (shape {list(x.shape)}) must have {want} dimensions "
+                           f"([height, width, channels] or [batch, height, width, "
+                           f"channels]), got rank {x.ndim}")
 
 
 def static_hw(x: Any, fn: str, what: str = "height and width") -> tuple[int, int]:
