@@ -514,3 +514,23 @@ def test_get_checkpoint_state(tmp_path):
     assert len(state.all_model_checkpoint_timestamps) == 2
     stamps = state.all_model_checkpoint_timestamps
     assert stamps[0] <= stamps[1]
+
+
+def test_count_up_to_parses_in_a_process_without_compat_v1():
+    """IR text naming CountUpTo parses where only ``import tensorweave`` ran (a task
+    process sent a partition holding a limit_epochs counter)."""
+    import subprocess
+    import sys
+
+    from tensorweave.compiler.printer import print_graph
+    with tf.Graph().as_default() as g:
+        tf.train.limit_epochs(tf.constant([1, 2]), 2)
+    text = print_graph(g.ir)
+    assert '"tw.CountUpTo"' in text
+    code = ("import sys; from tensorweave.compiler.parser import parse_graph; "
+            "g = parse_graph(sys.stdin.read()); "
+            "print(sum(n.op == 'CountUpTo' for n in g.nodes))")
+    out = subprocess.run([sys.executable, "-c", code], input=text, capture_output=True,
+                         text=True, timeout=HANG)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "1"

@@ -267,6 +267,7 @@ _loaded = False
 _DECLARED_ELSEWHERE = {
     "Print": "tensorweave.compat.v1.logging_ops",
     "PyFunc": "tensorweave.compat.v1.script_ops",
+    "CountUpTo": "tensorweave.compat.v1.input_epochs",
 }
 
 
