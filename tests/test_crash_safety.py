@@ -65,19 +65,27 @@ def kill(proc: subprocess.Popen) -> None:
     proc.stdout.close()
 
 
-# Prints "stalled" and sleeps inside the first fsync of a file after "ready": a SIGKILL
-# then lands while a temporary file is open, locked and half durable.
+# Prints "stalled" and sleeps inside the first fsync of a file after "ready" (checkpoints),
+# or in the rename of a temporary (compile cache entries, which are not fsynced): a
+# SIGKILL then lands while a temporary file is open, locked and not yet renamed.
 STALL = textwrap.dedent("""
     import os, stat, sys, time
     STALL = os.environ.get("STALL") == "1"
-    _fsync = os.fsync
-    def fsync(fd):
-        if STALL and stat.S_ISREG(os.fstat(fd).st_mode):  # a file, not a directory
+    _fsync, _replace = os.fsync, os.replace
+    def stall():
+        if STALL:
             print("stalled", flush=True)
             time.sleep(60)
+    def fsync(fd):
+        if stat.S_ISREG(os.fstat(fd).st_mode):  # a file, not a directory
+            stall()
         _fsync(fd)
+    def replace(src, dst):
+        if os.path.basename(src).startswith(".tmp-"):
+            stall()
+        _replace(src, dst)
     def arm():
-        os.fsync = fsync
+        os.fsync, os.replace = fsync, replace
 """)
 
 
@@ -392,7 +400,7 @@ def test_compile_cache_survives_a_sigkilled_writer_among_four(tmp_path, monkeypa
         kill(writers[victim])
         orphans = [n for n in temporaries(directory) if f"-{writers[victim].pid}-" in n]
         if stall:
-            assert orphans, "a writer killed inside its fsync left no temporary"
+            assert orphans, "a writer killed inside its write left no temporary"
         # a process starting while three writers are busy with the same entries
         starter = subprocess.run([sys.executable, "-c", CACHE_STARTER], capture_output=True,
                                  text=True, timeout=60,

@@ -119,11 +119,17 @@ def _create_temporary(directory: str, final_name: str, mode: int) -> tuple[int, 
 
 
 @contextmanager
-def atomic_open(path: str, mode: int = 0o666) -> Iterator[BinaryIO]:
+def atomic_open(path: str, mode: int = 0o666, durable: bool = True) -> Iterator[BinaryIO]:
     """Open a temporary file for writing in `path`'s directory; when the block exits
     normally it is fsynced and renamed over `path`, and the directory fsynced. When the
     block raises, the temporary is removed and `path` is untouched. `mode` is the new
-    file's permissions (less the umask), as for `os.open`."""
+    file's permissions (less the umask), as for `os.open`.
+
+    ``durable=False`` skips the fsyncs: readers still see the old file or the whole new
+    one, but after a power loss the new one may be gone or hold garbage. Only for files
+    whose readers verify them and can do without them (the compile cache, whose entries
+    carry a checksum and are rebuilt when missing): each fsync costs milliseconds, and a
+    cold compile writes dozens of entries."""
     directory = os.path.dirname(os.path.abspath(path))
     make_directory(directory)
     fd, tmp = _create_temporary(directory, os.path.basename(path), mode)
@@ -131,7 +137,8 @@ def atomic_open(path: str, mode: int = 0o666) -> Iterator[BinaryIO]:
     try:
         yield f
         f.flush()
-        os.fsync(f.fileno())
+        if durable:
+            os.fsync(f.fileno())
         os.replace(tmp, path)
     except BaseException:
         try:
@@ -141,12 +148,14 @@ def atomic_open(path: str, mode: int = 0o666) -> Iterator[BinaryIO]:
         raise
     finally:
         f.close()  # releases the lock; after a rename it is on the final file, harmless
-    fsync_directory(directory)
+    if durable:
+        fsync_directory(directory)
 
 
-def write_bytes(path: str, data: bytes | memoryview, mode: int = 0o666) -> None:
-    """Replace `path` with `data` atomically and durably (`atomic_open`)."""
-    with atomic_open(path, mode=mode) as f:
+def write_bytes(path: str, data: bytes | memoryview, mode: int = 0o666,
+                durable: bool = True) -> None:
+    """Replace `path` with `data` atomically, and durably unless told (`atomic_open`)."""
+    with atomic_open(path, mode=mode, durable=durable) as f:
         f.write(data)
 
 

@@ -11,12 +11,14 @@ are read on every lookup, so tests can change them at run time.
 
 An entry is ``<key>.twjit``: a header (magic, format version, payload length, SHA-256 of
 key and payload) and the payload. Entries are written with `atomic_files` (a locked
-temporary in the same directory, fsync, rename over the final name, fsync of the
-directory), so readers see a whole entry or none, in any number of processes writing
-the same entries at once, and a written entry survives a power loss; one that is
-truncated, altered or otherwise unreadable fails its checks, is deleted and is reported
-as absent. The first use of the directory in a process deletes the temporaries of
-writers that were killed. A directory that cannot be written only turns writing off.
+temporary in the same directory, renamed over the final name), so readers see a whole
+entry or none, in any number of processes writing the same entries at once. They are
+not fsynced (``durable=False``): a cache needs no durability, and a cold compile writes
+dozens of entries at milliseconds per fsync. An entry that a power loss left truncated
+or zeroed, or that was altered or is otherwise unreadable, fails its checks, is deleted
+and is reported as absent, and is compiled again. The first use of the directory in a
+process deletes the temporaries of writers that were killed. A directory that cannot be
+written only turns writing off.
 ``<key>.twnote`` entries (same format and checks) hold small answers that keys of code
 depend on and that are slow to measure, e.g. how this process's BLAS may split products;
 ``<key>.twplan`` entries are step records (`plan_cache`): what the pipeline and the
@@ -139,16 +141,16 @@ def load(key: str, suffix: str = SUFFIX) -> bytes | None:
 
 
 def store(key: str, payload: bytes, suffix: str = SUFFIX) -> bool:
-    """Write `payload` under `key` atomically and durably; False (and no exception) when
-    the cache is off or its directory cannot be written, after which this process stops
-    trying."""
+    """Write `payload` under `key` atomically (not durably: see above); False (and no
+    exception) when the cache is off or its directory cannot be written, after which
+    this process stops trying."""
     directory = _directory()
     if directory is None or directory in _unwritable:
         return False
     try:
         atomic_files.make_directory(str(directory), mode=0o700)
         atomic_files.write_bytes(str(entry_path(directory, key, suffix)), encode(key, payload),
-                                 mode=0o600)
+                                 mode=0o600, durable=False)
         return True
     except OSError as e:
         _log.debug("compile cache: cannot write in %s (%s); not writing there any more",
