@@ -6,9 +6,10 @@ pixel's ``C * multiplier`` channels go in groups of up to `DEPTHWISE_VECTORS` ex
 vectors (then single vectors, then single channels); for each group every filter tap
 whose input position is inside the image adds ``x[c] * filter[tap, c, m]`` to channel
 ``c * multiplier + m`` in accumulators that stay in registers, starting from 0, and the
-sums are stored once: taps in the reference kernel's (row-major) order, padding skipped
-instead of read. Padded taps add nothing in the reference either, so both compute the
-same sums in the same order (bitwise equal results). (Summing in the output, zeroed and
+sums are stored once: taps in the reference kernel's (row-major) order; a padded tap adds
+``0 * filter[tap, c, m]`` as the reference's zero padding does (NaN for an inf or NaN
+filter value, else +-0, which leaves the sum as it is), so both compute the same sums in
+the same order (bitwise equal results). (Summing in the output, zeroed and
 then read and written per tap, was miscompiled at O2 by an LLVM InstCombine bug:
 docs/llvm_o2_miscompile.md.)
 
@@ -135,19 +136,25 @@ def _channel_sums(k: LoweringContext, where: tuple, q: ir.Value, accs: list[ir.V
         b.store(ir.Constant(t, None), acc)  # (zeroinitializer: +0.0, the reference's start)
     with k.loop(0, g.kh, name="di") as di:
         ih = b.add(ih0, b.mul(di, I64(g.dh)))
-        with k.if_then(_inside(k, ih, g.h)):
-            with k.loop(0, g.kw, name="dj") as dj:
-                iw = b.add(iw0, b.mul(dj, I64(g.dw)))
-                with k.if_then(_inside(k, iw, g.w)):
+        row_inside = _inside(k, ih, g.h)
+        with k.loop(0, g.kw, name="dj") as dj:
+            iw = b.add(iw0, b.mul(dj, I64(g.dw)))
+            tap = b.add(b.mul(di, I64(g.kw)), dj)
+            wrow = _at(k, w, b.mul(tap, I64(cm)))
+            with b.if_else(b.and_(row_inside, _inside(k, iw, g.w))) as (inside, padding):
+                with inside:
                     pix = _lin(k, (n, g.h * g.w), (ih, g.w), (iw, 1))
                     xrow = _at(k, x, b.mul(pix, I64(g.c)))
-                    tap = b.add(b.mul(di, I64(g.kw)), dj)
-                    wrow = _at(k, w, b.mul(tap, I64(cm)))
                     for acc, qv in zip(accs, qs):
                         xv = _strided(k, xrow, qv, 1, t)[0] if mult == 1 else _spread(k, xrow, qv,
                                                                                    mult, t)
                         b.store(b.fadd(b.load(acc), b.fmul(xv, _strided(k, wrow, qv, 1, t)[0])),
                                 acc)
+                with padding:  # (0 * w: +-0, which leaves a sum that starts at +0 as it
+                    # is, unless w is inf or NaN, whose NaN the reference's zeros give too)
+                    for acc, qv in zip(accs, qs):
+                        zero_w = b.fmul(ir.Constant(t, None), _strided(k, wrow, qv, 1, t)[0])
+                        b.store(b.fadd(b.load(acc), zero_w), acc)
     _store_sums(k, accs, qs, orow, t)
 
 
