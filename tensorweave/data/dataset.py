@@ -112,17 +112,21 @@ class Dataset:
     def from_tensor_slices(tensors: Any, name: str | None = None) -> Dataset:
         """One element per row of the first dimension of every leaf of `tensors` (a nested
         structure of arrays that all have the same first dim)."""
+        from .fed_sources import fed_source
         from .interleave import spec_source
         from .sources import TensorSlicesDataset
         return spec_source(tensors, "Dataset.from_tensor_slices", slices=True) \
+            or fed_source(tensors, "Dataset.from_tensor_slices", slices=True) \
             or TensorSlicesDataset(tensors)
 
     @staticmethod
     def from_tensors(tensors: Any, name: str | None = None) -> Dataset:
         """A dataset of one element: `tensors` itself."""
+        from .fed_sources import fed_source
         from .interleave import spec_source
         from .sources import TensorsDataset
         return spec_source(tensors, "Dataset.from_tensors", slices=False) \
+            or fed_source(tensors, "Dataset.from_tensors", slices=False) \
             or TensorsDataset(tensors)
 
     @staticmethod

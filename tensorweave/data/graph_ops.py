@@ -22,6 +22,8 @@ import weakref
 from collections.abc import Iterator
 from typing import Any
 
+import numpy as np
+
 from ..compiler.dtypes import as_dtype
 from ..compiler.ops.common import expect_resource
 from ..compiler.ops.queue import decode_shapes
@@ -116,9 +118,11 @@ def _declare() -> None:
                      "one_shot": attr("bool", False)},
                     doc="The handle of the dataset iterator named `shared_name` (created on "
                         "first use over the dataset registered as `dataset`).")
-    make = def_op("MakeIterator", ["handle"], {"dataset": attr("str", "")}, stateful=True,
+    make = def_op("MakeIterator", ["handle", "*fed"], {"dataset": attr("str", "")},
+                  stateful=True,
                   doc="Start a new pass of the iterator over its dataset, or over the "
-                      "dataset registered as `dataset` when given.")
+                      "dataset registered as `dataset` when given; `fed` are the values "
+                      "of the graph tensors its sources are made of (fed_sources.py).")
     get_next = def_op("IteratorGetNext", ["handle"],
                       {"dtypes": attr("strs"), "shapes": attr("ints", ()),
                        "ranks": attr("ints")},
@@ -142,13 +146,17 @@ def _declare() -> None:
         return state
 
     @make.infer
-    def _make_infer(handle, *, dataset):
+    def _make_infer(handle, *fed, dataset):
         expect_resource(handle, "handle")
         return []
 
     @make.kernel("reference", context=True)
-    def _make_kernel(ctx, state, *, dataset):
-        state.initialize(_dataset(dataset, "MakeIterator") if dataset else None)
+    def _make_kernel(ctx, state, *fed, dataset):
+        ds = _dataset(dataset, "MakeIterator") if dataset else None
+        if fed:  # a copy of the pipeline holding this run's values of its graph tensors
+            from .fed_sources import bind_pipeline
+            ds = bind_pipeline(ds, [np.asarray(v) for v in fed])
+        state.initialize(ds)
         return ()
 
     @get_next.infer

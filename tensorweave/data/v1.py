@@ -58,10 +58,15 @@ class Iterator:
         self._structure = dataset._structure if dataset is not None else structure
         self._one_shot = one_shot
         self._builder = builder = _v1_builder()
+        if one_shot and dataset is not None and _graph_tensors(dataset):
+            raise InvalidArgumentError(
+                "a one-shot iterator cannot capture tensors of the graph (the dataset is "
+                f"made of {', '.join(t.name for t in _graph_tensors(dataset))}): use "
+                "make_initializable_iterator and feed them to its initializer",
+                location=str(user_location()))
         self._shared_name = shared_name or builder.v1_graph.unique_variable_name(name)
-        attrs = {"shared_name": self._shared_name,
-                 "dataset": "" if dataset is None else self._register(dataset),
-                 "one_shot": one_shot}
+        key = "" if dataset is None else self._register(dataset)
+        attrs = {"shared_name": self._shared_name, "dataset": key, "one_shot": one_shot}
         with building(builder):
             node = builder.graph.add_node("IteratorHandle", [], attrs,
                                           name=builder.scoped_name(name), device=builder.device,
@@ -69,7 +74,10 @@ class Iterator:
             self._handle = node.outputs[0]
             self._initializer: Node | None = None
             if not one_shot and dataset is not None:
-                apply_op("MakeIterator", [self._handle], {}, name=f"{name}/initializer")
+                fed = _graph_tensors(dataset)
+                # with graph tensors it names its dataset: each run binds a new copy of it
+                apply_op("MakeIterator", [self._handle, *fed],
+                         {"dataset": key} if fed else {}, name=f"{name}/initializer")
                 self._initializer = builder.graph.nodes[-1]
 
     def _register(self, dataset: Dataset) -> str:
@@ -99,8 +107,8 @@ class Iterator:
             raise TypeError(f"expected a tw.data.Dataset, got {type(dataset).__name__}")
         _check_fits(dataset._structure, self._structure)
         with building(self._builder):
-            apply_op("MakeIterator", [self._handle], {"dataset": self._register(dataset)},
-                     name=name or "make_initializer")
+            apply_op("MakeIterator", [self._handle, *_graph_tensors(dataset)],
+                     {"dataset": self._register(dataset)}, name=name or "make_initializer")
             return self._builder.graph.nodes[-1]
 
     @property
@@ -148,6 +156,12 @@ class Iterator:
             outs = apply_op("IteratorGetNext", [self._handle], attrs,
                             name=name or "IteratorGetNext")
         return structure.nest(outs)
+
+
+def _graph_tensors(dataset: Dataset) -> list[Any]:
+    """The graph tensors the sources of `dataset`'s pipeline are made of."""
+    from .fed_sources import fed_sources
+    return [t for source in fed_sources(dataset) for t in source.graph_tensors]
 
 
 def _nested_in(builder: GraphBuilder | None, graph_builder: GraphBuilder) -> bool:
