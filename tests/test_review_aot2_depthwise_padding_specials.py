@@ -62,3 +62,30 @@ def test_the_library_gives_the_reference_nans(tmp_path):
                                              name="dw"), [x])
     assert status == 0
     np.testing.assert_array_equal(got[0], want)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("special", [np.inf, np.nan])
+def test_the_filter_gradient_multiplies_the_padding_by_dy(dtype, special):
+    """The filter gradient sums ``x * dy`` over output pixels with the padding's x = 0:
+    a non-finite dy at a border pixel makes NaN the taps that read the padding there
+    (the lowering skipped them: 4 NaNs where the reference has 14)."""
+    from tensorweave.frontend.building import apply_op
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal((1, 4, 5, 2)).astype(dtype)
+    dy = rng.standard_normal((1, 4, 5, 4)).astype(dtype)
+    dy[0, 0, 0, 1], dy[0, 3, 4, 2] = special, -special
+
+    def grad(x, dy):
+        return apply_op("DepthwiseConv2dNativeBackpropFilter", [x, dy],
+                        {"filter_shape": (3, 3, 2, 2), "strides": (1, 1, 1, 1),
+                         "padding": "SAME"})
+
+    want = np.asarray(tw.compile(grad, target="reference")(x, dy))
+    got = np.asarray(tw.compile(grad, target="cpu")(x, dy))
+    assert np.isnan(want).sum() > 4
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    np.testing.assert_array_equal(np.isinf(got), np.isinf(want))
+    finite = np.isfinite(want)  # (the reference sums with einsum: ulps apart)
+    np.testing.assert_allclose(got[finite], want[finite], rtol=1e-5 if dtype == np.float32
+                               else 1e-12, atol=1e-6)

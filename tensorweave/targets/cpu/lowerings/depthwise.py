@@ -256,8 +256,8 @@ def _input_grad_sums(k: LoweringContext, where: tuple, q: ir.Value, accs: list[i
 
 @lowering("DepthwiseConv2dNativeBackpropFilter", supports=_floats_only)
 def _depthwise_backprop_filter(cx: LoweringContext) -> None:
-    """dw[di, dj, c, m] = sum over output pixels whose tap (di, dj) is inside the image
-    of x[n, ih, iw, c] * dy[n, i, j, c*M + m], summed in f64 for f32."""
+    """dw[di, dj, c, m] = sum over output pixels of x[n, ih, iw, c] * dy[n, i, j, c*M + m]
+    (x = 0 where tap (di, dj) reads the padding), summed in f64 for f32."""
     g, mult = _geometry(cx.node)
     dtype = cx.out_types[0].dtype
     cm = g.c * mult
@@ -286,7 +286,7 @@ def _depthwise_backprop_filter(cx: LoweringContext) -> None:
 def _filter_grad_sums(k: LoweringContext, where: tuple, q: ir.Value, accs: list[ir.Value]
                       ) -> None:
     """Filter elements q.. (flat c * M + m) of one tap: ``x * dy`` over the output pixels
-    (in order) whose input position is inside the image, summed in f64 registers (the
+    (in order; ``0 * dy`` where the input position is padding), summed in f64 registers (the
     slots' type) from 0 and rounded and stored once (the sums were a stack row, zeroed and
     then read and written per pixel: the pattern of docs/llvm_o2_miscompile.md). The same
     sums in the same order."""
@@ -300,13 +300,14 @@ def _filter_grad_sums(k: LoweringContext, where: tuple, q: ir.Value, accs: list[
     with k.loop(0, g.n * g.oh, name="orow") as r:
         n, i = b.udiv(r, I64(g.oh)), b.urem(r, I64(g.oh))
         ih = _lin(k, (i, g.sh), -g.pt, (di, g.dh))
-        with k.if_then(_inside(k, ih, g.h)):
-            with k.loop(0, g.ow, name="ocol") as j:
-                iw = _lin(k, (j, g.sw), -g.pl, (dj, g.dw))
-                with k.if_then(_inside(k, iw, g.w)):
+        row_inside = _inside(k, ih, g.h)
+        with k.loop(0, g.ow, name="ocol") as j:
+            iw = _lin(k, (j, g.sw), -g.pl, (dj, g.dw))
+            grow = _at(k, dy, b.mul(b.add(b.mul(r, I64(g.ow)), j), I64(cm)))
+            with b.if_else(b.and_(row_inside, _inside(k, iw, g.w))) as (inside, padding):
+                with inside:
                     pix = _lin(k, (n, g.h * g.w), (ih, g.w), (iw, 1))
                     xrow = _at(k, x, b.mul(pix, I64(g.c)))
-                    grow = _at(k, dy, b.mul(b.add(b.mul(r, I64(g.ow)), j), I64(cm)))
                     for acc, qv in zip(accs, qs):
                         xv = _strided(k, xrow, qv, 1, io)[0] if mult == 1 else _spread(
                             k, xrow, qv, mult, io)
@@ -314,4 +315,10 @@ def _filter_grad_sums(k: LoweringContext, where: tuple, q: ir.Value, accs: list[
                         if io != t:
                             xv, gv = b.fpext(xv, t), b.fpext(gv, t)
                         b.store(b.fadd(b.load(acc), b.fmul(xv, gv)), acc)
+                with padding:  # (the padding's 0 * dy, as in the forward lowering)
+                    for acc, qv in zip(accs, qs):
+                        gv = _strided(k, grow, qv, 1, io)[0]
+                        if io != t:
+                            gv = b.fpext(gv, t)
+                        b.store(b.fadd(b.load(acc), b.fmul(ir.Constant(t, None), gv)), acc)
     _store_sums(k, accs, qs, wrow, io)
