@@ -293,6 +293,43 @@ def test_grayscale(dtype):
 
 # --------------------------------------------------------- differences and patches
 
+def ref_ssim(a, b, max_val, size=11, sigma=1.5, k1=0.01, k2=0.03):
+    """SSIM by its definition (Wang et al. 2004) in float64: Gaussian-weighted local
+    means over every valid window, luminance x contrast-structure, averaged."""
+    d = np.arange(size) - (size - 1) / 2
+    win = np.exp(-(d[:, None] ** 2 + d[None, :] ** 2) / (2 * sigma ** 2))
+    win /= win.sum()
+    a, b = a.astype(np.float64), b.astype(np.float64)
+    h, w = a.shape[-3] - size + 1, a.shape[-2] - size + 1
+
+    def mean(v):
+        return np.stack([np.stack([np.einsum("...yxc,yx->...c", v[..., i:i + size, j:j + size, :],
+                                             win) for j in range(w)], -2) for i in range(h)], -3)
+    c1, c2 = (k1 * max_val) ** 2, (k2 * max_val) ** 2
+    ma, mb = mean(a), mean(b)
+    lum = (2 * ma * mb + c1) / (ma ** 2 + mb ** 2 + c1)
+    cs = (2 * (mean(a * b) - ma * mb) + c2) / (mean(a * a + b * b) - ma ** 2 - mb ** 2 + c2)
+    return (lum * cs).mean(axis=(-3, -2, -1)).astype(np.float32)
+
+
+def test_ssim():
+    r = np.random.default_rng(18)
+    a = r.random((2, 13, 12, 3)).astype(np.float32)
+    b = np.clip(a + r.normal(size=a.shape).astype(np.float32) * 0.1, 0, 1)
+    check_against_numpy(lambda x, y: tw.image.ssim(x, y, 1.0), lambda x, y: ref_ssim(x, y, 1.0),
+                        a, b, rtol=1e-5, atol=1e-6)
+    check_against_numpy(lambda x, y: tw.image.ssim(x, y, 2.0, filter_size=5, filter_sigma=0.8),
+                        lambda x, y: ref_ssim(x, y, 2.0, 5, 0.8), a[0], b[0], rtol=1e-5,
+                        atol=1e-6)
+    np.testing.assert_allclose(np.asarray(tw.image.ssim(a, a, 1.0)), [1, 1], rtol=1e-6)
+    assert tw.image.ssim(a, b, 1.0, return_index_map=True).shape == (2, 3, 2)
+    # a loss: its gradient is finite
+    g = tw.grad(lambda x: 1.0 - tw.reduce_mean(tw.image.ssim(x, b, 1.0)))(a)
+    assert np.all(np.isfinite(np.asarray(g))) and np.abs(np.asarray(g)).max() > 0
+    with pytest.raises(ValueError, match="at least filter_size"):
+        tw.image.ssim(a[:, :8], b[:, :8], 1.0)
+
+
 def test_sobel_edges():
     x = images(16, (2, 5, 4, 3))
 

@@ -55,6 +55,7 @@ from .hsv import (
 )
 from .measures import image_gradients, psnr, sobel_edges, total_variation
 from .patches import extract_patches
+from .quality import ssim
 from .resizing import ResizeMethod, resize
 
 __all__ = ["ResizeMethod", "resize", "flip_left_right", "flip_up_down",
@@ -68,7 +69,7 @@ __all__ = ["ResizeMethod", "resize", "flip_left_right", "flip_up_down",
            "image_gradients", "extract_patches", "adjust_hue", "adjust_saturation",
            "random_hue", "random_saturation", "stateless_random_hue",
            "stateless_random_saturation", "psnr", "sobel_edges", "rgb_to_yiq", "yiq_to_rgb",
-           "rgb_to_yuv", "yuv_to_rgb", "crop_and_resize"]
+           "rgb_to_yuv", "yuv_to_rgb", "crop_and_resize", "ssim"]
 
 
 def __dir__() -> list[str]:
