@@ -166,6 +166,10 @@ def check_supported(program: Program) -> None:
 EXPENSIVE_OPS = frozenset({"Exp", "Log", "Log1p", "Expm1", "Erf", "Tanh", "Sigmoid", "Sin",
                            "Cos", "Pow", "FloorDiv", "FloorMod", "Tan", "Asin", "Acos", "Atan",
                            "Atan2", "Sinh", "Cosh"})
+# The special functions (special_functions.py) cost more still: a scalar double call per
+# lane, lgamma ~90 ns an element, erfinv and the Bessel functions ~0.5 us.
+EXPENSIVE_OPS |= {"Lgamma", "Digamma", "Polygamma", "Erfc", "Erfinv", "Ndtri", "BesselI0e",
+                  "BesselI1e", "Xlogy", "Xlog1py"}
 EXPENSIVE_WEIGHT = 8
 
 
