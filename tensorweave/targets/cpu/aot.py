@@ -148,7 +148,7 @@ def _plan(graph: Graph) -> StepPlan:
         raise CompileError(f"cannot compile '{graph.name}' ahead of time: it still uses the "
                            f"variables {', '.join(plan.var_names)}, which the library cannot "
                            f"hold")
-    missing = sorted({n.op for n in plan.callback_nodes.values()})
+    missing = sorted({_callback_name(n) for n in plan.callback_nodes.values()})
     if missing:
         python = sorted({op for n in plan.callback_nodes.values() for op in _ops_in(n)
                          if op in PYTHON_OPS})
@@ -158,6 +158,19 @@ def _plan(graph: Graph) -> StepPlan:
         raise UnimplementedError(f"cannot compile '{graph.name}' ahead of time: no native "
                                  f"lowering for {', '.join(missing)}{why}")
     return plan
+
+
+def _callback_name(node: Any) -> str:
+    """How the refusal names a node the step would run in Python: its op, and for a fused
+    cluster the ops inside and why (an empty one runs in Python, whose kernels raise
+    the errors of ops whose operands are not empty)."""
+    if node.op != "Fusion" or not node.regions:
+        return node.op
+    inner = sorted({n.op for n in node.regions[0].nodes})
+    empty = [v.type for v in node.outputs
+             if isinstance(v.type, TensorType) and v.type.num_elements == 0]
+    why = f", whose result {empty[0]} is empty" if empty else ""
+    return f"Fusion (of {', '.join(inner)}{why})"
 
 
 PYTHON_OPS = {"PyFunc": "tf.py_func", "Print": "tf.Print", "PrintV2": "tw.print"}
