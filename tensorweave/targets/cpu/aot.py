@@ -417,7 +417,7 @@ def _header(plan: StepPlan, name: str, source: str,
               " * why (the op, its name and the source line it was built from); NULL when",
               " * it succeeds. error may be NULL. */",
               f"int {name}_run_with_error(const void *const *args, void *const *results,",
-              f"    {' ' * len(name)}          const char **error);", "",
+              " " * len(f"int {name}_run_with_error(") + "const char **error);", "",
               "#ifdef __cplusplus", "}", "#endif", "", f"#endif /* {guard} */", ""]
     return "\n".join(lines)
 
