@@ -12,6 +12,7 @@ import subprocess
 import textwrap
 
 import numpy as np
+import pytest
 
 import tensorweave as tw
 from tensorweave.targets.cpu.aot import build_library, c_compiler
@@ -94,3 +95,18 @@ def test_a_c_program_prints_the_message(tmp_path):
     failed, ok = proc.stdout.splitlines()
     assert failed.startswith("1 Gather 'gather' (") and "not in [0, 4)" in failed
     assert ok == "0 NULL"
+
+
+@needs_c_compiler
+@pytest.mark.parametrize("name", ["tw", "tw_step", "tw_consts"])
+def test_library_names_do_not_collide_with_internal_symbols(tmp_path, name):
+    """The entry points are NAME_run and NAME_run_with_error; the library's own symbols
+    are not C identifiers of that form ("tw.run": a library named "tw" failed to build
+    with DuplicatedNameError when the shared body was called "tw_run")."""
+    f = tw.compile(lambda x: x + 1.0, input_signature=[S([2], tw.float32)])
+    lib = build_library(f.get_concrete_function(), str(tmp_path), name=name)
+    run = getattr(ctypes.CDLL(lib.library), f"{name}_run_with_error")
+    x, out, error = np.ones(2, np.float32), np.zeros(2, np.float32), ctypes.c_char_p()
+    assert run((ctypes.c_void_p * 1)(x.ctypes.data), (ctypes.c_void_p * 1)(out.ctypes.data),
+               ctypes.byref(error)) == 0
+    assert out.tolist() == [2.0, 2.0] and error.value is None

@@ -208,7 +208,7 @@ def emit_library_module(plan: StepPlan, name: str) -> ir.Module:
     # tw_run(args, results, failed): one call with its own scratch memory; the status,
     # and the failing action's id in *failed
     run = ir.Function(module, ir.FunctionType(I32, [I8PP, I8PP, ir.PointerType(I32)]),
-                      "tw_run")
+                      "tw.run")
     args, results, failed = run.args
     b = ir.IRBuilder(run.append_basic_block("entry"))
     b.store(I32(-1), failed)
@@ -232,7 +232,7 @@ def emit_library_module(plan: StepPlan, name: str) -> ir.Module:
     b = ir.IRBuilder(fn.append_basic_block("entry"))
     b.ret(b.call(run, [*fn.args, b.alloca(I32)]))
 
-    lookup = emit_error_lookup(module, plan, "tw_error_message")
+    lookup = emit_error_lookup(module, plan, "tw.error_message")
     verbose = ir.Function(module, ir.FunctionType(I32, [I8PP, I8PP, ir.PointerType(I8P)]),
                           f"{name}_run_with_error")
     args, results, error = verbose.args
@@ -277,8 +277,8 @@ def _emit_overlap_check(b: ir.IRBuilder, module: ir.Module, plan: StepPlan, args
     g = plan.graph
     if not g.results:
         return
-    arg_sizes = sizes("tw_arg_bytes", [v.type for v in g.args])
-    res_sizes = sizes("tw_result_bytes", [v.type for v in g.results])
+    arg_sizes = sizes("tw.arg_bytes", [v.type for v in g.args])
+    res_sizes = sizes("tw.result_bytes", [v.type for v in g.results])
 
     def buffer(table: ir.Value, size_table: ir.Value, k: ir.Value) -> tuple[ir.Value, ir.Value]:
         start = b.ptrtoint(b.load(b.gep(table, [k])), I64)
