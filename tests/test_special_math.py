@@ -98,6 +98,15 @@ def test_erfinv_ndtri_and_bessel_match_mpmath():
                 _mp_vectorized(lambda v: mp.exp(-abs(v)) * mp.besseli(1, v), x), rtol=1e-13)
 
 
+def test_erfcinv_matches_mpmath():
+    mp = _mp()
+    c = np.concatenate([np.linspace(0.01, 1.99, 199), [1e-300, 1e-20, 1 + 1e-12, 2 - 1e-12]])
+    want = _mp_vectorized(lambda v: mp.erfinv(1 - v), c, dps=400)
+    for target in TARGETS:
+        got = np.asarray(tw.compile(tw.math.erfcinv, target=target)(c))
+        assert_same(got, want, rtol=4e-15, atol=0)
+
+
 def test_xlogy_family_against_the_definition():
     x = np.array([0.0, -0.0, 1.0, -2.5, 3.0, 0.5, np.nan, 0.0, 0.0, 1.0])
     y = np.array([0.0, 5.0, 0.0, 2.0, 1e-300, np.inf, 1.0, np.nan, np.inf, -1.0])
@@ -141,6 +150,7 @@ SPECIAL_VALUES = [  # function, inputs, expected (TensorFlow 2.x)
     (tw.math.erfc, [0.0, INF, -INF, 30.0, NAN], [1.0, 0.0, 2.0, 0.0, NAN]),
     (tw.math.erfinv, [0.0, 1.0, -1.0, 1.5, -2.0, NAN], [0.0, INF, -INF, NAN, NAN, NAN]),
     (tw.math.ndtri, [0.0, 1.0, 0.5, -0.1, 1.1, NAN], [-INF, INF, 0.0, NAN, NAN, NAN]),
+    (tw.math.erfcinv, [0.0, 2.0, 1.0, -0.1, 2.1, NAN], [INF, -INF, -0.0, NAN, NAN, NAN]),
     (tw.math.bessel_i0e, [0.0, INF, -INF, NAN], [1.0, 0.0, 0.0, NAN]),
     (tw.math.bessel_i1e, [0.0, INF, -INF, NAN], [0.0, 0.0, -0.0, NAN]),
     (tw.math.log_sigmoid, [INF, -INF, NAN], [-0.0, -INF, NAN]),
@@ -191,6 +201,7 @@ UNARY = {  # name: (function, values drawn from)
     "erfc": (tw.math.erfc, (-6.0, 12.0)),
     "erfinv": (tw.math.erfinv, (-1.0, 1.0)),
     "ndtri": (tw.math.ndtri, (0.0, 1.0)),
+    "erfcinv": (tw.math.erfcinv, (0.0, 2.0)),
     "bessel_i0e": (tw.math.bessel_i0e, (-30.0, 30.0)),
     "bessel_i1e": (tw.math.bessel_i1e, (-30.0, 30.0)),
     "log_sigmoid": (tw.math.log_sigmoid, (-50.0, 50.0)),
@@ -259,7 +270,7 @@ def test_half_precision_is_the_float64_value_rounded_once(dtype):
         np.testing.assert_array_equal(got, exact(wide).astype(dtype))
 
 
-@pytest.mark.parametrize("name", ["lgamma", "digamma", "erfc", "erfinv", "ndtri",
+@pytest.mark.parametrize("name", ["lgamma", "digamma", "erfc", "erfinv", "erfcinv", "ndtri",
                                   "bessel_i0e", "bessel_i1e", "log_sigmoid", "lbeta"])
 def test_integers_are_refused_naming_the_function_and_line(name):
     fn = getattr(tw.math, name)
@@ -280,7 +291,7 @@ def test_binary_integers_and_mixed_dtypes_are_refused(name):
 
 
 def test_names_in_tw_math_and_tensorflow_1():
-    for name in ("lgamma", "digamma", "polygamma", "erfc", "erfinv", "ndtri", "bessel_i0e",
+    for name in ("lgamma", "digamma", "polygamma", "erfc", "erfinv", "erfcinv", "ndtri", "bessel_i0e",
                  "bessel_i1e", "xlogy", "xlog1py", "xdivy", "log_sigmoid", "lbeta"):
         assert callable(getattr(tw.math, name)) and callable(getattr(tw.compat.v1.math, name))
     v1 = tw.compat.v1

@@ -37,6 +37,7 @@ UNARY = [  # name, function, values for (seed, shape)
     ("erfc", tw.math.erfc, lambda s, sh: _uniform(s, sh, -3.0, 3.0)),
     ("erfinv", tw.math.erfinv, lambda s, sh: _uniform(s, sh, -0.95, 0.95)),
     ("ndtri", tw.math.ndtri, lambda s, sh: _uniform(s, sh, 0.03, 0.97)),
+    ("erfcinv", tw.math.erfcinv, lambda s, sh: _uniform(s, sh, 0.05, 1.95)),
     ("bessel_i0e", tw.math.bessel_i0e, lambda s, sh: _uniform(s, sh, -6.0, 6.0)),
     ("bessel_i1e", tw.math.bessel_i1e, lambda s, sh: _uniform(s, sh, -6.0, 6.0)),
     ("log_sigmoid", tw.math.log_sigmoid, lambda s, sh: _uniform(s, sh, -30.0, 30.0)),

@@ -9,6 +9,7 @@ of other ops, as in TensorFlow.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from ...errors import DTypeError
@@ -51,6 +52,14 @@ def ndtri(x: TensorLike, name: str | None = None) -> Result:
     """Elementwise inverse of the standard normal CDF (the probit): -inf at 0, +inf at 1,
     NaN outside [0, 1]."""
     return _unary("Ndtri", x, name)
+
+
+def erfcinv(x: TensorLike, name: str | None = None) -> Result:
+    """Elementwise inverse of ``erfc``: ``-ndtri(x / 2) / sqrt(2)``, as TensorFlow builds
+    it (x / 2 is exact, so nothing is lost near 0 or 2): +inf at 0, -inf at 2, NaN outside
+    [0, 2]."""
+    x = _float_operand("erfcinv", x)
+    return m.multiply(ndtri(x * 0.5), -math.sqrt(0.5), name=name)
 
 
 def bessel_i0e(x: TensorLike, name: str | None = None) -> Result:
@@ -109,5 +118,5 @@ def lbeta(x: TensorLike, name: str | None = None) -> Result:
     return m.subtract(log_prod_gamma, log_gamma_sum, name=name)
 
 
-__all__ = ["lgamma", "digamma", "polygamma", "erfc", "erfinv", "ndtri", "bessel_i0e",
+__all__ = ["lgamma", "digamma", "polygamma", "erfc", "erfinv", "erfcinv", "ndtri", "bessel_i0e",
            "bessel_i1e", "xlogy", "xlog1py", "xdivy", "log_sigmoid", "lbeta"]
