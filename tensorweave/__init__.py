@@ -61,6 +61,7 @@ from . import (  # noqa: E402, F401
     profiler,
     queue,
     random,
+    sparse,
     summary,
     train,
 )
@@ -88,7 +89,7 @@ __all__ = ["errors", "DType", "as_dtype", "bfloat16", "bool", "bool_", "float16"
            "GradientTape", "UnconnectedGradients", "custom_gradient", "map_fn", "vectorized_map",
            "vmap", "TensorArray", "TensorShape", "print",
            "nn", "optimizers", "profiler", "random", "train", "config", "debugging", "math", "queue",
-           "summary", "bitwise", "experimental", "data", "image",
+           "summary", "bitwise", "experimental", "data", "image", "sparse",
            "linalg", "compat", "distribute", *_ops_all]  # noqa: F405 (compat, distribute: __getattr__)
 
 

@@ -10,11 +10,22 @@ def _is_namedtuple(x: Any) -> bool:
     return isinstance(x, tuple) and hasattr(type(x), "_fields")
 
 
-def flatten(structure: Any) -> tuple[list[Any], Any]:
-    """Leaves in a fixed order, plus a hashable description of the structure."""
+def _is_composite(x: Any) -> bool:
+    # a composite tensor (tw.sparse.SparseTensor, its spec): `_tw_components()` gives
+    # the class that rebuilds it from its components, and the components
+    return hasattr(x, "_tw_components") and not isinstance(x, type)
+
+
+def flatten(structure: Any, expand_composites: bool = True) -> tuple[list[Any], Any]:
+    """Leaves in a fixed order, plus a hashable description of the structure. A
+    composite tensor (a SparseTensor) is described as a namedtuple of its components
+    (rebuilt by its class), unless `expand_composites` is False: then it is a leaf."""
     leaves: list[Any] = []
 
     def go(x: Any) -> Any:
+        if expand_composites and _is_composite(x):
+            cls, components = x._tw_components()
+            return ("namedtuple", cls, tuple(go(v) for v in components))
         if _is_namedtuple(x):
             return ("namedtuple", type(x), tuple(go(v) for v in x))
         if isinstance(x, (tuple, list)):
@@ -50,7 +61,8 @@ def unflatten(treedef: Any, leaves: Sequence[Any]) -> Any:
     return go(treedef)
 
 
-def map_structure(fn: Callable[[Any], Any], structure: Any) -> Any:
+def map_structure(fn: Callable[[Any], Any], structure: Any,
+                  expand_composites: bool = True) -> Any:
     """Apply `fn` to every leaf, keeping the structure."""
-    leaves, treedef = flatten(structure)
+    leaves, treedef = flatten(structure, expand_composites)
     return unflatten(treedef, [fn(x) for x in leaves])

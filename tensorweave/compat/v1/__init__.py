@@ -474,6 +474,11 @@ nn = _graph_mode_module("nn", _nn_src, _nn_extras())
 # TensorFlow 1's recurrent networks: tf.nn.rnn_cell.*, tf.nn.dynamic_rnn, ...
 nn.__dict__.update({k: getattr(_rnn, k) for k in _rnn.__all__ if k != "reverse_sequence"},
                    rnn_cell=_rnn_cell_module())
+# tf.sparse, tf.SparseTensor, tf.sparse_placeholder, tf.sparse_tensor_dense_matmul, ...,
+# tf.nn.embedding_lookup_sparse (tensorweave/sparse/v1.py)
+from ...sparse.v1 import v1_names as _sparse_v1_names  # noqa: E402
+
+globals().update(_sparse_v1_names(in_default_graph, nn))
 _public_only(nn)
 reverse_sequence = _rnn.reverse_sequence
 # tf.layers' classes (Dense, Conv2D, ...): a name layers.py defines itself stays its own

@@ -25,6 +25,7 @@ from ...frontend.tensor import Tensor
 from ...passes.prune import extract_subgraph
 from ...runtime.queues import close_all_queues
 from ...runtime.resources import ResourceManager, create_graph_resources
+from ...sparse.session_support import session_feeds, session_fetches
 from .graph import Graph, Variable, get_default_graph
 
 _local = threading.local()
@@ -112,6 +113,7 @@ class Session:
         or namedtuple of them) with `feed_dict` values substituted for tensors."""
         if self._closed:
             raise InvalidArgumentError("attempted to use a closed Session")
+        fetches = session_fetches(fetches)  # a SparseTensor comes back as a SparseTensorValue
         leaves, tree = nest.flatten(fetches)
         # fetches computed in the graph and finished here (report_uninitialized_variables)
         finish = [getattr(f, "_session_result", None) for f in leaves]
@@ -210,7 +212,7 @@ class Session:
         Feeding a variable feeds every plain read of it (as in TensorFlow 1, where ops
         read a variable through the one tensor a feed replaces)."""
         values, arrays, variables = [], [], set()
-        for key, val in feed_dict.items():
+        for key, val in session_feeds(feed_dict).items():  # (a SparseTensor: its 3 tensors)
             if isinstance(key, str):
                 key = self.graph.get_tensor_by_name(key)
             reads = []

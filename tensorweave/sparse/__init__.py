@@ -1,0 +1,15 @@
+"""``tw.sparse``: TensorFlow's ``tf.sparse`` (SparseTensor and the ops on it).
+
+Every op is a composition of dense ops (gather, segment sums, scatters, arithmetic) on
+the SparseTensor's three component tensors, so it runs on every target and differentiates
+through their gradients. See docs/sparse.md.
+"""
+
+from .conversion import from_dense, sparse_tensor_to_dense, sparse_to_dense, to_dense
+from .matmul import sparse_dense_matmul
+from .sparse_tensor import SparseTensor, SparseTensorSpec, SparseTensorValue
+
+matmul = sparse_dense_matmul  # tf.sparse.matmul, TensorFlow's older alias
+
+__all__ = ["SparseTensor", "SparseTensorSpec", "SparseTensorValue", "from_dense", "to_dense",
+           "sparse_dense_matmul", "matmul", "sparse_tensor_to_dense", "sparse_to_dense"]

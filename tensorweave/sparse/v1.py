@@ -1,0 +1,46 @@
+"""TensorFlow 1's sparse names for ``tensorweave.compat.v1``: ``tf.sparse`` (each function
+building in the default graph), ``tf.SparseTensor``, ``tf.SparseTensorValue``,
+``tf.sparse_placeholder``, ``tf.sparse_tensor_dense_matmul``, ``tf.sparse_tensor_to_dense``,
+``tf.sparse_to_dense`` and, where defined, ``tf.sparse_reduce_sum``, ``tf.sparse_add``, ...
+and ``tf.nn.embedding_lookup_sparse``."""
+
+from __future__ import annotations
+
+import types
+from collections.abc import Callable
+from typing import Any
+
+import tensorweave.sparse as _sparse
+
+from .session_support import sparse_placeholder
+
+# TensorFlow 1's top-level name -> the tw.sparse function
+_TOP_LEVEL = {"sparse_tensor_dense_matmul": "sparse_dense_matmul",
+              "sparse_tensor_to_dense": "to_dense", "sparse_to_dense": "sparse_to_dense",
+              "sparse_reduce_sum": "reduce_sum", "sparse_add": "add",
+              "sparse_reorder": "reorder", "sparse_retain": "retain",
+              "sparse_reshape": "reshape", "sparse_slice": "slice"}
+_NN = ("embedding_lookup_sparse", "safe_embedding_lookup_sparse")
+
+
+def v1_names(in_default_graph: Callable[[Any], Any], nn: types.ModuleType) -> dict[str, Any]:
+    """The names compat.v1 binds (functions wrapped by `in_default_graph`); also adds
+    the sparse embedding lookups to its `nn` module."""
+    namespace = types.ModuleType("tensorweave.compat.v1.sparse", _sparse.__doc__)
+    for name in _sparse.__all__:
+        obj = getattr(_sparse, name)
+        setattr(namespace, name, obj if isinstance(obj, type) or not callable(obj)
+                else in_default_graph(obj))
+    names: dict[str, Any] = {"sparse": namespace, "SparseTensor": _sparse.SparseTensor,
+                             "SparseTensorValue": _sparse.SparseTensorValue,
+                             "sparse_placeholder": in_default_graph(sparse_placeholder)}
+    for v1_name, name in _TOP_LEVEL.items():
+        if hasattr(_sparse, name):
+            names[v1_name] = in_default_graph(getattr(_sparse, name))
+    for name in _NN:
+        if hasattr(_sparse, name):
+            setattr(nn, name, in_default_graph(getattr(_sparse, name)))
+    return names
+
+
+__all__ = ["v1_names"]
