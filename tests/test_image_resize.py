@@ -223,6 +223,52 @@ def test_three_d_images_and_dynamic_batch():
     assert_same(np.asarray(fn(batch)), ref_bilinear(batch, 4, 7))
 
 
+@settings(max_examples=6)
+@given(mode=st.sampled_from(["half", "legacy", "align"]), seed=st.integers(0, 99))
+def test_sizes_known_only_at_run_time(mode, seed):
+    # bilinear and nearest compute their tables in the graph then: one trace serves every
+    # image size, with the same float32 positions as the tables computed while tracing
+    align, half = mode == "align", mode == "half"
+    spec = [tw.TensorSpec([None, None, None, 2], tw.float32)]
+    bil = tw.compile(lambda a: resizing.resize_bilinear(a, [5, 3], align_corners=align,
+                                                        half_pixel_centers=half),
+                     input_signature=spec)
+    nn = tw.compile(lambda a: resizing.resize_nearest_neighbor(a, [7, 4], align_corners=align,
+                                                               half_pixel_centers=half),
+                    input_signature=spec)
+    for h, w in ((1, 1), (3, 8), (7, 2), (10, 10)):
+        x = images(seed, (2, h, w, 2))
+        assert_same(np.asarray(bil(x)), ref_bilinear(x, 5, 3, align, half))
+        assert_same(np.asarray(nn(x)), ref_nearest(x, 7, 4, align, half))
+
+
+def test_run_time_sizes_on_the_cpu_target_and_in_a_v1_graph():
+    # The positions computed in the graph are rounded as float32 steps, never fused into
+    # a multiply-add by the cpu target: 2 -> 50 has positions (o + 0.5) * 0.04 - 0.5 that
+    # are integers in float32 steps and just below them fused, which moved the floor, so
+    # the result differed in the last bit from the same resize of a static image
+    x = images(0, (1, 2, 3, 1))
+    dynamic = tw.compile(lambda a: tw.image.resize(a, [50, 3]),
+                         input_signature=[tw.TensorSpec([1, None, 3, 1])], target="cpu")(x)
+    static = tw.compile(lambda a: tw.image.resize(a, [50, 3]), target="cpu")(x)
+    assert np.asarray(dynamic).tobytes() == np.asarray(static).tobytes()
+    for align, half in ((False, True), (True, False), (False, False)):
+        fn = tw.compile(lambda a: resizing.resize_nearest_neighbor(
+            a, [3, 4], align_corners=align, half_pixel_centers=half),
+            input_signature=[tw.TensorSpec([1, None, None, 1], tw.float32)], target="cpu")
+        for h, w in ((4, 6), (5, 7)):
+            x = images(1, (1, h, w, 1))
+            assert_same(np.asarray(fn(x)), ref_nearest(x, 3, 4, align, half))
+    g = tf.Graph()
+    with g.as_default():
+        ph = tf.placeholder(tf.uint8, [None, None, None, 3])
+        out = tf.image.resize_images(ph, [4, 4])
+        with tf.Session() as sess:
+            for shape in ((1, 6, 9, 3), (2, 3, 3, 3)):
+                x = images(2, shape, np.uint8)
+                assert_same(sess.run(out, {ph: x}), ref_bilinear(x, 4, 4, half_pixel=False))
+
+
 def test_preserve_aspect_ratio():
     # TensorFlow: scale = min(10/5, 10/7) in float32, sizes rounded half to even
     x = images(4, (5, 7, 3))
@@ -320,7 +366,11 @@ def test_errors_name_the_function_and_line():
         resizing.resize_images(x, [2, 2], method=7)
 
     def unknown_height(a):
-        return tw.image.resize(a, [2, 2])
+        return tw.image.resize(a, [2, 2], method="bicubic")
     fn = tw.compile(unknown_height, input_signature=[tw.TensorSpec([None, None, 3, 1])])
+    with pytest.raises(ValueError, match="height and width .*must be known"):
+        fn(np.zeros((1, 2, 3, 1), np.float32))
+    fn = tw.compile(lambda a: tw.image.resize(a, [2, 2], preserve_aspect_ratio=True),
+                    input_signature=[tw.TensorSpec([None, None, 3, 1])])
     with pytest.raises(ValueError, match="height and width must be known"):
         fn(np.zeros((1, 2, 3, 1), np.float32))

@@ -28,24 +28,10 @@ from ..frontend.ops.math import (
     where,
 )
 from ._checks import image_tensor, shape_error, static_float, value_error
+from .float32_steps import f32_product, f32_sum
 from .resizing import _new_size
 
 TensorLike = Any
-
-
-def _f32_product(a: Any, b: Any) -> Any:
-    """``a * b`` rounded once to float32, computed so that no target can contract it
-    with a following addition into a fused multiply-add (the cpu target contracts; a
-    position one rounding off can move a nearest-neighbor tie to the other pixel): the
-    float64 product of two float32 values is exact, and its rounding to float32 is an
-    explicit conversion."""
-    return cast(cast(a, float64) * cast(b, float64), float32)
-
-
-def _f32_sum(a: Any, b: Any) -> Any:
-    """``a + b`` of two float32 values rounded to float32 (through float64, as
-    `_f32_product`)."""
-    return cast(cast(a, float64) + cast(b, float64), float32)
 
 
 def _positions(lo: Any, hi: Any, size_in: int, size_out: int) -> Any:
@@ -55,10 +41,10 @@ def _positions(lo: Any, hi: Any, size_in: int, size_out: int) -> Any:
     double product in the kernel) for one output."""
     span = np.float32(size_in - 1)
     if size_out > 1:
-        scale = _f32_product(hi - lo, span) / np.float32(size_out - 1)
+        scale = f32_product(hi - lo, span) / np.float32(size_out - 1)
         steps = constant(np.arange(size_out, dtype=np.float32).reshape(1, -1))
-        return _f32_sum(reshape(_f32_product(lo, span), [-1, 1]),
-                        _f32_product(steps, reshape(scale, [-1, 1])))
+        return f32_sum(reshape(f32_product(lo, span), [-1, 1]),
+                        f32_product(steps, reshape(scale, [-1, 1])))
     centre = cast(0.5 * cast(lo + hi, float64) * float(size_in - 1), float32)
     return reshape(centre, [-1, 1])
 

@@ -12,9 +12,9 @@ import numpy as np
 
 from ..compiler.dtypes import bool_
 from ..frontend.building import constant
-from ..frontend.ops.array import gather, zeros_like
+from ..frontend.ops.array import gather, reshape, zeros_like
 from ..frontend.ops.einsum import einsum
-from ..frontend.ops.math import where
+from ..frontend.ops.math import cast, where
 
 # tables with more taps than this are applied as one [out, in] matrix (einsum) instead
 # of one gather per tap: area downscaling by a large factor reads many pixels per output.
@@ -22,26 +22,31 @@ from ..frontend.ops.math import where
 _MAX_GATHER_TAPS = 32
 
 
-def _indices(idx: np.ndarray) -> Any:
-    return constant(np.ascontiguousarray(idx, dtype=np.int32))
+def _indices(idx: Any) -> Any:
+    """Gather indices: a NumPy table as an int32 constant; a table computed in the graph
+    (`graph_sampling`) as it is."""
+    if isinstance(idx, np.ndarray):
+        return constant(np.ascontiguousarray(idx, dtype=np.int32))
+    return idx
 
 
-def _along(values: np.ndarray, axis: int, ndim: int, dtype: Any) -> Any:
-    """A constant holding `values` (one per position along `axis`) shaped to broadcast
-    against a rank-`ndim` tensor."""
+def _along(values: Any, axis: int, ndim: int, dtype: Any) -> Any:
+    """`values` (one per position along `axis`: a NumPy table or a graph tensor) shaped
+    to broadcast against a rank-`ndim` tensor."""
     shape = [1] * (ndim - axis)
-    shape[0] = len(values)
-    return constant(np.asarray(values).reshape(shape).astype(dtype.np))
+    shape[0] = -1
+    if isinstance(values, np.ndarray):
+        return constant(values.reshape(shape).astype(dtype.np))
+    return reshape(cast(values, dtype), shape)
 
 
-def nearest(x: Any, rows: np.ndarray, cols: np.ndarray) -> Any:
+def nearest(x: Any, rows: Any, cols: Any) -> Any:
     """`x` ([..., h, w, c]) at the pixels ``rows`` x ``cols``."""
     ndim = x.ndim
     return gather(gather(x, _indices(rows), axis=ndim - 3), _indices(cols), axis=ndim - 2)
 
 
-def bilinear(x: Any, rows: tuple[np.ndarray, np.ndarray, np.ndarray],
-             cols: tuple[np.ndarray, np.ndarray, np.ndarray]) -> Any:
+def bilinear(x: Any, rows: tuple, cols: tuple) -> Any:
     """Bilinear interpolation of a floating-point `x` with the `sampling.linear` tables of
     both axes, in the kernel's order of operations: each row pair interpolated along the
     width (``left + (right - left) * x_lerp``), then the two results along the height."""

@@ -21,7 +21,7 @@ from ..frontend.context import name_scope
 from ..frontend.ops.array import _const_array, identity
 from ..frontend.ops.math import cast
 from ..frontend.tensor import EagerTensor, Tensor
-from . import resample, sampling
+from . import graph_sampling, resample, sampling
 from ._checks import image_tensor, shape_error, static_hw, type_error, value_error
 
 TensorLike = Any
@@ -97,19 +97,28 @@ def _as_float32(x: Any) -> Any:
 
 def _resample(x: Any, method: str, oh: int, ow: int, *, align_corners: bool = False,
               half_pixel: bool = True, antialias: bool = False) -> Any:
-    """`x` (rank 3 or 4, static height and width) resized to (oh, ow) with `method`, in
-    x's own dtype (the callers cast to float32 first where TensorFlow does)."""
-    h, w = int(x.shape[-3]), int(x.shape[-2])
+    """`x` (rank 3 or 4) resized to (oh, ow) with `method`, in x's own dtype (the callers
+    cast to float32 first where TensorFlow does). Bilinear and nearest take a height or
+    width known only at run time (their tables are then computed in the graph); the
+    other methods need both when the graph is built."""
+    h, w = x.shape[-3], x.shape[-2]
+    axes = (x.ndim - 3, x.ndim - 2)
     if method == "nearest":
-        return resample.nearest(x, sampling.nearest(h, oh, align_corners, half_pixel),
-                                sampling.nearest(w, ow, align_corners, half_pixel))
+        return resample.nearest(x, *(
+            sampling.nearest(int(n), size, align_corners, half_pixel) if n is not None else
+            graph_sampling.nearest(x, axis, size, align_corners, half_pixel)
+            for n, axis, size in zip((h, w), axes, (oh, ow))))
     if method == "bilinear" and not antialias:
         if (oh, ow) == (h, w):
             # TensorFlow's ResizeBilinear copies an image it does not resize (its
             # arithmetic would turn an inf pixel into NaN: inf + (inf - inf) * 0)
             return identity(x)
-        return resample.bilinear(x, sampling.linear(h, oh, align_corners, half_pixel),
-                                 sampling.linear(w, ow, align_corners, half_pixel))
+        return resample.bilinear(x, *(
+            sampling.linear(int(n), size, align_corners, half_pixel) if n is not None else
+            graph_sampling.linear(x, axis, size, align_corners, half_pixel)
+            for n, axis, size in zip((h, w), axes, (oh, ow))))
+    h, w = static_hw(x, "resize", f"height and width (for method {method!r}; bilinear and "
+                                  f"nearest also take sizes known only at run time)")
     if method == "bicubic" and not antialias:
         return resample.weighted(x, sampling.cubic(h, oh, align_corners, half_pixel),
                                  sampling.cubic(w, ow, align_corners, half_pixel))
@@ -139,10 +148,9 @@ def resize(images: TensorLike, size: Any, method: str = ResizeMethod.BILINEAR,
                               f"gaussian, mitchellcubic")
     with name_scope(name or "resize"):
         x = _numeric(image_tensor(images, fn, arg="images"), fn)
-        h, w = static_hw(x, fn)
         oh, ow = _new_size(size, fn)
         if preserve_aspect_ratio:
-            oh, ow = _aspect_preserving(h, w, oh, ow)
+            oh, ow = _aspect_preserving(*static_hw(x, fn), oh, ow)
         if method != "nearest":
             x = _as_float32(x)
         return _resample(x, method, oh, ow, antialias=bool(antialias))
@@ -161,11 +169,10 @@ def resize_images(images: TensorLike, size: Any, method: Any = ResizeMethodV1.BI
                               f"0 (bilinear), 1 (nearest), 2 (bicubic) or 3 (area)")
     with name_scope(name or "resize"):
         x = _numeric(image_tensor(images, fn, arg="images"), fn)
-        h, w = static_hw(x, fn)
         oh, ow = _new_size(size, fn)
         if preserve_aspect_ratio:
-            oh, ow = _aspect_preserving(h, w, oh, ow)
-        if (oh, ow) == (h, w):
+            oh, ow = _aspect_preserving(*static_hw(x, fn), oh, ow)
+        if (oh, ow) == tuple(x.shape[-3:-1]):
             return x
         kind = _V1_METHODS[method]
         if kind != "nearest":
@@ -179,7 +186,6 @@ def _v1_kernel(kind: str, fn: str, images: TensorLike, size: Any, align_corners:
     half_pixel_centers exclude each other."""
     with name_scope(name or fn):
         x = _numeric(image_tensor(images, fn, ranks=(4,), arg="images"), fn)
-        static_hw(x, fn)
         oh, ow = _new_size(size, fn)
         if align_corners and half_pixel_centers:
             raise value_error(fn, "If half_pixel_centers is True, align_corners must be False.")
