@@ -1,5 +1,5 @@
 """``tw.optimizers``: SGD, Momentum, Adagrad, Adadelta, RMSProp, Adam, AdamW, Nadam, Ftrl,
-and learning-rate ``schedules``. Each works inside ``@tw.compile`` and eagerly, in
+Adamax, Lion, and learning-rate ``schedules``. Each works inside ``@tw.compile`` and eagerly, in
 TensorFlow 2's ``GradientTape`` loop (``apply_gradients`` / ``minimize`` update the
 variables at once)."""
 
@@ -9,8 +9,10 @@ from .frontend.optimizers import (
     Adadelta,
     Adagrad,
     Adam,
+    Adamax,
     AdamW,
     Ftrl,
+    Lion,
     Momentum,
     Nadam,
     Optimizer,
@@ -18,7 +20,7 @@ from .frontend.optimizers import (
 )
 
 __all__ = ["Optimizer", "SGD", "Momentum", "Adagrad", "Adadelta", "RMSProp", "Adam", "AdamW",
-           "Nadam", "Ftrl", "schedules"]
+           "Nadam", "Ftrl", "Adamax", "Lion", "schedules"]
 
 
 def __dir__() -> list[str]:

@@ -4,8 +4,9 @@ optimizer state lives in slot variables created once per (optimizer, variable).
 
 The update rules are TensorFlow's training ops (``ApplyGradientDescent``,
 ``ApplyMomentum``, ``ApplyAdagrad``, ``ApplyAdadelta``, ``ApplyRMSProp``, ``ApplyAdam``,
-``ApplyFtrl``), so models trained with `tw.compat.v1.train` match TensorFlow 1 step for
-step.
+``ApplyFtrl(V2)``, ``ApplyProximalGradientDescent``, ``ApplyProximalAdagrad``,
+``ApplyAdagradDA``), so models trained with `tw.compat.v1.train` match TensorFlow 1 step
+for step; Adamax, Lion, AdamW and Nadam are Keras' rules.
 """
 
 from __future__ import annotations
@@ -122,10 +123,14 @@ class Optimizer:
         `apply_gradients`; None before it)."""
         return self._iterations
 
+    def _slot_variable_name(self, slot: str) -> str:
+        """The name of slot `slot`'s variable, after its variable's name and a slash."""
+        return f"{self.name}/{slot}"
+
     def _ensure_slots(self, var: Variable) -> dict[str, Variable]:
         slots = self._slots.get(var.shared_name)
         if slots is None:
-            slots = {s: var._create_slot(f"{self.name}/{s}", self._slot_initial(s, var))
+            slots = {s: var._create_slot(self._slot_variable_name(s), self._slot_initial(s, var))
                      for s in self._slot_inits}
             for s, slot in slots.items():
                 restored = self._deferred_slots.pop((var.shared_name, s), None)
@@ -341,8 +346,7 @@ class Optimizer:
         return self._call["lr"]
 
     def _lr(self, var: Variable) -> Any:
-        lr = self._current_lr()
-        return _math().cast(lr, var.dtype) if not isinstance(lr, (int, float)) else lr
+        return _in_dtype_of(self._current_lr(), var)
 
     def _step_as(self, var: Variable) -> Any:
         """The number of steps applied before this one, in `var`'s dtype."""
@@ -403,6 +407,12 @@ def _restore_into(var: Variable, value: np.ndarray, what: str) -> None:
         raise ValueError(f"checkpoint value for {what} has {value.dtype}{list(value.shape)}, "
                          f"the optimizer's state is {var.dtype.np}{list(want)}")
     var._state.assign(value)
+
+
+def _in_dtype_of(value: Any, var: Variable) -> Any:
+    """A hyperparameter for `var`'s update: a Python number as it is (exact in the
+    variable's dtype), a tensor or variable cast to that dtype."""
+    return _math().cast(value, var.dtype) if not isinstance(value, (int, float)) else value
 
 
 def _map_values(g: Any, fn: Callable[[Any], Any]) -> Any:
@@ -728,7 +738,15 @@ class Nadam(Optimizer):
 
 
 class Ftrl(Optimizer):
-    """TensorFlow's ApplyFtrl (FTRL-proximal, McMahan et al. 2013)."""
+    """TensorFlow's ApplyFtrl / ApplyFtrlV2 (FTRL-proximal, McMahan et al. 2013)::
+
+        g_s = grad + 2 * l2_shrinkage * var            (grad when l2_shrinkage is 0)
+        new_accum = accum + grad**2
+        linear += g_s - (new_accum**-p - accum**-p) / lr * var      (p: learning_rate_power)
+        l2' = l2 + beta / (2 * lr)
+        var = (sign(linear) * l1 - linear) / (new_accum**-p / lr + 2 * l2') if |linear| > l1
+              else 0
+    """
 
     # the accumulator slot's name: Keras' "accumulator"; TensorFlow 1's FtrlOptimizer
     # calls it "accum" (its get_slot / get_slot_names)
@@ -738,12 +756,26 @@ class Ftrl(Optimizer):
                  initial_accumulator_value: float = 0.1, l1_regularization_strength: float = 0.0,
                  l2_regularization_strength: float = 0.0, name: str = "Ftrl",
                  clipnorm: float | None = None, clipvalue: float | None = None,
-                 global_clipnorm: float | None = None) -> None:
+                 global_clipnorm: float | None = None,
+                 l2_shrinkage_regularization_strength: float = 0.0,
+                 beta: float = 0.0) -> None:
         super().__init__(learning_rate, name, clipnorm, clipvalue, global_clipnorm)
+        # TensorFlow's and Keras' checks (the kernel's rule assumes them)
+        what = type(self).__name__
+        _check_at_least(what, "initial_accumulator_value", initial_accumulator_value, 0.0)
+        _check_at_least(what, "l1_regularization_strength", l1_regularization_strength, 0.0)
+        _check_at_least(what, "l2_regularization_strength", l2_regularization_strength, 0.0)
+        _check_at_least(what, "l2_shrinkage_regularization_strength",
+                        l2_shrinkage_regularization_strength, 0.0)
+        if isinstance(learning_rate_power, (int, float)) and learning_rate_power > 0:
+            raise ValueError(f"{what}: learning_rate_power must be less than or equal to 0, "
+                             f"got {learning_rate_power!r}")
         self._slot_inits = {self._accumulator_slot: initial_accumulator_value, "linear": 0.0}
         self.lr_power = learning_rate_power
         self.l1 = l1_regularization_strength
         self.l2 = l2_regularization_strength
+        self.l2_shrinkage = l2_shrinkage_regularization_strength
+        self.beta = 0.0 if beta is None else beta
 
     def _rule(self, var, grad, old_acc, old_lin, w):
         """(new accumulator, new linear, new weights) from the old values."""
@@ -752,10 +784,21 @@ class Ftrl(Optimizer):
         new_acc = old_acc + m.square(grad)
         p = -self.lr_power
         sigma = (m.pow(new_acc, p) - m.pow(old_acc, p)) / lr
-        new_lin = old_lin + grad - sigma * w
-        quadratic = m.pow(new_acc, p) / lr + 2 * self.l2
-        shrunk = (m.sign(new_lin) * self.l1 - new_lin) / quadratic
-        new_w = m.where(m.abs(new_lin) > self.l1, shrunk, m.multiply(shrunk, 0.0))
+        # TensorFlow 1 applies ApplyFtrl (no shrinkage term) when l2_shrinkage is 0:
+        # `grad + 0 * var` would turn an infinite weight's gradient into NaN
+        shrinking = not (isinstance(self.l2_shrinkage, (int, float)) and self.l2_shrinkage == 0)
+        g_s = grad + w * (2 * _in_dtype_of(self.l2_shrinkage, var)) if shrinking else grad
+        new_lin = old_lin + (g_s - sigma * w)  # the kernel's `linear += ...`
+        l2 = _in_dtype_of(self.l2, var)
+        if not (isinstance(self.beta, (int, float)) and self.beta == 0):
+            # TensorFlow 1 folds beta into l2 (its FtrlOptimizer._prepare, the rate
+            # bounded below by 1e-36)
+            floor = max(lr, 1e-36) if isinstance(lr, (int, float)) else m.maximum(lr, 1e-36)
+            l2 = l2 + _in_dtype_of(self.beta, var) / (2 * floor)
+        quadratic = m.pow(new_acc, p) / lr + 2 * l2
+        l1 = _in_dtype_of(self.l1, var)
+        shrunk = (m.sign(new_lin) * l1 - new_lin) / quadratic
+        new_w = m.where(m.abs(new_lin) > l1, shrunk, m.multiply(shrunk, 0.0))
         return new_acc, new_lin, new_w
 
     def _apply(self, var, grad, slots):
@@ -766,7 +809,7 @@ class Ftrl(Optimizer):
                 var.assign(new_w, read_value=False)]
 
     def _apply_sparse(self, var, grad, slots):
-        # TensorFlow's ResourceSparseApplyFtrl: only the touched rows change (repeated
+        # TensorFlow's ResourceSparseApplyFtrl(V2): only the touched rows change (repeated
         # indices summed first)
         values, rows = deduplicate(grad.values, grad.indices)
         acc, lin = slots[self._accumulator_slot], slots["linear"]
@@ -776,6 +819,249 @@ class Ftrl(Optimizer):
                 scatter_update(var, rows, new_w)]
 
 
+class Adamax(Optimizer):
+    """Keras' Adamax (Kingma & Ba 2015, section 7.1: Adam with the infinity norm)::
+
+        m = m + (grad - m) * (1 - beta_1);  u = max(beta_2 * u, |grad|)
+        var -= lr * m / ((1 - beta_1**t) * (u + epsilon))
+
+    Slots ``m`` and ``u`` (tf_keras' names). A sparse gradient updates as its dense
+    tensor (repeated rows summed), as tf_keras' sparse rule does: every row's slots
+    decay at every step."""
+
+    _slot_inits = {"m": 0.0, "u": 0.0}
+    _needs_step = True
+
+    def __init__(self, learning_rate: Any = 0.001, beta_1: float = 0.9, beta_2: float = 0.999,
+                 epsilon: float = 1e-7, name: str = "Adamax",
+                 clipnorm: float | None = None, clipvalue: float | None = None,
+                 global_clipnorm: float | None = None) -> None:
+        super().__init__(learning_rate, name, clipnorm, clipvalue, global_clipnorm)
+        self.beta_1, self.beta_2, self.epsilon = beta_1, beta_2, epsilon
+
+    def _apply(self, var, grad, slots):
+        m = _math()
+        t = self._step_as(var) + 1
+        b1 = self.beta_1
+        old_m = slots["m"].read_value()
+        new_m = old_m + (grad - old_m) * (1 - b1)
+        new_u = m.maximum(slots["u"].read_value() * self.beta_2, m.abs(grad))
+        correction = 1 - m.pow(constant(b1, var.dtype), t)
+        return [slots["m"].assign(new_m, read_value=False),
+                slots["u"].assign(new_u, read_value=False),
+                var.assign_sub(self._lr(var) * new_m / (correction * (new_u + self.epsilon)),
+                               read_value=False)]
+
+
+class Lion(Optimizer):
+    """Keras' Lion (Chen et al. 2023, "Symbolic Discovery of Optimization Algorithms")::
+
+        var -= lr * sign(beta_1 * m + (1 - beta_1) * grad)
+        m = beta_2 * m + (1 - beta_2) * grad
+
+    Slot ``m`` (tf_keras' name). A sparse gradient updates as its dense tensor (repeated
+    rows summed), as Keras does."""
+
+    _slot_inits = {"m": 0.0}
+
+    def __init__(self, learning_rate: Any = 0.001, beta_1: float = 0.9, beta_2: float = 0.99,
+                 name: str = "Lion",
+                 clipnorm: float | None = None, clipvalue: float | None = None,
+                 global_clipnorm: float | None = None) -> None:
+        super().__init__(learning_rate, name, clipnorm, clipvalue, global_clipnorm)
+        if isinstance(beta_1, (int, float)) and not 0 < beta_1 <= 1:
+            # Keras' check: beta_1 = 0 makes Lion SignSGD
+            raise ValueError(f"Lion: beta_1 must be in (0, 1], got {beta_1!r}")
+        self.beta_1, self.beta_2 = beta_1, beta_2
+
+    def _apply(self, var, grad, slots):
+        m = _math()
+        b1, b2 = self.beta_1, self.beta_2
+        old_m = slots["m"].read_value()
+        direction = m.sign(old_m * b1 + grad * (1 - b1))
+        return [var.assign_sub(self._lr(var) * direction, read_value=False),
+                slots["m"].assign(old_m * b2 + grad * (1 - b2), read_value=False)]
+
+
+def _check_at_least(what: str, arg: str, value: Any, low: float, strict: bool = False) -> None:
+    """A ValueError naming `arg` when the Python number `value` is below `low` (or equal
+    to it, `strict`); tensors are not checked (their value is known when the step runs)."""
+    if not isinstance(value, (int, float)):
+        return
+    if value < low or (strict and value == low):
+        bound = f"greater than {low}" if strict else f"greater than or equal to {low}"
+        raise ValueError(f"{what}: {arg} must be {bound}, got {value!r}")
+
+
+def _proximal_step(w: Any, grad: Any, lr: Any, l1: Any, l2: Any) -> Any:
+    """TensorFlow's proximal update (ApplyProximalGradientDescent; ApplyProximalAdagrad
+    with its per-element rate): a gradient step, then the L1 shrinkage and L2 scaling::
+
+        prox = w - lr * grad
+        w = sign(prox) * max(|prox| - lr * l1, 0) / (1 + lr * l2)   (prox / (1 + lr * l2)
+                                                                      when l1 is 0)
+    """
+    m = _math()
+    prox = w - lr * grad
+    scale = 1 + lr * l2
+    if isinstance(l1, (int, float)) and l1 <= 0:  # the kernel's `l1 > 0` branch
+        return prox / scale
+    # (a tensor l1 of 0 gives sign(prox) * |prox| = prox: the same values)
+    return m.sign(prox) * m.maximum(m.abs(prox) - lr * l1, 0.0) / scale
+
+
+class ProximalGradientDescent(Optimizer):
+    """TensorFlow's ApplyProximalGradientDescent (Duchi & Singer 2009, forward-backward
+    splitting): ``prox = var - lr * grad``, then
+    ``var = sign(prox) * max(|prox| - lr * l1, 0) / (1 + lr * l2)``. No slots."""
+
+    def __init__(self, learning_rate: Any = 0.01, l1_regularization_strength: Any = 0.0,
+                 l2_regularization_strength: Any = 0.0, name: str = "ProximalGradientDescent",
+                 clipnorm: float | None = None, clipvalue: float | None = None,
+                 global_clipnorm: float | None = None) -> None:
+        super().__init__(learning_rate, name, clipnorm, clipvalue, global_clipnorm)
+        what = type(self).__name__
+        _check_at_least(what, "l1_regularization_strength", l1_regularization_strength, 0.0)
+        _check_at_least(what, "l2_regularization_strength", l2_regularization_strength, 0.0)
+        self.l1 = l1_regularization_strength
+        self.l2 = l2_regularization_strength
+
+    def _new_value(self, var, w, grad):
+        return _proximal_step(w, grad, self._lr(var), _in_dtype_of(self.l1, var),
+                              _in_dtype_of(self.l2, var))
+
+    def _apply(self, var, grad, slots):
+        return [var.assign(self._new_value(var, var.read_value(), grad), read_value=False)]
+
+    def _apply_sparse(self, var, grad, slots):
+        # TensorFlow's (Resource)SparseApplyProximalGradientDescent, which the optimizer
+        # gives the slices with repeated indices summed: only those rows change
+        values, rows = deduplicate(grad.values, grad.indices)
+        return [scatter_update(var, rows, self._new_value(var, gather_rows(var, rows), values))]
+
+
+class ProximalAdagrad(Optimizer):
+    """TensorFlow's ApplyProximalAdagrad: ``accum += grad**2``, then the proximal step
+    of `ProximalGradientDescent` with the per-element rate ``lr / sqrt(accum)``. Slot
+    ``accumulator``."""
+
+    def __init__(self, learning_rate: Any = 0.001, initial_accumulator_value: float = 0.1,
+                 l1_regularization_strength: Any = 0.0, l2_regularization_strength: Any = 0.0,
+                 name: str = "ProximalAdagrad",
+                 clipnorm: float | None = None, clipvalue: float | None = None,
+                 global_clipnorm: float | None = None) -> None:
+        super().__init__(learning_rate, name, clipnorm, clipvalue, global_clipnorm)
+        what = type(self).__name__
+        _check_at_least(what, "initial_accumulator_value", initial_accumulator_value, 0.0,
+                        strict=True)
+        _check_at_least(what, "l1_regularization_strength", l1_regularization_strength, 0.0)
+        _check_at_least(what, "l2_regularization_strength", l2_regularization_strength, 0.0)
+        self._slot_inits = {"accumulator": initial_accumulator_value}
+        self.l1 = l1_regularization_strength
+        self.l2 = l2_regularization_strength
+
+    def _rule(self, var, w, grad, old_acc):
+        """(new accumulator, new weights)."""
+        new_acc = old_acc + _math().square(grad)
+        rate = self._lr(var) / _math().sqrt(new_acc)
+        return new_acc, _proximal_step(w, grad, rate, _in_dtype_of(self.l1, var),
+                                       _in_dtype_of(self.l2, var))
+
+    def _apply(self, var, grad, slots):
+        acc = slots["accumulator"]
+        new_acc, new_w = self._rule(var, var.read_value(), grad, acc.read_value())
+        return [acc.assign(new_acc, read_value=False), var.assign(new_w, read_value=False)]
+
+    def _apply_sparse(self, var, grad, slots):
+        # TensorFlow's (Resource)SparseApplyProximalAdagrad on the slices with repeated
+        # indices summed (as the optimizer gives them): only those rows change
+        values, rows = deduplicate(grad.values, grad.indices)
+        acc = slots["accumulator"]
+        new_acc, new_w = self._rule(var, gather_rows(var, rows), values, gather_rows(acc, rows))
+        return [scatter_update(acc, rows, new_acc), scatter_update(var, rows, new_w)]
+
+
+class AdagradDA(Optimizer):
+    """TensorFlow's ApplyAdagradDA (Adagrad dual averaging, Duchi et al. 2011), for
+    sparse linear models. With ``T = global_step + 1`` (the step read before this one's
+    increment, as TensorFlow 1's AdagradDAOptimizer)::
+
+        g_acc += grad;  gg_acc += grad**2
+        var = -lr * sign(g_acc) * max(|g_acc| - l1 * T, 0) / (l2 * T * lr + sqrt(gg_acc))
+
+    (``-lr * g_acc / (...)`` when l1 is 0). Slots ``gradient_accumulator`` and
+    ``gradient_squared_accumulator``; `global_step` is an integer variable or tensor."""
+
+    _eager_key_attrs = (*Optimizer._eager_key_attrs, "_global_step")
+
+    def __init__(self, learning_rate: Any, global_step: Any,
+                 initial_gradient_squared_accumulator_value: float = 0.1,
+                 l1_regularization_strength: Any = 0.0, l2_regularization_strength: Any = 0.0,
+                 name: str = "AdagradDA",
+                 clipnorm: float | None = None, clipvalue: float | None = None,
+                 global_clipnorm: float | None = None) -> None:
+        super().__init__(learning_rate, name, clipnorm, clipvalue, global_clipnorm)
+        what = type(self).__name__
+        if global_step is None:
+            raise ValueError(f"{what}: global_step is required (the step count T of the "
+                             f"update rule)")
+        _check_at_least(what, "initial_gradient_squared_accumulator_value",
+                        initial_gradient_squared_accumulator_value, 0.0, strict=True)
+        _check_at_least(what, "l1_regularization_strength", l1_regularization_strength, 0.0)
+        _check_at_least(what, "l2_regularization_strength", l2_regularization_strength, 0.0)
+        self._slot_inits = {"gradient_accumulator": 0.0,
+                            "gradient_squared_accumulator":
+                                initial_gradient_squared_accumulator_value}
+        self._global_step = global_step
+        self.l1 = l1_regularization_strength
+        self.l2 = l2_regularization_strength
+
+    def _prepare(self, pairs):
+        step = self._global_step
+        if isinstance(step, Variable):
+            with colocate_with(step):
+                step = step.read_value()
+        step = convert_to_tensor(step)
+        if not step.dtype.is_integer or tuple(step.shape) != ():
+            raise DTypeError(f"the global_step of {type(self).__name__} must be an integer "
+                             f"scalar: expected int64[], got {step.dtype.ir_name}"
+                             f"{format_shape(step.shape)}", op=f"{type(self).__name__}")
+        # read once for every variable, before the caller's increment (which runs after
+        # the update: the update reads it)
+        self._call["da_step"] = step + 1
+
+    def _rule(self, var, grad, old_g, old_gg):
+        """(new gradient accumulator, new squared accumulator, new weights)."""
+        m = _math()
+        lr = self._lr(var)
+        steps = m.cast(self._call["da_step"], var.dtype)
+        new_g = old_g + grad
+        new_gg = old_gg + m.square(grad)
+        l1, l2 = _in_dtype_of(self.l1, var), _in_dtype_of(self.l2, var)
+        denom = l2 * steps * lr + m.sqrt(new_gg)
+        if isinstance(l1, (int, float)) and l1 <= 0:  # the kernel's `l1 > 0` branch
+            return new_g, new_gg, -lr * new_g / denom
+        shrunk = m.sign(new_g) * m.maximum(m.abs(new_g) - l1 * steps, 0.0)
+        return new_g, new_gg, -lr * shrunk / denom
+
+    def _apply(self, var, grad, slots):
+        g_acc, gg_acc = slots["gradient_accumulator"], slots["gradient_squared_accumulator"]
+        new_g, new_gg, new_w = self._rule(var, grad, g_acc.read_value(), gg_acc.read_value())
+        return [g_acc.assign(new_g, read_value=False), gg_acc.assign(new_gg, read_value=False),
+                var.assign(new_w, read_value=False)]
+
+    def _apply_sparse(self, var, grad, slots):
+        # TensorFlow's (Resource)SparseApplyAdagradDA on the slices with repeated indices
+        # summed: only those rows change (the others are regularized when next seen)
+        values, rows = deduplicate(grad.values, grad.indices)
+        g_acc, gg_acc = slots["gradient_accumulator"], slots["gradient_squared_accumulator"]
+        new_g, new_gg, new_w = self._rule(var, values, gather_rows(g_acc, rows),
+                                          gather_rows(gg_acc, rows))
+        return [scatter_update(g_acc, rows, new_g), scatter_update(gg_acc, rows, new_gg),
+                scatter_update(var, rows, new_w)]
+
+
 OPTIMIZERS: dict[str, Callable[..., Optimizer]] = {
     "sgd": SGD, "momentum": Momentum, "adagrad": Adagrad, "adadelta": Adadelta,
-    "rmsprop": RMSProp, "adam": Adam, "adamw": AdamW, "nadam": Nadam, "ftrl": Ftrl}
+    "rmsprop": RMSProp, "adam": Adam, "adamw": AdamW, "nadam": Nadam, "ftrl": Ftrl,
+    "adamax": Adamax, "lion": Lion}

@@ -121,17 +121,68 @@ class AdamOptimizer(_GraphModeOptimizer, _opt.Adam):
 
 
 class FtrlOptimizer(_GraphModeOptimizer, _opt.Ftrl):
-    """FTRL-proximal, with L1 and L2 regularization strengths; slots ``accum`` and
-    ``linear``, as TensorFlow 1's."""
+    """FTRL-proximal, with L1 and L2 regularization strengths, L2 shrinkage (ApplyFtrlV2)
+    and `beta` (added to L2 as ``beta / (2 * learning_rate)``); slots ``accum`` and
+    ``linear``, as TensorFlow 1's. `accum_name` / `linear_name` name the slot variables
+    (``<variable>/<accum_name>``, TensorFlow 1's checkpoint names for them)."""
 
     _accumulator_slot = "accum"
 
     def __init__(self, learning_rate: Any, learning_rate_power: float = -0.5,
                  initial_accumulator_value: float = 0.1, l1_regularization_strength: float = 0.0,
                  l2_regularization_strength: float = 0.0, use_locking: bool = False,
-                 name: str = "Ftrl") -> None:
+                 name: str = "Ftrl", accum_name: str | None = None,
+                 linear_name: str | None = None,
+                 l2_shrinkage_regularization_strength: float = 0.0,
+                 beta: float | None = None) -> None:
         _opt.Ftrl.__init__(self, learning_rate, learning_rate_power, initial_accumulator_value,
-                           l1_regularization_strength, l2_regularization_strength, name=name)
+                           l1_regularization_strength, l2_regularization_strength, name=name,
+                           l2_shrinkage_regularization_strength=(
+                               l2_shrinkage_regularization_strength),
+                           beta=beta)
+        self._slot_names = {"accum": accum_name, "linear": linear_name}
+
+    def _slot_variable_name(self, slot: str) -> str:
+        return self._slot_names.get(slot) or super()._slot_variable_name(slot)
+
+
+class ProximalGradientDescentOptimizer(_GraphModeOptimizer, _opt.ProximalGradientDescent):
+    """``prox = var - lr * grad; var = sign(prox) * max(|prox| - lr * l1, 0) /
+    (1 + lr * l2)`` (TensorFlow's ApplyProximalGradientDescent); no slots."""
+
+    def __init__(self, learning_rate: Any, l1_regularization_strength: Any = 0.0,
+                 l2_regularization_strength: Any = 0.0, use_locking: bool = False,
+                 name: str = "ProximalGradientDescent") -> None:
+        _opt.ProximalGradientDescent.__init__(self, learning_rate, l1_regularization_strength,
+                                              l2_regularization_strength, name=name)
+
+
+class ProximalAdagradOptimizer(_GraphModeOptimizer, _opt.ProximalAdagrad):
+    """Adagrad's accumulator, then the proximal step with the rate
+    ``lr / sqrt(accumulator)`` (TensorFlow's ApplyProximalAdagrad); slot
+    ``accumulator``."""
+
+    def __init__(self, learning_rate: Any, initial_accumulator_value: float = 0.1,
+                 l1_regularization_strength: Any = 0.0, l2_regularization_strength: Any = 0.0,
+                 use_locking: bool = False, name: str = "ProximalAdagrad") -> None:
+        _opt.ProximalAdagrad.__init__(self, learning_rate, initial_accumulator_value,
+                                      l1_regularization_strength, l2_regularization_strength,
+                                      name=name)
+
+
+class AdagradDAOptimizer(_GraphModeOptimizer, _opt.AdagradDA):
+    """Adagrad dual averaging (TensorFlow's ApplyAdagradDA) with ``T = global_step + 1``;
+    slots ``gradient_accumulator`` and ``gradient_squared_accumulator``. Pass the same
+    `global_step` to `minimize` / `apply_gradients` so that it counts the steps."""
+
+    def __init__(self, learning_rate: Any, global_step: Any,
+                 initial_gradient_squared_accumulator_value: float = 0.1,
+                 l1_regularization_strength: Any = 0.0, l2_regularization_strength: Any = 0.0,
+                 use_locking: bool = False, name: str = "AdagradDA") -> None:
+        _opt.AdagradDA.__init__(self, learning_rate, global_step,
+                                initial_gradient_squared_accumulator_value,
+                                l1_regularization_strength, l2_regularization_strength,
+                                name=name)
 
 
 Optimizer = _opt.Optimizer
@@ -395,7 +446,9 @@ from .training import (  # noqa: E402
 )
 
 __all__ = ["Optimizer", "GradientDescentOptimizer", "MomentumOptimizer", "AdagradOptimizer",
-           "AdadeltaOptimizer", "RMSPropOptimizer", "AdamOptimizer", "FtrlOptimizer", "Saver",
+           "AdadeltaOptimizer", "RMSPropOptimizer", "AdamOptimizer", "FtrlOptimizer",
+           "ProximalGradientDescentOptimizer", "ProximalAdagradOptimizer", "AdagradDAOptimizer",
+           "Saver",
            "latest_checkpoint", "exponential_decay", "piecewise_constant", "cosine_decay",
            "polynomial_decay", "inverse_time_decay", "natural_exp_decay",
            "ExponentialMovingAverage", "NewCheckpointReader", "init_from_checkpoint",
