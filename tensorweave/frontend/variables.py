@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 import numpy as np
@@ -9,13 +10,42 @@ import numpy as np
 from ..compiler.dtypes import DType, as_dtype
 from ..compiler.ir import Value
 from ..compiler.types import format_shape
-from ..errors import DTypeError, TracingError
+from ..errors import DTypeError, ShapeError, TracingError
 from ..runtime.resources import ResourceManager, VariableState, default_resource_manager
 from . import building
 from .building import apply_op, apply_op1, convert_to_tensor
-from .context import current_builder
+from .call_site import user_location
+from .context import current_builder, name_scope
 from .tensor import EagerTensor, TensorOps
-from .tensor_shape import TensorShape, from_static
+from .tensor_shape import TensorShape, dimension_value, from_static
+
+
+def declared_variable_shape(value_shape: tuple, shape: Any, variable: str
+                            ) -> tuple[tuple, bool]:
+    """The static shape of variable `variable` made from a value of `value_shape` with
+    the ``shape`` argument `shape` (None: the value's; dims None or -1 are unknown, and
+    the variable takes values of any size there), and whether `shape` was of unknown rank
+    (``TensorShape(None)``). tensorweave's graphs need every rank, so a variable of
+    unknown rank keeps its initial value's rank with every dim unknown (assigning another
+    rank is refused, naming it). A `shape` the initial value does not fit is an error,
+    as TensorFlow's."""
+    value_shape = tuple(value_shape)
+    if shape is None:
+        return value_shape, False
+    if isinstance(shape, TensorShape) and shape.rank is None:
+        return (None,) * len(value_shape), True
+    if isinstance(shape, int):
+        shape = (shape,)
+    dims = tuple(None if d in (None, -1) else d
+                 for d in (dimension_value(x) for x in shape))
+    if len(dims) != len(value_shape) or any(
+            d is not None and s is not None and d != s for d, s in zip(dims, value_shape)):
+        loc = user_location()
+        raise ShapeError(f"variable '{variable}': the initial value's shape "
+                         f"{format_shape(value_shape)} is not compatible with the shape "
+                         f"given, {format_shape(dims)}", op="Variable",
+                         location=str(loc) if loc else None)
+    return dims, False
 
 
 class Variable(TensorOps):
@@ -45,10 +75,10 @@ class Variable(TensorOps):
 
     def _init_state(self, array: np.ndarray, shape: Any, name: str, trainable: bool,
                     resources: ResourceManager | None) -> None:
-        var_shape = tuple(array.shape) if shape is None else tuple(
-            None if d in (None, -1) else d for d in shape)
         self._resources = resources or default_resource_manager()
         self._shared_name = self._resources.unique_variable_name(name)
+        var_shape, self._unknown_rank = declared_variable_shape(array.shape, shape,
+                                                                self._shared_name)
         self._state: VariableState = self._resources.create_variable(
             self._shared_name, as_dtype(array.dtype), var_shape)
         self._type = self._state.type
@@ -155,22 +185,60 @@ class Variable(TensorOps):
                              f"{format_shape(self.shape)}: {e.message}", op=e.op,
                              location=e.location) from None
 
+    def _check_shape(self, value: Any) -> None:
+        """Refuse a value whose static shape the variable's cannot take, naming the
+        variable (TensorFlow's "Cannot assign value to variable: Shape mismatch"); dims
+        unknown on either side are checked when the step runs."""
+        shape, got = tuple(self.shape), tuple(value.shape)
+        if len(shape) == len(got) and all(
+                d is None or g is None or d == g for d, g in zip(shape, got)):
+            return
+        why = ""
+        if getattr(self, "_unknown_rank", False) and len(shape) != len(got):
+            why = (f" (it was made with shape=TensorShape(None), an unknown rank, which "
+                   f"tensorweave's graphs cannot hold: it keeps its initial value's rank "
+                   f"{len(shape)} with every dim unknown, and cannot take a value of rank "
+                   f"{len(got)})")
+        loc = user_location()
+        raise ShapeError(f"cannot assign a value of shape {format_shape(got)} to variable "
+                         f"'{self.name}' of shape {format_shape(shape)}{why}",
+                         op="AssignVariable", location=str(loc) if loc else None)
+
     def _update(self, op: str, value: Any, read_value: bool) -> Any:
         value = self._converted(value)
+        self._check_shape(value)
         apply_op(op, [self._resource_arg(), value])
         return self.read_value() if read_value else None
 
-    def assign(self, value: Any, read_value: bool = True) -> Any:
-        """Store `value`; returns the new value (unless ``read_value=False``)."""
-        return self._update("AssignVariable", value, read_value)
+    def _named_update(self, op: str, value: Any, read_value: bool, name: str | None) -> Any:
+        # `name` opens a name scope for the update's ops, as ``tf.assign(..., name=)``
+        if name is None:
+            return self._update(op, value, read_value)
+        with self._graph_context(), name_scope(name):
+            return self._update(op, value, read_value)
 
-    def assign_add(self, delta: Any, read_value: bool = True) -> Any:
+    def _graph_context(self) -> Any:
+        """Where the variable's update ops go when no graph is being built: nowhere for a
+        `tw.Variable` (they run eagerly); a TensorFlow 1 variable's graph."""
+        return contextlib.nullcontext()
+
+    def assign(self, value: Any, use_locking: Any = None, name: str | None = None,
+               read_value: bool = True) -> Any:
+        """Store `value`; returns the new value (unless ``read_value=False``). The value
+        must have the variable's shape, or fit its unknown dims. `use_locking` is
+        accepted for TensorFlow's signature and ignored; `name` names the update's
+        scope."""
+        return self._named_update("AssignVariable", value, read_value, name)
+
+    def assign_add(self, delta: Any, use_locking: Any = None, name: str | None = None,
+                   read_value: bool = True) -> Any:
         """Add `delta` in place; returns the new value."""
-        return self._update("AssignAddVariable", delta, read_value)
+        return self._named_update("AssignAddVariable", delta, read_value, name)
 
-    def assign_sub(self, delta: Any, read_value: bool = True) -> Any:
+    def assign_sub(self, delta: Any, use_locking: Any = None, name: str | None = None,
+                   read_value: bool = True) -> Any:
         """Subtract `delta` in place; returns the new value."""
-        return self._update("AssignSubVariable", delta, read_value)
+        return self._named_update("AssignSubVariable", delta, read_value, name)
 
     def __repr__(self) -> str:
         shape = format_shape(self.shape)

@@ -160,7 +160,18 @@ def _variable_update(method: str) -> Any:
     return update
 
 
-assign = _variable_update("assign")
+_assign = _variable_update("assign")
+
+
+def assign(ref: Any, value: Any, validate_shape: Any = None, use_locking: Any = None,
+           name: str | None = None, read_value: bool = True) -> Any:
+    """TensorFlow 1's ``tf.assign(ref, value)``: ``ref.assign(value)``, returning the
+    variable's value after the update. `validate_shape` is accepted and, as for
+    TensorFlow 2's resource variables, changes nothing: a variable takes values of
+    another size only where it was declared with unknown dims (``shape=[None, 3]``)."""
+    return _assign(ref, value, use_locking, name, read_value)
+
+
 assign_add = _variable_update("assign_add")
 assign_sub = _variable_update("assign_sub")
 gradients = in_default_graph(_autodiff.gradients)

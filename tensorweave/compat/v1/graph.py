@@ -21,6 +21,7 @@ from ...frontend.grouping import group
 from ...frontend.tensor import Tensor
 from ...frontend.tensor_shape import Dimension, TensorShape, dimension_value
 from ...frontend.variables import Variable as _Variable
+from ...frontend.variables import declared_variable_shape
 
 GLOBAL_VARIABLES = "variables"
 TRAINABLE_VARIABLES = "trainable_variables"
@@ -245,7 +246,8 @@ class Variable(_Variable):
             if dtype is not None and init.dtype is not as_dtype(dtype):
                 from ...frontend.ops.math import cast
                 init = cast(init, dtype)
-            var_shape = init.shape if shape is None else tuple(shape)
+            var_shape, self._unknown_rank = declared_variable_shape(init.shape, shape,
+                                                                    name or "Variable")
             self._graph = graph
             self._type = TensorType(init.dtype, var_shape)
             name = name or "Variable"
@@ -354,6 +356,7 @@ class Variable(_Variable):
     def _update(self, op: str, value: Any, read_value: bool) -> Any:
         with self._graph.as_default() if current_builder() is None else contextlib.nullcontext():
             value = self._converted(value)
+            self._check_shape(value)
             apply_op(op, [self.handle(), value])
             node = current_builder().graph.nodes[-1]  # a body's graph inside tf.while_loop
             if not read_value:
@@ -361,6 +364,9 @@ class Variable(_Variable):
             # As in TensorFlow 1, fetching the returned value runs the assignment.
             with control_dependencies([node]):
                 return self.read_value()
+
+    def _graph_context(self) -> Any:
+        return self._graph.as_default() if current_builder() is None else contextlib.nullcontext()
 
     def eval(self, session: Any = None) -> Any:
         from .session import get_default_session
