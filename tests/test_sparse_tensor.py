@@ -194,3 +194,57 @@ def test_errors_name_the_op_and_line():
         sparse.SparseTensor(np.array([[0, 1]], np.float32), [1.0], [2, 3])
     with pytest.raises(ShapeError, match="ranks 2, 1 and 1"):
         sparse.SparseTensor([0, 1], [1.0], [2, 3])
+
+
+# TensorFlow 2.21's results on these inputs (params = arange(12).reshape(6, 2)): the row
+# without ids is zeros, the trailing one (row 3) is not in the result
+_TF_LOOKUPS = {("mean", True): [[10 / 3, 13 / 3], [0, 0], [10, 11]],
+               ("mean", False): [[4, 5], [0, 0], [10, 11]],
+               ("sum", True): [[10, 13], [0, 0], [30, 33]],
+               ("sum", False): [[8, 10], [0, 0], [10, 11]],
+               ("sqrtn", True): [[4.47213595499958, 5.813776741499453], [0, 0], [10, 11]],
+               ("sqrtn", False): [[5.65685424949238, 7.071067811865475], [0, 0], [10, 11]]}
+
+
+@pytest.mark.parametrize("combiner", ["mean", "sum", "sqrtn"])
+@pytest.mark.parametrize("weighted", [True, False])
+def test_embedding_lookup_sparse_matches_tensorflow(combiner, weighted):
+    params = tw.Variable(np.arange(12.0).reshape(6, 2))
+    ids = sparse.SparseTensor([[0, 0], [0, 1], [2, 0]], np.array([1, 3, 5], np.int64), [4, 2])
+    w = (sparse.SparseTensor([[0, 0], [0, 1], [2, 0]], np.array([2.0, 1.0, 3.0]), [4, 2])
+         if weighted else None)
+    got = sparse.embedding_lookup_sparse(params, ids, w, combiner=combiner)
+    np.testing.assert_allclose(np.asarray(got), _TF_LOOKUPS[combiner, weighted], rtol=1e-12)
+    f = tw.compile(lambda i, w: sparse.embedding_lookup_sparse(params, i, w, combiner=combiner))
+    np.testing.assert_allclose(f(ids, w), _TF_LOOKUPS[combiner, weighted], rtol=1e-12)
+
+
+def test_embedding_lookup_sparse_gradient_and_sgd_on_partitioned_variable():
+    ids_v = tf.SparseTensorValue([[0, 0], [0, 1], [1, 0]], np.array([1, 4, 4], np.int64), [2, 2])
+    w_v = tf.SparseTensorValue([[0, 0], [0, 1], [1, 0]], [2.0, 1.0, 3.0], [2, 2])
+    table = np.arange(12.0, dtype=np.float32).reshape(6, 2)
+    g = tf.Graph()
+    with g.as_default():
+        emb = tf.get_variable("emb", [6, 2], initializer=tf.constant_initializer(table),
+                              partitioner=tf.fixed_size_partitioner(2))
+        sp_ids = tf.sparse_placeholder(tf.int64, shape=[None, 2])
+        sp_w = tf.sparse_placeholder(tf.float32, shape=[None, 2])
+        out = tf.nn.embedding_lookup_sparse(emb, sp_ids, sp_w, partition_strategy="div",
+                                            combiner="sum")  # (shards hold table's rows in order)
+        opt = tf.train.GradientDescentOptimizer(1.0)
+        grads = opt.compute_gradients(tf.reduce_sum(out), list(emb))
+        assert all(isinstance(gr, tw.IndexedSlices) for gr, _ in grads)
+        step = opt.apply_gradients(grads)
+        with tf.Session() as s:
+            s.run(tf.global_variables_initializer())
+            np.testing.assert_allclose(s.run(out, {sp_ids: ids_v, sp_w: w_v}),
+                                       [2 * table[1] + table[4], 3 * table[4]])
+            s.run(step, {sp_ids: ids_v, sp_w: w_v})
+            want = table.copy()
+            want[1] -= 2.0
+            want[4] -= 1.0 + 3.0
+            np.testing.assert_allclose(np.concatenate(s.run(list(emb))), want)
+    check_gradients(lambda p, v: sparse.embedding_lookup_sparse(
+        p, sparse.SparseTensor([[0, 0], [0, 1], [2, 0]], np.array([1, 3, 1], np.int64), [3, 2]),
+        sparse.SparseTensor([[0, 0], [0, 1], [2, 0]], v, [3, 2]), combiner="sqrtn"),
+        np.random.default_rng(1).normal(size=(4, 2)), np.array([0.5, 2.0, -1.5]))

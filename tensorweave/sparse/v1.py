@@ -12,6 +12,7 @@ from typing import Any
 
 import tensorweave.sparse as _sparse
 
+from .embedding import embedding_lookup_sparse
 from .session_support import sparse_placeholder
 
 # TensorFlow 1's top-level name -> the tw.sparse function
@@ -20,7 +21,8 @@ _TOP_LEVEL = {"sparse_tensor_dense_matmul": "sparse_dense_matmul",
               "sparse_reduce_sum": "reduce_sum", "sparse_add": "add",
               "sparse_reorder": "reorder", "sparse_retain": "retain",
               "sparse_reshape": "reshape", "sparse_slice": "slice"}
-_NN = ("embedding_lookup_sparse", "safe_embedding_lookup_sparse")
+# (TensorFlow 1's embedding_lookup_sparse: partition_strategy "mod" by default)
+_NN = {"embedding_lookup_sparse": embedding_lookup_sparse}
 
 
 def v1_names(in_default_graph: Callable[[Any], Any], nn: types.ModuleType) -> dict[str, Any]:
@@ -37,9 +39,8 @@ def v1_names(in_default_graph: Callable[[Any], Any], nn: types.ModuleType) -> di
     for v1_name, name in _TOP_LEVEL.items():
         if hasattr(_sparse, name):
             names[v1_name] = in_default_graph(getattr(_sparse, name))
-    for name in _NN:
-        if hasattr(_sparse, name):
-            setattr(nn, name, in_default_graph(getattr(_sparse, name)))
+    for name, fn in _NN.items():
+        setattr(nn, name, in_default_graph(fn))
     return names
 
 
