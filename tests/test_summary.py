@@ -360,7 +360,7 @@ def test_v1_summaries_merge_all_and_file_writer(tmp_path):
     want = (v * np.float32(scale) + np.float32(offset)).astype(np.uint8)
     np.testing.assert_array_equal(pixels, want.reshape(1, 3))
     assert acc.Tags()["graph"]
-    assert {"x", "w", "model/mat_mul"} <= {n.name for n in acc.Graph().node}
+    assert {"x", "w", "model/MatMul"} <= {n.name for n in acc.Graph().node}
 
 
 def test_v1_merge_rejects_duplicate_tags():

@@ -23,6 +23,7 @@ from ..runtime.resources import default_resource_manager
 from .call_site import api_name, user_location
 from .context import GraphBuilder, building, current_builder
 from .tensor import EagerTensor, Tensor
+from .tf1_names import default_node_name
 
 # ---------------------------------------------------------------- conversion to tensors
 
@@ -246,10 +247,13 @@ def constant(value: Any, dtype: DType | str | None = None, shape: Sequence[int] 
 # ------------------------------------------------------------------------ applying ops
 
 def apply_op(op: str, inputs: Sequence[Any] = (), attrs: Mapping[str, Any] | None = None, *,
-             name: str | None = None) -> list[Tensor | EagerTensor]:
+             name: str | None = None, default_name: str | None = None
+             ) -> list[Tensor | EagerTensor]:
     """Create a node for registered op `op` in the current graph (or run it eagerly) and
     return its outputs. `inputs` may hold tensors, variables, arrays or Python values
-    (converted with default dtypes) and raw IR values (resources)."""
+    (converted with default dtypes) and raw IR values (resources). Without `name` the
+    node is named `default_name` (else the op's default), or in a v1 graph as
+    TensorFlow 1 names it (`tf1_names`)."""
     builder = current_builder()
     if builder is None:
         v1_builder = next((x.builder for x in inputs if isinstance(x, Tensor)
@@ -258,11 +262,12 @@ def apply_op(op: str, inputs: Sequence[Any] = (), attrs: Mapping[str, Any] | Non
             return _run_eager(op, inputs, attrs or {})
         # TensorFlow 1 semantics: an op on graph tensors goes to their graph.
         with building(v1_builder):
-            return apply_op(op, inputs, attrs, name=name)
+            return apply_op(op, inputs, attrs, name=name, default_name=default_name)
     values = [_as_value(x) for x in inputs]
     opdef = get_op(op)
     loc = user_location()
-    node_name = builder.scoped_name(name or opdef.default_name)
+    node_name = builder.unique_name(
+        name or default_node_name(op, default_name or opdef.default_name, builder.tf1_naming))
     control = builder.control_inputs()
     if opdef.stateful and builder.auto_control_deps:
         # after earlier stateful ops on the same resources, and after the last print or
@@ -284,9 +289,10 @@ def apply_op(op: str, inputs: Sequence[Any] = (), attrs: Mapping[str, Any] | Non
 
 
 def apply_op1(op: str, inputs: Sequence[Any] = (), attrs: Mapping[str, Any] | None = None, *,
-              name: str | None = None) -> Tensor | EagerTensor:
+              name: str | None = None, default_name: str | None = None
+              ) -> Tensor | EagerTensor:
     """`apply_op` for single-output ops."""
-    return apply_op(op, inputs, attrs, name=name)[0]
+    return apply_op(op, inputs, attrs, name=name, default_name=default_name)[0]
 
 
 def _as_value(x: Any) -> Value:

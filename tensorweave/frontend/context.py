@@ -29,6 +29,11 @@ class GraphBuilder:
         self.kind = kind
         self.auto_control_deps = auto_control_deps
         self.name_scopes: list[str] = []
+        # TensorFlow 1's naming (v1 graphs): name scopes are made unique like op names,
+        # and names are unique ignoring case (TensorFlow's ``Graph._names_in_use``: lower
+        # case name -> times asked for); fetching by name depends on it
+        self.tf1_naming = kind == "v1"
+        self.names_in_use: dict[str, int] = {}
         # Device requests, innermost last: a spec string, None (clears what is below),
         # or a device function of the node being created (TensorFlow's device functions,
         # e.g. ``replica_device_setter``).
@@ -41,6 +46,35 @@ class GraphBuilder:
 
     def scoped_name(self, name: str) -> str:
         return "/".join([*self.name_scopes, name]) if self.name_scopes else name
+
+    def unique_name(self, name: str, mark_as_used: bool = True) -> str:
+        """`name` under the current name scope, made unique as TensorFlow's
+        ``Graph.unique_name``: the first ``a`` is ``a``, the next ``a_1``, ``a_2`` (skipping
+        any taken, ignoring case); a name ending in ``/`` is taken exactly (the name
+        scope it closes). Outside v1 graphs only the scope is added: the IR graph makes
+        node names unique."""
+        if name.endswith("/"):
+            exact = name[:-1]
+            if self.tf1_naming and mark_as_used:
+                key = exact.lower()
+                self.names_in_use[key] = max(self.names_in_use.get(key, 0), 1)
+            return exact
+        name = self.scoped_name(name)
+        if not self.tf1_naming:
+            return name
+        key = name.lower()
+        i = self.names_in_use.get(key, 0)
+        if mark_as_used:
+            self.names_in_use[key] = i + 1
+        if i == 0:
+            return name
+        base_key = key
+        while key in self.names_in_use:
+            key = f"{base_key}_{i}"
+            i += 1
+        if mark_as_used:
+            self.names_in_use[key] = 1
+        return f"{name}_{i - 1}"
 
     @property
     def device(self) -> str | None:
@@ -114,11 +148,34 @@ def building(builder: GraphBuilder | None) -> Iterator[GraphBuilder | None]:
 
 
 @contextlib.contextmanager
-def name_scope(name: str) -> Iterator[str]:
-    """Prefix the names of ops created in the block with ``name/``."""
+def name_scope(name: str | None) -> Iterator[str]:
+    """Prefix the names of ops created in the block with ``name/``; yields the scope,
+    ``outer/name/``.
+
+    In v1 graphs, as TensorFlow 1's ``Graph.name_scope``: the scope name is made unique
+    (a second ``name_scope("s")`` is ``s_1/``), a name ending in ``/`` re-enters that
+    scope exactly (an absolute name: what a first ``with tf.name_scope("s") as scope``
+    gave), and None or ``""`` is the root scope."""
     b = current_builder()
     if b is None:
         yield name
+        return
+    if b.tf1_naming:
+        if not name:
+            stack, scope = [], ""
+        elif name.endswith("/"):
+            stack, scope = [name[:-1]], name
+        else:
+            unique = b.unique_name(name)
+            stack, scope = [unique], f"{unique}/"
+        saved, b.name_scopes = b.name_scopes, stack
+        try:
+            yield scope
+        finally:
+            b.name_scopes = saved
+        return
+    if not name:  # (a scope that adds nothing)
+        yield b.scoped_name("")
         return
     b.name_scopes.append(name.rstrip("/"))
     try:

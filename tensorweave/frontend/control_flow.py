@@ -45,6 +45,7 @@ from . import nest
 from .building import _as_value, _resource_keys, apply_op, apply_op1, convert_to_tensor, user_location
 from .context import GraphBuilder, building, control_dependencies, current_builder
 from .tensor import EagerTensor, Tensor
+from .tf1_names import default_node_name
 
 # ------------------------------------------------------------------------ region builders
 
@@ -56,6 +57,14 @@ class RegionBuilder(GraphBuilder):
     def __init__(self, graph: Graph, parent: GraphBuilder) -> None:
         super().__init__(graph, auto_control_deps=True, kind=parent.kind)
         self.parent = parent
+        if parent.tf1_naming:
+            # TensorFlow 1 builds a body in the graph itself: its ops are named under the
+            # enclosing name scope (``while/add``), unique among the graph's names, and
+            # the body's default graph is the enclosing one (get_variable in a body uses
+            # its variable scopes and store)
+            self.name_scopes = list(parent.name_scopes)
+            self.names_in_use = parent.names_in_use
+            self.v1_graph = getattr(parent, "v1_graph", None)
         if parent.device:
             self.device_stack.append(parent.device)
         self.captured: dict[Value, Value] = {}
@@ -167,7 +176,8 @@ def add_control_node(op: str, inputs: Sequence[Any], attrs: dict[str, Any],
             if prev is not None and prev not in control:
                 control.append(prev)
     node = builder.graph.add_node(op, values, attrs,
-                                  name=builder.scoped_name(name or opdef.default_name),
+                                  name=builder.unique_name(name or default_node_name(
+                                      op, opdef.default_name, builder.tf1_naming)),
                                   control_inputs=control, device=builder.device,
                                   loc=user_location(), regions=regions)
     for key in keys:

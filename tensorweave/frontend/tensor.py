@@ -28,6 +28,12 @@ def _math():
     return math
 
 
+def _op_name(tensor, operator: str) -> str | None:
+    # TensorFlow 1's name of the operator's op in a v1 graph (``x + y`` is ``add``)
+    from .tf1_names import operator_name
+    return operator_name(tensor, operator)
+
+
 def _bitwise():
     from .ops import bitwise
     return bitwise
@@ -74,22 +80,22 @@ class TensorOps:
     __slots__ = ()
     __array_priority__ = 100  # numpy defers to our reflected operators
 
-    def __add__(self, o): return _math().add(self, o)
-    def __radd__(self, o): return _math().add(o, self)
-    def __sub__(self, o): return _math().subtract(self, o)
-    def __rsub__(self, o): return _math().subtract(o, self)
-    def __mul__(self, o): return _math().multiply(self, o)
-    def __rmul__(self, o): return _math().multiply(o, self)
-    def __truediv__(self, o): return _math().divide(self, o)
-    def __rtruediv__(self, o): return _math().divide(o, self)
-    def __floordiv__(self, o): return _math().floordiv(self, o)
-    def __rfloordiv__(self, o): return _math().floordiv(o, self)
-    def __mod__(self, o): return _math().floormod(self, o)
-    def __rmod__(self, o): return _math().floormod(o, self)
-    def __pow__(self, o): return _math().pow(self, o)
-    def __rpow__(self, o): return _math().pow(o, self)
-    def __matmul__(self, o): return _math().matmul(self, o)
-    def __rmatmul__(self, o): return _math().matmul(o, self)
+    def __add__(self, o): return _math().add(self, o, name=_op_name(self, "add"))
+    def __radd__(self, o): return _math().add(o, self, name=_op_name(self, "add"))
+    def __sub__(self, o): return _math().subtract(self, o, name=_op_name(self, "sub"))
+    def __rsub__(self, o): return _math().subtract(o, self, name=_op_name(self, "sub"))
+    def __mul__(self, o): return _math().multiply(self, o, name=_op_name(self, "mul"))
+    def __rmul__(self, o): return _math().multiply(o, self, name=_op_name(self, "mul"))
+    def __truediv__(self, o): return _math().divide(self, o, name=_op_name(self, "truediv"))
+    def __rtruediv__(self, o): return _math().divide(o, self, name=_op_name(self, "truediv"))
+    def __floordiv__(self, o): return _math().floordiv(self, o, name=_op_name(self, "floordiv"))
+    def __rfloordiv__(self, o): return _math().floordiv(o, self, name=_op_name(self, "floordiv"))
+    def __mod__(self, o): return _math().floormod(self, o, name=_op_name(self, "mod"))
+    def __rmod__(self, o): return _math().floormod(o, self, name=_op_name(self, "mod"))
+    def __pow__(self, o): return _math().pow(self, o, name=_op_name(self, "pow"))
+    def __rpow__(self, o): return _math().pow(o, self, name=_op_name(self, "pow"))
+    def __matmul__(self, o): return _math().matmul(self, o, name=_op_name(self, "matmul"))
+    def __rmatmul__(self, o): return _math().matmul(o, self, name=_op_name(self, "matmul"))
     def __neg__(self): return _math().negative(self)
     def __pos__(self): return self
     def __abs__(self): return _math().abs(self)

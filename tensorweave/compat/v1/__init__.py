@@ -190,9 +190,12 @@ def _in_default(cm_factory: Any, *args: Any) -> Iterator[Any]:
             yield v
 
 
-def name_scope(name: str, default_name: str | None = None, values: Any = None) -> Any:
-    """Prefix op names created in the block (``with tf.name_scope("layer1"):``)."""
-    return _in_default(_context.name_scope, name or default_name)
+def name_scope(name: str | None, default_name: str | None = None, values: Any = None) -> Any:
+    """Prefix op names created in the block (``with tf.name_scope("layer1"):``), as
+    TensorFlow 1: the scope is made unique (``layer1_1/`` the second time), a name ending
+    in ``/`` re-enters that scope exactly, `default_name` is used when `name` is None, and
+    None or ``""`` opens the root scope. Yields the scope (``outer/layer1/``)."""
+    return _in_default(_context.name_scope, default_name if name is None else name)
 
 
 def device(spec: str | None) -> Any:

@@ -9,7 +9,7 @@ import builtins
 from typing import Any
 
 from ...compiler import ir
-from ...frontend.context import control_dependencies
+from ...frontend.context import control_dependencies, name_scope
 from ...frontend.control_flow import case
 from ...frontend.control_flow import cond as _cond
 from ...frontend.control_flow import while_loop as _while_loop
@@ -40,8 +40,11 @@ def while_loop(cond: Any, body: Any, loop_vars: Any, shape_invariants: Any = Non
     `maximum_iterations`): ``tw.while_loop``, except that without
     ``return_same_structure=True`` a result holding one tensor (or TensorArray) is that
     tensor itself, not a one-element list: ``tf.while_loop(c, b, [i])`` is a tensor."""
-    out = _while_loop(cond, body, loop_vars, shape_invariants, parallel_iterations,
-                      back_prop, swap_memory, maximum_iterations, name)
+    # as TensorFlow 1: the loop's ops, its body's included, under the name scope "while"
+    # (made unique: "while_1"), the loop node named after the scope
+    with name_scope(name or "while") as scope:
+        out = _while_loop(cond, body, loop_vars, shape_invariants, parallel_iterations,
+                          back_prop, swap_memory, maximum_iterations, scope)
     if return_same_structure:
         return out
     leaves = _leaves(out)
@@ -77,7 +80,9 @@ def cond(pred: Any, true_fn: Any = None, false_fn: Any = None, strict: bool = Fa
         raise TypeError("tf.cond: true_fn and false_fn are required")
     if not strict:
         true_fn, false_fn = _unpacked_if_singleton(true_fn), _unpacked_if_singleton(false_fn)
-    return _cond(pred, true_fn, false_fn, name)
+    # as TensorFlow 1: the branches' ops under the name scope "cond" (``cond/add``)
+    with name_scope(name or "cond") as scope:
+        return _cond(pred, true_fn, false_fn, scope)
 
 
 def _branches(branch_fns: Any) -> list[Any]:

@@ -13,16 +13,16 @@ from typing import Any
 from ...compiler import ir
 from ...compiler.dtypes import DType, as_dtype
 from ...compiler.types import TensorType, as_shape, format_shape
-from ...errors import (
-    FailedPreconditionError,
-    InvalidArgumentError,
-    ShapeError,
-    TracingError,
-    UnknownNameError,
-)
+from ...errors import FailedPreconditionError, ShapeError, TracingError, UnknownNameError
 from ...frontend.building import apply_op, apply_op1, convert_to_tensor
 from ...frontend.call_site import api_name, user_location
-from ...frontend.context import GraphBuilder, building, control_dependencies, current_builder
+from ...frontend.context import (
+    GraphBuilder,
+    building,
+    control_dependencies,
+    current_builder,
+    name_scope,
+)
 from ...frontend.grouping import group
 from ...frontend.tensor import Tensor
 from ...frontend.tensor_shape import Dimension, TensorShape, dimension_value
@@ -246,20 +246,21 @@ class Variable(_Variable):
                 op="tf.Variable", location=str(loc) if loc else None)
         graph = get_default_graph()
         with graph.as_default():
-            if callable(initial_value):
-                initial_value = initial_value()
-            init = convert_to_tensor(initial_value, dtype_hint=dtype)
-            if dtype is not None and init.dtype is not as_dtype(dtype):
-                from ...frontend.ops.math import cast
-                init = cast(init, dtype)
+            self._graph = graph
+            self._shared_name = _unique_variable_name(graph, name or "Variable",
+                                                      absolute=_absolute_name)
+            # the initial value's ops under the variable's name (``v/Initializer/...``)
+            with self._own_scope():
+                if callable(initial_value):
+                    with name_scope("Initializer"):
+                        initial_value = initial_value()
+                init = convert_to_tensor(initial_value, dtype_hint=dtype)
+                if dtype is not None and init.dtype is not as_dtype(dtype):
+                    from ...frontend.ops.math import cast
+                    init = cast(init, dtype)
             var_shape, self._unknown_rank = declared_variable_shape(init.shape, shape,
                                                                     name or "Variable")
-            self._graph = graph
             self._type = TensorType(init.dtype, var_shape)
-            name = name or "Variable"
-            if not _absolute_name:  # get_variable, slots and the like give full names
-                name = graph._builder.scoped_name(name)
-            self._shared_name = graph.unique_variable_name(name)
             self.trainable = trainable
             self._initial_value = init
             self.initializer = self._build_initializer(init)
@@ -272,8 +273,19 @@ class Variable(_Variable):
             graph.add_to_collection(c, self)
 
     def _build_initializer(self, init: Tensor) -> ir.Node:
-        apply_op("AssignVariable", [self.handle(), init], name=f"{self._shared_name}/Assign")
+        with self._own_scope():
+            apply_op("AssignVariable", [self.handle(), init], name="Assign")
         return self._graph.ir.nodes[-1]
+
+    def _own_scope(self) -> Any:
+        """The variable's name scope, ``<name>/`` whatever the current one (TensorFlow
+        names its ops ``v/Assign``, ``v/read``), in the graph being built (a loop body's
+        inside one)."""
+        stack = contextlib.ExitStack()
+        if current_builder() is None:
+            stack.enter_context(self._graph.as_default())
+        stack.enter_context(name_scope(f"{self._shared_name}/"))
+        return stack
 
     @property
     def graph(self) -> Graph:
@@ -340,8 +352,9 @@ class Variable(_Variable):
         return self.handle()
 
     def read_value(self) -> Tensor:
+        # in the current name scope, as TensorFlow 1's ``identity(v, name="read")``
         with self._graph.as_default() if current_builder() is None else contextlib.nullcontext():
-            return apply_op1("ReadVariable", [self.handle()], name=f"{self._shared_name}/read")
+            return apply_op1("ReadVariable", [self.handle()], name="read")
 
     value = read_value
 
@@ -354,9 +367,9 @@ class Variable(_Variable):
         """One read of the variable kept for fetching and feeding (``var/read:0``)."""
         snap = getattr(self, "_snapshot", None)
         if snap is None:
-            with self._graph.as_default():
+            with self._graph.as_default(), self._own_scope():
                 snap = self._snapshot = apply_op1("ReadVariable", [self.handle()],
-                                                  name=f"{self._shared_name}/read")
+                                                  name="read")
         return snap
 
     def _update(self, op: str, value: Any, read_value: bool) -> Any:
@@ -378,27 +391,29 @@ class Variable(_Variable):
         from .session import get_default_session
         return (session or get_default_session()).run(self)
 
-    def load(self, value: Any, session: Any = None) -> None:
-        """Set the variable to `value` in `session` (default: the default session)
-        without adding ops, as TensorFlow 1's ``Variable.load``: runs the initializer with
-        `value` fed for the initial value, so every call reuses one compiled step (the
-        value must fit the initial value's shape, as that feed)."""
-        from .session import get_default_session
-        if session is None:
-            try:
-                session = get_default_session()
-            except InvalidArgumentError:
-                raise InvalidArgumentError(
-                    f"Variable.load of '{self.name}': either pass session= or call it "
-                    f"with a default session (`with sess.as_default():`)") from None
-        session.run(self.initializer, {self._initial_value: value})
-
     def numpy(self):
         raise FailedPreconditionError(f"v1 variable '{self.name}' has no value outside a "
                                       f"Session: use sess.run(var)")
 
     def __repr__(self) -> str:
         return f"<tf.Variable '{self.name}' shape={self._type.shape} dtype={self.dtype.tf_name}>"
+
+
+def _unique_variable_name(graph: Graph, name: str, absolute: bool) -> str:
+    """A new variable's name, as TensorFlow 1 names it: unique among the graph's op names
+    (``v``, ``v_1``; ignoring case), under the current name scope unless `absolute`
+    (`get_variable` and optimizer slots give full names: TensorFlow resets the name
+    scope for them)."""
+    builder = graph._builder
+    saved = builder.name_scopes
+    if absolute:
+        builder.name_scopes = []
+    try:
+        unique = builder.unique_name(name)
+    finally:
+        builder.name_scopes = saved
+    graph._variable_names.add(unique)
+    return unique
 
 
 def global_variables(scope: str | None = None) -> list[Variable]:
@@ -536,6 +551,5 @@ def get_collection_ref(key: str) -> list[Any]:
 def is_variable_initialized(variable: Variable) -> Tensor:
     """A boolean scalar: whether `variable` holds a value yet (in the session, or on its
     parameter server: how non-chief workers wait for the chief's initialization)."""
-    with variable.graph.as_default():
-        return apply_op1("VarIsInitialized", [variable.handle()],
-                         name=f"{variable.shared_name}/IsInitialized")
+    with variable.graph.as_default(), variable._own_scope():
+        return apply_op1("VarIsInitialized", [variable.handle()], name="IsInitialized")

@@ -234,13 +234,15 @@ def dropout(inputs: TensorLike, rate: float = 0.5, noise_shape: Any = None,
         raise InvalidArgumentError(f"tf.layers.dropout: rate must be in [0, 1), got {rate}",
                                    location=str(user_location()))
     x = convert_to_tensor(inputs)
-    if isinstance(training, bool):
-        if not training:
-            return x
-        return _dropout(x, rate=rate, noise_shape=noise_shape, seed=seed, name=name)
-    training = convert_to_tensor(training)
-    effective = _math.cast(training, x.dtype) * rate
-    return _dropout(x, rate=effective, noise_shape=noise_shape, seed=seed, name=name)
+    # under the layer's name scope, as TensorFlow's (``dropout/...``, ``dropout_1/Identity``)
+    with _layer_scope(name, "dropout", None):
+        if isinstance(training, bool):
+            if not training:
+                return _array.identity(x)
+            return _dropout(x, rate=rate, noise_shape=noise_shape, seed=seed)
+        training = convert_to_tensor(training)
+        effective = _math.cast(training, x.dtype) * rate
+        return _dropout(x, rate=effective, noise_shape=noise_shape, seed=seed)
 
 
 def _no_batch_norm_extras(**given: Any) -> None:
@@ -390,15 +392,16 @@ def flatten(inputs: TensorLike, name: str | None = None, data_format: str = "cha
     TensorFlow does, so the features come in the order of a ``channels_last`` model."""
     first = _channels_first(data_format)
     x = convert_to_tensor(inputs)
-    if first and len(x.shape) >= 3:
-        rank = len(x.shape)
-        x = _array.transpose(x, [0, *range(2, rank), 1])
-    rest = x.shape[1:]
+    rest = x.shape[2:] + x.shape[1:2] if first and len(x.shape) >= 3 else x.shape[1:]
     if any(d is None for d in rest):
         raise ShapeError(f"tf.layers.flatten: the dims after the batch must be known, got "
                          f"{x.shape}", location=str(user_location()))
     batch = -1 if x.shape[0] is None else x.shape[0]
-    return _array.reshape(x, [batch, math.prod(rest)], name=name)
+    # under the layer's name scope, as TensorFlow's (``flatten/Reshape``)
+    with _layer_scope(name, "flatten", None):
+        if first and len(x.shape) >= 3:
+            x = _array.transpose(x, [0, *range(2, len(x.shape)), 1])
+        return _array.reshape(x, [batch, math.prod(rest)])
 
 
 __all__ = ["dense", "conv2d", "max_pooling2d", "average_pooling2d", "dropout", "flatten",

@@ -139,7 +139,7 @@ class ExponentialMovingAverage:
                         GraphKeys.MOVING_AVERAGE_VARIABLES, v)
                 elif self._zero_debias:
                     debiased.add(id(v))
-        with name_scope(self._name):
+        with name_scope(self._name) as scope:
             decay = convert_to_tensor(self._decay, dtype=float32)
             if decay.dtype is not float32:
                 decay = _math.cast(decay, float32)
@@ -153,8 +153,9 @@ class ExponentialMovingAverage:
                 with colocate_with(shadow):
                     updates.append(assign_moving_average(shadow, value, decay,
                                                          zero_debias=id(v) in debiased))
-        # named as the scope, as TensorFlow's group(..., name=scope)
-        return group(*updates, name=self._name)
+        # named as the scope (made unique: ``ExponentialMovingAverage_1`` the second
+        # time), as TensorFlow's group(..., name=scope)
+        return group(*updates, name=scope)
 
     def _make_shadow(self, v: Any) -> Variable:
         if isinstance(v, Variable):

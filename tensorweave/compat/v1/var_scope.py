@@ -248,6 +248,7 @@ def variable_scope(name_or_scope: Any, default_name: str | None = None, values: 
     state = _state()
     parent = state.scope
     reentered = isinstance(name_or_scope, VariableScope)
+    aux_name = default_name if name_or_scope is None else str(name_or_scope)
     if reentered:
         base = name_or_scope
         full = base.name
@@ -276,9 +277,11 @@ def variable_scope(name_or_scope: Any, default_name: str | None = None, values: 
                           _chain_getters(custom_getter, base.custom_getter))
     state.scope = scope
     try:
-        # the name scope TensorFlow opens, under the current one: the whole name given
-        # ("a/b"), or the last part of a scope object's name
-        aux = (full.rsplit("/", 1)[-1] if reentered else str(name_or_scope)) \
+        # the name scope TensorFlow opens, under the current one (made unique there): the
+        # whole name given ("a/b"), the default name (not the variable scope's unique
+        # one: "d_2/" may hold the ops of variable scope "d_1"), or the last part of a
+        # scope object's name
+        aux = (full.rsplit("/", 1)[-1] if reentered else aux_name) \
             if auxiliary_name_scope else None
         with _name_scope(aux) as opened:
             scope.original_name_scope = base.original_name_scope if reentered else opened

@@ -136,7 +136,7 @@ def conv2d(input: TensorLike, filters: TensorLike, strides: IntOrInts,  # noqa: 
     _require_nhwc(data_format, "conv2d")
     x, w = convert_operands(input, filters)
     return apply_op1("Conv2D", [x, w], _conv_attrs(strides, padding, dilations),
-                     name=name or "conv2d")
+                     name=name, default_name="conv2d")
 
 
 def conv2d_backprop_input(input_sizes: Any, filters: TensorLike, out_backprop: TensorLike,
@@ -326,7 +326,7 @@ def conv3d(input: TensorLike, filters: TensorLike, strides: IntOrInts,  # noqa: 
     _require_format(data_format, "NDHWC", "conv3d")
     x, w = convert_operands(input, filters)
     return apply_op1("Conv3D", [x, w], _conv3d_attrs(strides, padding, dilations),
-                     name=name or "conv3d")
+                     name=name, default_name="conv3d")
 
 
 def conv3d_backprop_input(input_sizes: Any, filters: TensorLike, out_backprop: TensorLike,
