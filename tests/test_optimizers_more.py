@@ -309,12 +309,49 @@ V1_MAKERS = {
 @pytest.mark.parametrize("dtype", [np.float16, tw.bfloat16.np], ids=["float16", "bfloat16"])
 @pytest.mark.parametrize("name", sorted(V1_MAKERS))
 def test_half_precision_variables_update_in_their_dtype(dtype, name):
-    # TensorFlow's kernels compute in the variable's dtype: the result keeps it and is
-    # near the float64 result
+    # computed in the variable's dtype, as TensorFlow's Ftrl kernel does (TensorFlow 2.21
+    # has no half-precision CPU kernel for the proximal and AdagradDA updates): the
+    # result keeps the dtype and is near the float64 result
     w, slots, _, _ = v1_run(V1_MAKERS[name], True, dtype=dtype)
     want, _, _, _ = v1_run(V1_MAKERS[name], True)
     assert w.dtype == dtype and all(v.dtype == dtype for v in slots.values())
     np.testing.assert_allclose(w.astype(np.float64), want, rtol=5e-2, atol=5e-2)
+
+
+def test_ftrl_half_precision_matches_tensorflow():
+    """TensorFlow 2.21's float16 and bfloat16 Ftrl (the three other optimizers here have
+    no half-precision CPU kernel there: TF refuses those variables). The numbers came
+    from (graph mode, resource variables)::
+
+        w = tf1.get_variable("w", initializer=tf.cast([[0.5, -1.0], [2.0, 0.25]], dt))
+        gs = tf1.train.get_or_create_global_step()
+        loss = tf.reduce_sum(tf.square(tf.gather(w, [0, 1, 1])))
+        train = tf1.train.FtrlOptimizer(0.2, l2_shrinkage_regularization_strength=0.1,
+                                        beta=0.1).minimize(loss, global_step=gs)
+        # 3 runs of train, then w cast to float32
+
+    tensorweave gave the same bits; allowed here: one unit in the last place."""
+    tf_results = {
+        np.dtype(np.float16): [[0.050323486328125, -0.408447265625],
+                               [1.44921875, -0.0017271041870117188]],
+        np.dtype(tw.bfloat16.np): [[0.049560546875, -0.408203125],
+                                   [1.4453125, -0.001708984375]]}
+    for dtype, want in tf_results.items():
+        g = tf.Graph()
+        with g.as_default():
+            w = tf.get_variable("w", initializer=np.array([[0.5, -1.0], [2.0, 0.25]], dtype))
+            gs = tf.train.get_or_create_global_step()
+            loss = tf.reduce_sum(tf.square(tf.gather(w, [0, 1, 1])))
+            train = tf.train.FtrlOptimizer(0.2, l2_shrinkage_regularization_strength=0.1,
+                                           beta=0.1).minimize(loss, global_step=gs)
+            with tf.Session() as s:
+                s.run(tf.global_variables_initializer())
+                for _ in range(3):
+                    s.run(train)
+                got = s.run(w)
+        assert got.dtype == dtype
+        ulp = 2.0 ** -10 if dtype == np.float16 else 2.0 ** -7
+        np.testing.assert_allclose(got.astype(np.float64), want, rtol=ulp, atol=0)
 
 
 @pytest.mark.parametrize("name", sorted(V1_MAKERS))

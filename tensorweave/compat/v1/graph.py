@@ -13,7 +13,13 @@ from typing import Any
 from ...compiler import ir
 from ...compiler.dtypes import DType, as_dtype
 from ...compiler.types import TensorType, as_shape, format_shape
-from ...errors import FailedPreconditionError, ShapeError, TracingError, UnknownNameError
+from ...errors import (
+    FailedPreconditionError,
+    InvalidArgumentError,
+    ShapeError,
+    TracingError,
+    UnknownNameError,
+)
 from ...frontend.building import apply_op, apply_op1, convert_to_tensor
 from ...frontend.call_site import api_name, user_location
 from ...frontend.context import (
@@ -390,6 +396,21 @@ class Variable(_Variable):
     def eval(self, session: Any = None) -> Any:
         from .session import get_default_session
         return (session or get_default_session()).run(self)
+
+    def load(self, value: Any, session: Any = None) -> None:
+        """Set the variable to `value` in `session` (default: the default session)
+        without adding ops, as TensorFlow 1's ``Variable.load``: runs the initializer with
+        `value` fed for the initial value, so every call reuses one compiled step (the
+        value must fit the initial value's shape, as that feed)."""
+        from .session import get_default_session
+        if session is None:
+            try:
+                session = get_default_session()
+            except InvalidArgumentError:
+                raise InvalidArgumentError(
+                    f"Variable.load of '{self.name}': either pass session= or call it "
+                    f"with a default session (`with sess.as_default():`)") from None
+        session.run(self.initializer, {self._initial_value: value})
 
     def numpy(self):
         raise FailedPreconditionError(f"v1 variable '{self.name}' has no value outside a "
