@@ -37,7 +37,7 @@ import numpy as np
 from ...errors import FailedPreconditionError, InvalidArgumentError
 from ...runtime.kernel_context import CallCounters
 from ...runtime.resources import ResourceManager
-from .allocator import Block, CachingAllocator, round_size
+from .allocator import Block, CachingAllocator, round_size, upload_source
 from .compile import configured
 from .step import Branch, Copy, HostCall, Launch, Loop, Offset, Slot, StepPlan, walk_actions
 from .variables import Mirror, mirror
@@ -153,7 +153,7 @@ class GpuStep:
         blk = self._own(value.nbytes)
         arr = blk.view(value.dtype, value.shape)
         if value.size:
-            arr.copy_to_device(np.ascontiguousarray(value))
+            arr.copy_to_device(upload_source(value))
         return arr
 
     def _array(self, slot: Slot, t: int = 0) -> Any:
@@ -407,7 +407,7 @@ class GpuStep:
                         f"produced {r.dtype}{list(r.shape)}, the GPU step expects {v.type}",
                         **node.error_context())
                 if r.size:
-                    out.copy_to_device(np.ascontiguousarray(r))
+                    out.copy_to_device(upload_source(r))
         return run
 
     # ------------------------------------------------------------------ running
@@ -449,8 +449,7 @@ class GpuStep:
                     f"attempting to use uninitialized variable '{m.state.name}'")
         for dev, a in zip(self._args, arrays):
             if a.size:
-                dev.copy_to_device(a if not isinstance(a, np.ndarray)
-                                   else np.ascontiguousarray(a))
+                dev.copy_to_device(a if not isinstance(a, np.ndarray) else upload_source(a))
         if self._failing:
             self._status.copy_to_device(self._zeros)
         try:

@@ -17,7 +17,7 @@ import weakref
 import numpy as np
 
 from ...runtime.resources import VariableState
-from .allocator import Block, CachingAllocator
+from .allocator import Block, CachingAllocator, upload_source
 
 
 class Mirror:
@@ -58,7 +58,7 @@ class Mirror:
         snap = self.snapshot
         if snap is None or snap.shape != value.shape or not np.array_equal(
                 snap, value, equal_nan=value.dtype.kind == "f"):
-            self.array.copy_to_device(np.ascontiguousarray(value))
+            self.array.copy_to_device(upload_source(value))
             self.snapshot = value.copy()
             self.uploads += 1
         return True
