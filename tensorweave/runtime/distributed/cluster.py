@@ -30,11 +30,13 @@ CONFIG_ENV = "TW_CONFIG"
 
 
 def parse_address(address: str) -> tuple[str, int]:
-    """``"host:port"`` (or ``"[::1]:port"``) as (host, port); raises on anything else."""
+    """``"host:port"`` (or ``"[::1]:port"``) as (host, port); raises on anything else.
+    Port 0 asks the task's server for a free port, as TensorFlow's (the server puts the
+    port it bound in its spec: ``Server.create_local_server``)."""
     m = _ADDRESS.match(address.strip()) if isinstance(address, str) else None
-    if m is None or not 0 < int(m.group(2)) < 65536:
+    if m is None or not 0 <= int(m.group(2)) < 65536:
         raise InvalidArgumentError(f"bad task address {address!r}: expected 'host:port' with a "
-                                   f"port in 1..65535, e.g. '127.0.0.1:2222'")
+                                   f"port in 0..65535, e.g. '127.0.0.1:2222'")
     return m.group(1), int(m.group(2))
 
 

@@ -539,13 +539,9 @@ class Server:
             token = default_token()
         if not token:
             _check_unauthenticated(self.address, insecure)
-        self.service = WorkerService(self.cluster, job_name, task_index, token=token, tls=tls,
-                                     target=target, resources=resources)
         self._grpc = grpc.server(futures.ThreadPoolExecutor(
             max_workers=max_workers, thread_name_prefix=f"tw-{job_name}{task_index}"),
             options=rpc.SERVER_OPTIONS)
-        self._grpc.add_generic_rpc_handlers((rpc.generic_handler(
-            self.service.handlers(), token, self.service.task_name),))
         try:
             port = (self._grpc.add_insecure_port(self.address) if tls is None else
                     self._grpc.add_secure_port(self.address, tls.server_credentials()))
@@ -555,12 +551,38 @@ class Server:
         else:
             reason = "the address is in use or not local"
         if not port:
-            raise UnavailableError(f"{self.service.task_name} cannot listen on {self.address}: "
-                                   f"{reason}")
+            raise UnavailableError(f"/job:{job_name}/replica:0/task:{task_index} cannot listen "
+                                   f"on {self.address}: {reason}")
+        self._bound_port(job_name, task_index, port)
+        self.service = WorkerService(self.cluster, job_name, task_index, token=token, tls=tls,
+                                     target=target, resources=resources)
+        self._grpc.add_generic_rpc_handlers((rpc.generic_handler(
+            self.service.handlers(), token, self.service.task_name),))
         self._started = False
         self._stopped = threading.Event()
         if start:
             self.start()
+
+    @classmethod
+    def create_local_server(cls, config: Any = None, start: bool = True) -> Server:
+        """A one-task in-process server on a free loopback port (TensorFlow's
+        ``tf.train.Server.create_local_server``): job ``localhost``, task 0;
+        ``Session(server.target)`` runs graphs on it, and its variables outlive
+        sessions."""
+        return cls({"localhost": ["localhost:0"]}, "localhost", 0, config=config, start=start)
+
+    def _bound_port(self, job_name: str, task_index: int, port: int) -> None:
+        """An address with port 0 asks for a free port, as TensorFlow's: the task's
+        address in the spec becomes the one bound (what peers and sessions reach)."""
+        from .cluster import parse_address
+        host, asked = parse_address(self.address)
+        if asked != 0:
+            return
+        self.address = f"{host}:{port}"
+        jobs = {j: dict(enumerate(t)) if isinstance(t, list) else dict(t)
+                for j, t in self.cluster.as_dict().items()}
+        jobs[job_name][task_index] = self.address
+        self.cluster = ClusterSpec(jobs)
 
     @property
     def target(self) -> str:
