@@ -7,6 +7,8 @@ through their gradients. See docs/sparse.md.
 
 from .conversion import from_dense, sparse_tensor_to_dense, sparse_to_dense, to_dense
 from .embedding import embedding_lookup_sparse_v2 as embedding_lookup_sparse
+from .embedding import safe_embedding_lookup_sparse
+from .manipulation import add, reduce_sum, reorder, reshape, retain, slice  # noqa: A004
 from .matmul import sparse_dense_matmul
 from .sparse_tensor import SparseTensor, SparseTensorSpec, SparseTensorValue
 
@@ -14,4 +16,5 @@ matmul = sparse_dense_matmul  # tf.sparse.matmul, TensorFlow's older alias
 
 __all__ = ["SparseTensor", "SparseTensorSpec", "SparseTensorValue", "from_dense", "to_dense",
            "sparse_dense_matmul", "matmul", "embedding_lookup_sparse", "sparse_tensor_to_dense",
-           "sparse_to_dense"]
+           "sparse_to_dense", "safe_embedding_lookup_sparse", "add", "reduce_sum", "reorder",
+           "reshape", "retain", "slice"]

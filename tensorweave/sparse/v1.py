@@ -12,7 +12,7 @@ from typing import Any
 
 import tensorweave.sparse as _sparse
 
-from .embedding import embedding_lookup_sparse
+from .embedding import embedding_lookup_sparse, safe_embedding_lookup_sparse
 from .session_support import sparse_placeholder
 
 # TensorFlow 1's top-level name -> the tw.sparse function
@@ -21,8 +21,20 @@ _TOP_LEVEL = {"sparse_tensor_dense_matmul": "sparse_dense_matmul",
               "sparse_reduce_sum": "reduce_sum", "sparse_add": "add",
               "sparse_reorder": "reorder", "sparse_retain": "retain",
               "sparse_reshape": "reshape", "sparse_slice": "slice"}
+
+
+def _safe_v1(embedding_weights: Any, sparse_ids: Any, sparse_weights: Any = None,
+             combiner: str = "mean", default_id: int | None = None, name: str | None = None,
+             partition_strategy: str = "div", max_norm: Any = None) -> Any:
+    """TensorFlow 1's ``tf.nn.safe_embedding_lookup_sparse`` (its argument order)."""
+    return safe_embedding_lookup_sparse(embedding_weights, sparse_ids, sparse_weights,
+                                        combiner, default_id, max_norm, name,
+                                        partition_strategy)
+
+
 # (TensorFlow 1's embedding_lookup_sparse: partition_strategy "mod" by default)
-_NN = {"embedding_lookup_sparse": embedding_lookup_sparse}
+_NN = {"embedding_lookup_sparse": embedding_lookup_sparse,
+       "safe_embedding_lookup_sparse": _safe_v1}
 
 
 def v1_names(in_default_graph: Callable[[Any], Any], nn: types.ModuleType) -> dict[str, Any]:
@@ -33,6 +45,7 @@ def v1_names(in_default_graph: Callable[[Any], Any], nn: types.ModuleType) -> di
         obj = getattr(_sparse, name)
         setattr(namespace, name, obj if isinstance(obj, type) or not callable(obj)
                 else in_default_graph(obj))
+    namespace.__all__ = list(_sparse.__all__)
     names: dict[str, Any] = {"sparse": namespace, "SparseTensor": _sparse.SparseTensor,
                              "SparseTensorValue": _sparse.SparseTensorValue,
                              "sparse_placeholder": in_default_graph(sparse_placeholder)}
