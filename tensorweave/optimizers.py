@@ -1,13 +1,12 @@
 """``tw.optimizers``: SGD, Momentum, Adagrad, Adadelta, RMSProp, Adam, AdamW, Nadam, Ftrl,
-Adamax, Lion, Adafactor, and learning-rate ``schedules``. Each works inside
-``@tw.compile`` and eagerly, in TensorFlow 2's ``GradientTape`` loop (``apply_gradients`` / ``minimize`` update the
+Adamax, Lion, and learning-rate ``schedules``. Each works inside ``@tw.compile`` and eagerly, in
+TensorFlow 2's ``GradientTape`` loop (``apply_gradients`` / ``minimize`` update the
 variables at once)."""
 
 from .frontend import schedules
 from .frontend.optimizers import (
     SGD,
     Adadelta,
-    Adafactor,
     Adagrad,
     Adam,
     Adamax,
@@ -21,8 +20,7 @@ from .frontend.optimizers import (
 )
 
 __all__ = ["Optimizer", "SGD", "Momentum", "Adagrad", "Adadelta", "RMSProp", "Adam", "AdamW",
-           "Nadam", "Ftrl", "Adamax", "Lion", "Adafactor",
-           "schedules"]
+           "Nadam", "Ftrl", "Adamax", "Lion", "schedules"]
 
 
 def __dir__() -> list[str]:

@@ -36,6 +36,7 @@ from . import layer_classes as _layer_classes
 from . import layers, losses, metrics, operation_run, summary, train  # noqa: F401
 from . import rnn as _rnn
 from . import rnn_cell as _rnn_cell
+from .aliases import *  # noqa: F401, F403  (tf.svd, tf.matrix_inverse, tf.foldr, ...)
 from .assertions import (  # noqa: F401
     Assert,
     assert_equal,
@@ -559,7 +560,8 @@ _public_only(queue)
 _IMPLEMENTATION = frozenset({"annotations", "graph", "session", "in_default_graph", "compat",
                              "initializers", "partitioners", "var_scope",
                              "operation_run", "assertions", "checkpoint_utils",
-                             "control_flow_v1", "moving_averages", "variable_collections"})
+                             "control_flow_v1", "moving_averages", "variable_collections",
+                             "aliases", "template"})
 
 
 def _is_api(name: str, obj: Any) -> bool:
