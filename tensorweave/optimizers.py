@@ -1,12 +1,13 @@
 """``tw.optimizers``: SGD, Momentum, Adagrad, Adadelta, RMSProp, Adam, AdamW, Nadam, Ftrl,
-Adamax, Lion, and learning-rate ``schedules``. Each works inside ``@tw.compile`` and eagerly, in
-TensorFlow 2's ``GradientTape`` loop (``apply_gradients`` / ``minimize`` update the
+Adamax, Lion, Adafactor, and learning-rate ``schedules``. Each works inside
+``@tw.compile`` and eagerly, in TensorFlow 2's ``GradientTape`` loop (``apply_gradients`` / ``minimize`` update the
 variables at once)."""
 
 from .frontend import schedules
 from .frontend.optimizers import (
     SGD,
     Adadelta,
+    Adafactor,
     Adagrad,
     Adam,
     Adamax,
@@ -20,7 +21,8 @@ from .frontend.optimizers import (
 )
 
 __all__ = ["Optimizer", "SGD", "Momentum", "Adagrad", "Adadelta", "RMSProp", "Adam", "AdamW",
-           "Nadam", "Ftrl", "Adamax", "Lion", "schedules"]
+           "Nadam", "Ftrl", "Adamax", "Lion", "Adafactor",
+           "schedules"]
 
 
 def __dir__() -> list[str]:

@@ -1,14 +1,16 @@
 """TensorFlow 1's ProximalGradientDescentOptimizer, ProximalAdagradOptimizer,
 AdagradDAOptimizer and FtrlOptimizer's l2_shrinkage / beta / slot names, and Keras'
-Adamax and Lion: each against a NumPy transcription of TensorFlow's kernel (Keras' rule)
-over several steps in float64, dense and sparse (a Gather of the variable, with a
-repeated row: the optimizer sums repeated slices before the sparse kernel).
+Adamax, Lion and Adafactor: each against a NumPy transcription of TensorFlow's kernel
+(Keras' rule) over several steps in float64, dense and sparse (a Gather of the variable,
+with a repeated row: the optimizer sums repeated slices before the sparse kernel).
 
 The transcriptions were checked once against TensorFlow 2.21 (tf.compat.v1.train in graph
-mode, tf_keras and Keras 3's Adamax and Lion) on the same problem: they agree to 2e-13
-(TensorFlow rounds Python-number hyperparameters to float32 first where its optimizer
-converts them to tensors; with that rounding reproduced). Keras 3's Adamax differs on a
-repeated row (it takes |g| of each repeated slice, tf_keras of their sum, as here)."""
+mode; tf_keras and Keras 3's Adamax, Lion and Adafactor) on the same problem: they agree
+to 2e-13 (TensorFlow rounds Python-number hyperparameters to float32 first where its
+optimizer converts them to tensors; with that rounding reproduced). Keras 3's Adamax
+differs on a repeated row (it takes |g| of each repeated slice, tf_keras of their sum, as
+here); its Adafactor differs on that sparse gradient too (tf_keras: the dense tensor, as
+here)."""
 
 import numpy as np
 import pytest
@@ -293,6 +295,87 @@ def test_adamax_and_lion_eager_and_defaults(name):
         opt.minimize(lambda: tw.reduce_sum(C * tw.square(w - T)), [w])
     b2 = 0.999 if name == "adamax" else 0.99
     close(w.numpy(), np_keras(name, 0.001, 0.9, b2, 1e-7, False)[0])
+
+
+def np_adafactor(lr, decay, eps1, eps2, clip, shapes_and_grads, steps=STEPS):
+    """Keras 3's Adafactor on variables `w0s` with gradient functions `grads`."""
+    w0s, grads = shapes_and_grads
+    ws = [w.copy() for w in w0s]
+    state = [{"r": 0.0, "c": 0.0, "v": np.zeros_like(w)} for w in ws]
+    rms = lambda x: np.sqrt(np.mean(np.square(x)))  # noqa: E731
+    for t in range(1, steps + 1):
+        gs = [gf(*ws) for gf in grads]
+        for i, (w, g) in enumerate(zip(ws, gs)):
+            s = state[i]
+            rho = min(lr, 1 / np.sqrt(t))
+            alpha = max(eps2, rms(w)) * rho
+            sq = g * g + eps1
+            b2 = 1 - t ** decay
+            if w.ndim >= 2:
+                s["r"] = b2 * s["r"] + (1 - b2) * sq.mean(axis=-1)
+                s["c"] = b2 * s["c"] + (1 - b2) * sq.mean(axis=-2)
+                s["v"] = ((s["r"] / s["r"].mean(axis=-1, keepdims=True))[..., None]
+                          * s["c"][..., None, :])
+            else:
+                s["v"] = b2 * s["v"] + (1 - b2) * sq
+            u = g / np.sqrt(s["v"])
+            u = u / max(1.0, rms(u) / clip)
+            ws[i] = w - alpha * u
+    return ws, state
+
+
+W3 = np.arange(1.0, 13.0).reshape(2, 2, 3) / 7 - 0.8  # factored over its last two dims
+B0 = np.array([0.3, -0.7, 1.5])  # not factored
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@SPARSE
+@settings(max_examples=3, deadline=None)
+@given(lr=st.floats(0.01, 1.0), decay=st.floats(-1.0, -0.5), clip=st.floats(0.2, 2.0))
+def test_adafactor(target, sparse, lr, decay, clip):
+    opt = tw.optimizers.Adafactor(lr, beta_2_decay=decay, clip_threshold=clip)
+    w = tw.Variable(W0.copy(), name="adafactor_w")
+    w3 = tw.Variable(W3.copy(), name="adafactor_w3")
+    b = tw.Variable(B0.copy(), name="adafactor_b")
+
+    @tw.compile(target=target)
+    def step():
+        rows = tw.gather(w, IDX) - TS if sparse else w - T
+        loss = (tw.reduce_sum(C * tw.square(rows)) + tw.reduce_sum(tw.square(w3) * W3)
+                + tw.reduce_sum(tw.square(b) * np.array([1.0, 4.0, 9.0])))
+        opt.minimize(loss, var_list=[w, w3, b])
+
+    for _ in range(STEPS):
+        step()
+
+    def grad_w(w, w3, b):
+        if not sparse:
+            return dense_grad(w)
+        rows, g = sparse_grad(w)
+        out = np.zeros_like(w)
+        out[rows] = g
+        return out
+
+    want, state = np_adafactor(lr, decay, 1e-30, 1e-3, clip, (
+        [W0, W3, B0], [grad_w, lambda w, w3, b: 2 * w3 * W3,
+                       lambda w, w3, b: 2 * b * np.array([1.0, 4.0, 9.0])]))
+    for var, value, st_ in zip((w, w3, b), want, state):
+        close(var.numpy(), value)
+        close(opt.get_slot(var, "v").numpy(), st_["v"])
+        if var is not b:
+            close(opt.get_slot(var, "r").numpy(), st_["r"])
+            close(opt.get_slot(var, "c").numpy(), st_["c"])
+    assert opt.get_slot(b, "r").shape == ()  # Keras' placeholder for an unfactored variable
+    assert opt.get_slot(w3, "r").shape == (2, 2) and opt.get_slot(w3, "c").shape == (2, 3)
+
+
+def test_adafactor_eager_defaults():
+    opt = tw.optimizers.Adafactor()
+    w = tw.Variable(W0.copy(), name="adafactor_eager_w")
+    for _ in range(STEPS):
+        opt.minimize(lambda: tw.reduce_sum(C * tw.square(w - T)), [w])
+    want, _ = np_adafactor(0.001, -0.8, 1e-30, 1e-3, 1.0, ([W0], [dense_grad]))
+    close(w.numpy(), want[0])
 
 
 # -- half precision, checkpoints, errors ----------------------------------------------------

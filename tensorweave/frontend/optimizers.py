@@ -6,7 +6,7 @@ The update rules are TensorFlow's training ops (``ApplyGradientDescent``,
 ``ApplyMomentum``, ``ApplyAdagrad``, ``ApplyAdadelta``, ``ApplyRMSProp``, ``ApplyAdam``,
 ``ApplyFtrl(V2)``, ``ApplyProximalGradientDescent``, ``ApplyProximalAdagrad``,
 ``ApplyAdagradDA``), so models trained with `tw.compat.v1.train` match TensorFlow 1 step
-for step; Adamax, Lion, AdamW and Nadam are Keras' rules.
+for step; Adamax, Lion, Adafactor, AdamW and Nadam are Keras' rules.
 """
 
 from __future__ import annotations
@@ -883,6 +883,79 @@ class Lion(Optimizer):
                 slots["m"].assign(old_m * b2 + grad * (1 - b2), read_value=False)]
 
 
+class Adafactor(Optimizer):
+    """Keras 3's Adafactor (Shazeer & Stern 2018). With ``t`` the step (1 at the first),
+    ``rho = min(lr, 1 / sqrt(t))``, ``beta_2 = 1 - t**beta_2_decay``,
+    ``sq = grad**2 + epsilon_1``::
+
+        variables of rank >= 2 (second moments factored over the last two dims):
+          r = beta_2 * r + (1 - beta_2) * mean(sq, axis=-1)
+          c = beta_2 * c + (1 - beta_2) * mean(sq, axis=-2)
+          v = (r / mean(r, axis=-1))[..., None] * c[..., None, :]
+        others:  v = beta_2 * v + (1 - beta_2) * sq
+        u = grad / sqrt(v);  u /= max(1, rms(u) / clip_threshold)
+        var -= max(epsilon_2, rms(var)) * rho * u
+
+    (``rms(x) = sqrt(mean(x**2))`` over all elements). Slots ``r``, ``c`` (shapes
+    ``var.shape[:-1]`` and ``var.shape[:-2] + var.shape[-1:]``; 0-d placeholders for
+    variables of rank < 2, as Keras) and ``v``. `relative_step` is kept for Keras'
+    signature: its rule clamps the rate by ``1 / sqrt(t)`` either way. A sparse gradient
+    updates as its dense tensor (repeated rows summed)."""
+
+    _slot_inits = {"r": 0.0, "c": 0.0, "v": 0.0}
+    _needs_step = True
+
+    def __init__(self, learning_rate: Any = 0.001, beta_2_decay: float = -0.8,
+                 epsilon_1: float = 1e-30, epsilon_2: float = 1e-3, clip_threshold: float = 1.0,
+                 relative_step: bool = True, name: str = "Adafactor",
+                 clipnorm: float | None = None, clipvalue: float | None = None,
+                 global_clipnorm: float | None = None) -> None:
+        super().__init__(learning_rate, name, clipnorm, clipvalue, global_clipnorm)
+        self.beta_2_decay, self.epsilon_1, self.epsilon_2 = beta_2_decay, epsilon_1, epsilon_2
+        self.clip_threshold, self.relative_step = clip_threshold, relative_step
+
+    def _slot_initial(self, slot: str, var: Variable) -> np.ndarray:
+        shape = [d or 0 for d in var.shape]
+        if slot != "v":
+            if len(shape) < 2:
+                shape = []
+            elif slot == "r":
+                shape = shape[:-1]
+            else:
+                shape = shape[:-2] + shape[-1:]
+        return np.zeros(shape, dtype=var.dtype.np)
+
+    def _apply(self, var, grad, slots):
+        m = _math()
+        t = self._step_as(var) + 1
+        rho = m.minimum(self._lr(var), 1 / m.sqrt(t))
+        w = var.read_value()
+        alpha = m.maximum(constant(self.epsilon_2, var.dtype), _rms(w)) * rho
+        sq = m.square(grad) + self.epsilon_1
+        beta_2 = 1 - m.pow(t, constant(self.beta_2_decay, var.dtype))
+        r, c, v = slots["r"], slots["c"], slots["v"]
+        ops = []
+        if len(var.shape) >= 2:
+            from .ops.array import expand_dims
+            new_r = beta_2 * r.read_value() + (1 - beta_2) * m.reduce_mean(sq, axis=-1)
+            new_c = beta_2 * c.read_value() + (1 - beta_2) * m.reduce_mean(sq, axis=-2)
+            new_v = (expand_dims(new_r / m.reduce_mean(new_r, axis=-1, keepdims=True), -1)
+                     * expand_dims(new_c, -2))
+            ops += [r.assign(new_r, read_value=False), c.assign(new_c, read_value=False)]
+        else:
+            new_v = beta_2 * v.read_value() + (1 - beta_2) * sq
+        u = grad / m.sqrt(new_v)
+        u = u / m.maximum(constant(1.0, var.dtype), _rms(u) / self.clip_threshold)
+        return ops + [v.assign(new_v, read_value=False),
+                      var.assign_sub(alpha * u, read_value=False)]
+
+
+def _rms(x: Any) -> Any:
+    """``sqrt(mean(x**2))`` over all elements."""
+    m = _math()
+    return m.sqrt(m.reduce_mean(m.square(x)))
+
+
 def _check_at_least(what: str, arg: str, value: Any, low: float, strict: bool = False) -> None:
     """A ValueError naming `arg` when the Python number `value` is below `low` (or equal
     to it, `strict`); tensors are not checked (their value is known when the step runs)."""
@@ -1064,4 +1137,4 @@ class AdagradDA(Optimizer):
 OPTIMIZERS: dict[str, Callable[..., Optimizer]] = {
     "sgd": SGD, "momentum": Momentum, "adagrad": Adagrad, "adadelta": Adadelta,
     "rmsprop": RMSProp, "adam": Adam, "adamw": AdamW, "nadam": Nadam, "ftrl": Ftrl,
-    "adamax": Adamax, "lion": Lion}
+    "adamax": Adamax, "lion": Lion, "adafactor": Adafactor}

@@ -859,7 +859,9 @@ def _compile_digest(key: str, build_ir: Callable[[], str], names: Sequence[str],
 # epilogue's operand kinds, dtypes, types, the graph): hashed with it, so that a fix in
 # one of them never loads the code made before (tests/test_review_cache_codegen_inputs.py)
 CODEGEN_DEPENDENCIES = ("passes/epilogue.py", "compiler/dtypes.py", "compiler/types.py",
-                        "compiler/ir.py")
+                        "compiler/ir.py",
+                        # POLYGAMMA_MIN_X is a constant of the generated polygamma code
+                        "compiler/ops/special.py")
 
 
 @lru_cache(maxsize=1)
