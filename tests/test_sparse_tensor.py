@@ -128,6 +128,28 @@ def test_sparse_dense_matmul_gradients():
     check_gradients(g, values, b.T.copy())
 
 
+def test_to_dense_gradient_with_the_dense_shape_known_at_run_time():
+    indices = np.array([[0, 1], [1, 2], [2, 0]], np.int64)
+
+    def f(values):  # (an Identity of the shape: not a constant when traced)
+        return sparse.to_dense(sparse.SparseTensor(indices, values, tw.identity(np.array([3, 3], np.int64))),
+                               default_value=1.5) * 2.0
+
+    check_gradients(f, np.array([0.5, -1.0, 2.0]))
+
+
+@pytest.mark.parametrize("index", [[-1, 0], [3, 0], [0, -1], [0, 2]])
+def test_sparse_dense_matmul_refuses_indices_outside(index):
+    # (a negative row was dropped silently by the segment sum of a static row count)
+    sp = sparse.SparseTensor([index], [1.0], [3, 2])
+    b = np.ones((2, 2), np.float32)
+    with pytest.raises(InvalidArgumentError):
+        np.asarray(sparse.sparse_dense_matmul(sp, b))
+    with pytest.raises(InvalidArgumentError):
+        tw.compile(lambda s: sparse.sparse_dense_matmul(s, b))(sparse.SparseTensor(
+            np.array([index]), np.array([1.0], np.float32), np.array([3, 2])))
+
+
 def test_compile_returns_and_takes_sparse_tensors():
     sig = [sparse.SparseTensorSpec([None, 3], tw.float32)]
 

@@ -16,8 +16,9 @@ def sparse_dense_matmul(sp_a: Any, b: Any, adjoint_a: bool = False, adjoint_b: b
                         name: str | None = None) -> Any:
     """``A @ B`` for a rank-2 SparseTensor `sp_a` and a dense matrix `b` (either
     transposed with `adjoint_a` / `adjoint_b`). Entries with a repeated index add up, as
-    in TensorFlow. Each entry contributes ``value * b[col]`` to its row: a Gather of `b`'s
-    rows and a scatter-add, so the gradient reaches the values and `b` (as IndexedSlices
+    in TensorFlow; an index outside the dense shape is an InvalidArgumentError. Each
+    entry contributes ``value * b[col]`` to its row: a Gather of `b`'s rows and a
+    scatter-add, so the gradient reaches the values and `b` (as IndexedSlices
     when `b` is a variable: only the rows used)."""
     op = "tw.sparse.sparse_dense_matmul"
     sp = as_sparse(sp_a, op)
@@ -43,9 +44,8 @@ def sparse_dense_matmul(sp_a: Any, b: Any, adjoint_a: bool = False, adjoint_b: b
         rows = a.expand_dims(a.gather(sp.indices, row_axis, axis=1), 1)
         cols = a.gather(sp.indices, col_axis, axis=1)
         contributions = a.expand_dims(convert_to_tensor(sp.values), 1) * a.gather(b, cols)
-        n_rows = sp.shape[row_axis] if sp.rank is not None else None
-        if n_rows is not None:  # a plain segment sum (native on the cpu target)
-            return a.unsorted_segment_sum(contributions, rows[:, 0], n_rows)
+        # a scatter-add, not an UnsortedSegmentSum, also where the row count is static:
+        # that would drop an entry of negative row silently, and this refuses it
         out = zeros_of_dense_shape(sp, sp.dtype, op, trailing=(b.shape[1],), axes=(row_axis,))
         return tensor_scatter_nd_add(out, rows, contributions)
 
