@@ -286,6 +286,29 @@ def test_adamax_and_lion_compiled(target, name, sparse, lr, b1, b2):
     assert int(opt.iterations.numpy()) == STEPS
 
 
+@pytest.mark.parametrize("target", TARGETS)
+def test_lion_direction_weighs_momentum_by_beta_1(target):
+    # fed gradients that change sign: after a large first gradient, a small opposite one
+    # flips the direction of some elements only (which depends on beta_1 alone; a
+    # smooth quadratic keeps every sign the same for any beta)
+    grads = np.array([[1.0, 1.0, 1.0, -1.0], [-0.004, -0.02, -0.2, 0.006],
+                      [0.3, -0.001, 0.0, -0.5]])
+    opt = tw.optimizers.Lion(0.1, beta_1=0.5, beta_2=0.99)
+    w = tw.Variable(np.zeros(4), name="lion_fed_w")
+
+    @tw.compile(target=target)
+    def step(x):
+        opt.minimize(tw.reduce_sum(w * x), var_list=[w])
+
+    want, m = np.zeros(4), np.zeros(4)
+    for g in grads:
+        step(g)
+        want = want - 0.1 * np.sign(0.5 * m + 0.5 * g)
+        m = 0.99 * m + 0.01 * g
+    close(w.numpy(), want)
+    close(opt.get_slot(w, "m").numpy(), m)
+
+
 @pytest.mark.parametrize("name", ["adamax", "lion"])
 def test_adamax_and_lion_eager_and_defaults(name):
     cls = tw.optimizers.Adamax if name == "adamax" else tw.optimizers.Lion
