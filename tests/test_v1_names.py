@@ -283,3 +283,24 @@ def test_checkpoints_restore_by_the_same_variable_names(tmp_path):
             tf.train.Saver().restore(sess, path)
             np.testing.assert_array_equal(sess.run(h, {x: np.ones((1, 3), np.float32)}), want)
             np.testing.assert_array_equal(sess.run(v), [5.0, 6.0])
+
+
+def test_a_variables_name_fetches_and_feeds_its_value():
+    # TensorFlow 1 (ref variables): "w:0" is the variable's value; it was an opaque
+    # VariableState object here
+    g = tf.Graph()
+    with g.as_default():
+        x = tf.placeholder(tf.float32, [1, 2], name="x")
+        y = tf.layers.dense(x, 1, kernel_initializer=tf.ones_initializer())
+        kernel = g.get_tensor_by_name("dense/kernel:0")
+        assert kernel.name == "dense/kernel:0" and kernel.op.name == "dense/kernel"
+        doubled = tf.identity(kernel) * 2.0
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            np.testing.assert_array_equal(sess.run("dense/kernel:0"), [[1.0], [1.0]])
+            np.testing.assert_array_equal(sess.run(doubled), [[2.0], [2.0]])
+            xs = np.array([[3.0, 4.0]], np.float32)
+            np.testing.assert_array_equal(sess.run(y, {x: xs}), [[7.0]])
+            # a feed of the variable's name replaces its value for that run
+            np.testing.assert_array_equal(
+                sess.run(y, {x: xs, "dense/kernel:0": [[2.0], [0.0]]}), [[6.0]])

@@ -70,12 +70,18 @@ class Graph:
         there is none."""
         return find_node(self._ir, name, f"operation {name!r}")
 
-    def get_tensor_by_name(self, name: str) -> Tensor:
-        """The tensor called ``"node:i"``."""
+    def get_tensor_by_name(self, name: str) -> Tensor | Variable:
+        """The tensor called ``"node:i"``; a variable's name (``"dense/kernel:0"``) gives
+        the variable, which fetches, feeds and converts as its value (TensorFlow 1's
+        ``w:0`` is the variable's value, not an opaque handle)."""
         node_name, _, idx = name.rpartition(":")
         if not node_name or not idx.isdigit():
             raise ValueError(f"tensor names look like 'op:0', got {name!r}")
         node = find_node(self._ir, node_name, f"tensor {name!r}")
+        variable = self._builder.variables.get(node.attrs.get("shared_name")) \
+            if node.op == "VarHandle" and idx == "0" else None
+        if isinstance(variable, Variable) and variable.graph is self:
+            return variable
         if int(idx) >= len(node.outputs):
             last = len(node.outputs) - 1
             outputs = f"only {node_name}:0" if last == 0 else \
