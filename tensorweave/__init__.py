@@ -40,6 +40,7 @@ from .frontend.tensor import EagerTensor, Tensor
 from .frontend.tensor_array import TensorArray
 from .frontend.tensor_shape import TensorShape
 from .frontend.variables import Variable
+from .sparse.sparse_tensor import SparseTensor
 
 bool = bool_  # noqa: A001  (TensorFlow spells it tw.bool)
 half = float16
@@ -84,7 +85,7 @@ __all__ = ["errors", "DType", "as_dtype", "bfloat16", "bool", "bool_", "float16"
            "convert_to_tensor", "colocate_with", "control_dependencies", "device", "name_scope",
            "ConcreteFunction", "Function", "TensorSpec", "compile", "EagerTensor", "Tensor",
            "Variable", "IndexedSlices", "Module", "group", "no_op", "grad", "gradients", "stop_gradient",
-           "value_and_grad",
+           "value_and_grad", "SparseTensor",
            "case", "cond", "foldl", "scan", "while_loop",
            "GradientTape", "UnconnectedGradients", "custom_gradient", "map_fn", "vectorized_map",
            "vmap", "TensorArray", "TensorShape", "print",

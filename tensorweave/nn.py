@@ -64,6 +64,8 @@ from .frontend.ops.normalization import (
 )
 from .frontend.ops.ranking import in_top_k, top_k
 from .frontend.ops.sampled import nce_loss, sampled_softmax_loss
+from .sparse.embedding import embedding_lookup_sparse_v2 as embedding_lookup_sparse
+from .sparse.embedding import safe_embedding_lookup_sparse
 
 __all__ = ["nce_loss", "sampled_softmax_loss",
            "relu", "relu6", "sigmoid", "tanh", "elu", "selu", "softplus", "softsign",
@@ -73,6 +75,7 @@ __all__ = ["nce_loss", "sampled_softmax_loss",
            "log_softmax", "max_pool", "max_pool2d", "max_pool_grad", "softmax",
            "softmax_cross_entropy_with_logits", "softmax_cross_entropy_with_logits_v2",
            "sparse_softmax_cross_entropy_with_logits", "embedding_lookup", "dropout",
+           "embedding_lookup_sparse", "safe_embedding_lookup_sparse",
            "moments", "batch_normalization", "l2_normalize", "top_k", "in_top_k",
            "fused_batch_norm", "layer_normalization", "conv1d", "conv1d_transpose",
            "depthwise_conv2d", "depthwise_conv2d_backprop_input",

@@ -182,3 +182,15 @@ def test_errors():
         sparse.add(sp, np.ones(3, np.float32))
     with pytest.raises(ShapeError, match="bool vector"):
         sparse.retain(sp, [1])
+
+
+def test_names():
+    import inspect
+    assert tw.SparseTensor is sparse.SparseTensor is tf.SparseTensor
+    assert tw.nn.embedding_lookup_sparse is sparse.embedding_lookup_sparse
+    assert tw.nn.safe_embedding_lookup_sparse is sparse.safe_embedding_lookup_sparse
+    # TensorFlow 1's lookups: partition_strategy in its place, "mod" by default
+    params = inspect.signature(tf.nn.embedding_lookup_sparse).parameters
+    assert list(params)[3] == "partition_strategy"
+    assert params["partition_strategy"].default == "mod"
+    assert list(inspect.signature(tf.nn.safe_embedding_lookup_sparse).parameters)[5] == "name"
