@@ -515,3 +515,31 @@ def test_bad_arguments_are_clear_errors():
         with pytest.raises(tw.errors.DTypeError, match="global_step of AdagradDAOptimizer "
                                                        "must be an integer scalar"):
             opt.minimize(tf.reduce_sum(w))
+
+
+@pytest.mark.parametrize("name", ["Adamax", "Lion", "Adafactor"])
+def test_keras_optimizers_resume_from_a_checkpoint(name, tmp_path):
+    """Two eager steps, tw.train.Checkpoint, a fresh variable and optimizer restored from
+    it (their slots created at the next step take the stored values: Adafactor's r and c
+    have their own shapes), two more steps: the four uninterrupted steps' result."""
+    def train(steps, restore_from=None, save_to=None):
+        w = tw.Variable(W0.copy(), name=f"ckpt_{name}_w")
+        b = tw.Variable(B0.copy(), name=f"ckpt_{name}_b")
+        opt = getattr(tw.optimizers, name)(0.05)
+        ckpt = tw.train.Checkpoint(w=w, b=b, opt=opt)
+        if restore_from:
+            ckpt.restore(restore_from)  # the slots take their values when created
+        for _ in range(steps):
+            opt.minimize(lambda: tw.reduce_sum(C * tw.square(w - T))
+                         + tw.reduce_sum(tw.square(b) * np.array([1.0, 4.0, 9.0])), [w, b])
+        path = ckpt.save(str(save_to)) if save_to else None
+        values = [w.numpy(), b.numpy()] + [opt.get_slot(v, s).numpy() for v in (w, b)
+                                             for s in opt.get_slot_names()]
+        return values, int(opt.iterations.numpy()), path
+
+    *_, path = train(2, save_to=tmp_path / "ck")
+    got, iterations, _ = train(2, restore_from=path)
+    want, _, _ = train(4)
+    for g, w in zip(got, want):  # Lion's weights alone could miss a lost momentum
+        close(g, w)
+    assert iterations == 4
