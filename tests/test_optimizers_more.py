@@ -233,6 +233,11 @@ def test_tensor_hyperparameters_match_numbers():
         w, _, _, _ = v1_run(lambda gs: tf.train.AdagradDAOptimizer(
             tf.constant(0.3, tf.float64), gs, 0.1, tf.constant(l1, tf.float64), 0.2), False)
         close(w, np_run(np_adagrad_da(0.3, 0.1, l1, 0.2), False)[0])
+        # learning_rate_power and l2_shrinkage in float32 for a float64 variable: cast
+        w, _, _, _ = v1_run(lambda gs: tf.train.FtrlOptimizer(
+            0.2, tf.constant(-0.5, tf.float32), 0.1, tf.constant(l1, tf.float64), 0.1,
+            l2_shrinkage_regularization_strength=tf.constant(0.25, tf.float32)), True)
+        close(w, np_run(np_ftrl(0.2, -0.5, 0.1, l1, 0.1, 0.25), True)[0])
 
 
 # -- Keras: Adamax and Lion -----------------------------------------------------------------

@@ -782,7 +782,7 @@ class Ftrl(Optimizer):
         m = _math()
         lr = self._lr(var)
         new_acc = old_acc + m.square(grad)
-        p = -self.lr_power
+        p = -_in_dtype_of(self.lr_power, var)
         sigma = (m.pow(new_acc, p) - m.pow(old_acc, p)) / lr
         # TensorFlow 1 applies ApplyFtrl (no shrinkage term) when l2_shrinkage is 0:
         # `grad + 0 * var` would turn an infinite weight's gradient into NaN
