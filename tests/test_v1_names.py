@@ -304,3 +304,20 @@ def test_a_variables_name_fetches_and_feeds_its_value():
             # a feed of the variable's name replaces its value for that run
             np.testing.assert_array_equal(
                 sess.run(y, {x: xs, "dense/kernel:0": [[2.0], [0.0]]}), [[6.0]])
+
+
+def test_composite_activations_are_named_as_tensorflows_single_ops():
+    with tf.Graph().as_default():
+        x = tf.placeholder(tf.float32, [2, 3], name="x")
+        got = _names(tf.nn.elu(x), tf.nn.relu6(x), tf.nn.leaky_relu(x, 0.1), tf.nn.softplus(x),
+                     tf.nn.selu(x), tf.nn.softsign(x), tf.nn.elu(x, name="e"),
+                     tf.layers.dense(x, 2, activation=tf.nn.elu),
+                     tf.layers.dense(x, 2, activation="selu"),
+                     tf.layers.dense(x, 2, activation="softplus"))
+        leaky = tf.nn.leaky_relu(x, alpha=0.1)
+        with tf.Session() as sess:
+            xs = np.array([[-2.0, -0.5, 0.0], [0.5, 1.0, 3.0]], np.float32)
+            got_leaky = sess.run(leaky, {x: xs})
+    assert got == ["Elu:0", "Relu6:0", "LeakyRelu:0", "Softplus:0", "Selu:0", "Softsign:0",
+                   "e:0", "dense/Elu:0", "dense_1/Selu:0", "dense_2/Softplus:0"]
+    np.testing.assert_allclose(got_leaky, np.where(xs > 0, xs, 0.1 * xs), rtol=1e-6)

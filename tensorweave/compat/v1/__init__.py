@@ -31,6 +31,7 @@ from ...frontend.tensor_shape import (  # noqa: F401
     dimension_at_index,
     dimension_value,
 )
+from . import activations as _activations
 from . import assertions as _assertions
 from . import layer_classes as _layer_classes
 from . import layers, losses, metrics, operation_run, summary, train  # noqa: F401
@@ -486,6 +487,7 @@ def _rnn_cell_module() -> types.ModuleType:
 
 
 nn = _graph_mode_module("nn", _nn_src, _nn_extras())
+nn.__dict__.update(_activations.v1_activations())  # tf.nn.elu is Elu, ... (TF's names)
 # TensorFlow 1's recurrent networks: tf.nn.rnn_cell.*, tf.nn.dynamic_rnn, ...
 nn.__dict__.update({k: getattr(_rnn, k) for k in _rnn.__all__ if k != "reverse_sequence"},
                    rnn_cell=_rnn_cell_module())
@@ -561,7 +563,7 @@ _IMPLEMENTATION = frozenset({"annotations", "graph", "session", "in_default_grap
                              "initializers", "partitioners", "var_scope",
                              "operation_run", "assertions", "checkpoint_utils",
                              "control_flow_v1", "moving_averages", "variable_collections",
-                             "aliases", "template"})
+                             "aliases", "template", "activations"})
 
 
 def _is_api(name: str, obj: Any) -> bool:

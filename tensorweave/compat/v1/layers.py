@@ -24,6 +24,7 @@ from ...frontend.ops import math as _math
 from ...frontend.ops import nn as _nn
 from ...frontend.ops import normalization as _norm
 from ...frontend.ops.dropout import dropout as _dropout
+from .activations import v1_activations
 from .graph import GraphKeys, get_default_graph, in_default_graph
 from .initializers import ones_initializer, zeros_initializer
 from .var_scope import get_variable, get_variable_scope, variable_scope
@@ -100,6 +101,9 @@ _ACTIVATIONS = {"linear": None, "relu": "relu", "relu6": "relu6", "elu": "elu", 
                 "silu": "swish", "gelu": "gelu", "log_softmax": "log_softmax"}
 
 
+_V1_ACTIVATIONS = v1_activations()
+
+
 def _activation(activation: Callable | str | None) -> Callable | None:
     if not isinstance(activation, str):
         return activation
@@ -110,7 +114,8 @@ def _activation(activation: Callable | str | None) -> Callable | None:
                                    f"{', '.join(sorted([*_ACTIVATIONS, 'exponential']))}",
                                    location=str(user_location()))
     name = _ACTIVATIONS[activation]
-    return None if name is None else getattr(_tw.nn, name)
+    # (named as TensorFlow's: "elu" gives dense/Elu)
+    return None if name is None else _V1_ACTIVATIONS.get(name) or getattr(_tw.nn, name)
 
 
 def _finish(y: Any, bias: Any, activation: Callable | None) -> Any:
