@@ -518,6 +518,7 @@ class Function:
                                 + (f"; not arrays: {', '.join(others)}" if others else ""))
             for i, spec in zip(tensor_idx, specs_flat):
                 if isinstance(leaves[i], TensorSpec):
+                    _check_spec_fits(leaves[i], spec, names[i], self.name)
                     continue
                 arr = leaves[i] if _is_device_arg(leaves[i]) else np.asarray(leaves[i])
                 if arr.dtype != spec.dtype.np or not spec.type.accepts(spec.dtype, arr.shape):
@@ -794,6 +795,19 @@ class Function:
     def retrace_reasons(self) -> list[str]:
         """Why each recent trace happened (``"first call"``, then what changed)."""
         return list(self._retraces.reasons)
+
+
+def _check_spec_fits(given: TensorSpec, spec: TensorSpec, name: str, fn: str) -> None:
+    """A `TensorSpec` passed where `spec` of the input signature is declared (e.g. to
+    `get_concrete_function`) must have its dtype and a shape at least as specific (a
+    None dim only where the signature has one), as in TensorFlow: the trace is the
+    signature's, and a library or dump built for it would read other buffers."""
+    shape, declared = tuple(given.shape), tuple(spec.shape)
+    if given.dtype == spec.dtype and len(shape) == len(declared) and all(
+            d is None or d == g for g, d in zip(shape, declared)):
+        return
+    raise InvalidArgumentError(f"argument '{name}' must match {spec} (the input signature), "
+                               f"got {given}", op=f"{fn}()", location=_location())
 
 
 def _leaf_names(signature: inspect.Signature, bound: inspect.BoundArguments) -> list[str]:
