@@ -517,6 +517,10 @@ def _in_key_order(value: Any, tree: Any) -> Any:
         return value
     if kind == "dict":
         return {k: _in_key_order(value[k], t) for k, t in zip(tree[1], tree[2])}
+    if nest._is_composite(value):  # (a SparseTensor: its components, rebuilt by its class)
+        cls, components = value._tw_components()
+        items = [_in_key_order(v, t) for v, t in zip(components, _children(tree))]
+        return value if all(a is b for a, b in zip(items, components)) else cls(*items)
     items = [_in_key_order(v, t) for v, t in zip(value, _children(tree))]
     if all(a is b for a, b in zip(items, value)):
         return value
@@ -902,7 +906,12 @@ def _leaf_paths(structure: Any) -> list[str]:
     out: list[str] = []
 
     def go(x: Any, path: str) -> None:
-        if isinstance(x, (tuple, list)):
+        if nest._is_composite(x):  # (a SparseTensor: one leaf per component, as flatten)
+            cls, components = x._tw_components()
+            fields = getattr(cls, "_fields", None) or [str(i) for i in range(len(components))]
+            for f, v in zip(fields, components):
+                go(v, f"{path}.{f}")
+        elif isinstance(x, (tuple, list)):
             for i, v in enumerate(x):
                 go(v, f"{path}[{i}]")
         elif isinstance(x, dict):
