@@ -156,6 +156,22 @@ class ResourceManager:
         with self._lock:
             self._resources.pop(name, None)
 
+    def reset(self) -> int:
+        """Drop every value held here (TensorFlow's ``Session.reset`` of a container): the
+        variables become uninitialized, keeping their states (compiled steps hold those:
+        they read the reset too), and the other resources are dropped, so their handle
+        ops make them anew, empty. Close queues first to wake their waiters
+        (`queues.close_all_queues`). Returns how many were reset."""
+        with self._lock:
+            states = list(self._variables.values())
+            dropped = [k for k, v in self._resources.items() if v is not None]
+            for k in dropped:
+                del self._resources[k]
+        for st in states:
+            with st.lock:
+                st.value = None
+        return len(states) + len(dropped)
+
 
 def create_graph_resources(graph: Any, resources: ResourceManager) -> None:
     """Create, in `resources`, the variables, queues and accumulators that `graph`'s handle

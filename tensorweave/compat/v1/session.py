@@ -18,7 +18,7 @@ import numpy as np
 from ...compiler import ir
 from ...compiler.pipeline import compile_graph
 from ...compiler.types import format_shape
-from ...errors import InvalidArgumentError
+from ...errors import AbortedError, InvalidArgumentError
 from ...frontend import nest
 from ...frontend.function import DEFAULT_TARGET, own_results
 from ...frontend.tensor import Tensor
@@ -65,10 +65,13 @@ class Session:
             self._cluster = Cluster(target,
                                     device_filters=list(getattr(config, "device_filters", None)
                                                         or []))
+            from .session_reset import track
+            track(self)
         self._resources = ResourceManager()
         self._steps: dict[Any, Any] = {}  # (fetches, feeds) -> compiled step
         self._lock = threading.Lock()
         self._closed = False
+        self._reset_by: str | None = None  # the target of the Session.reset that closed it
 
     # -- context management ----------------------------------------------------------
     def __enter__(self) -> Session:
@@ -101,6 +104,30 @@ class Session:
                 step.close()
         close_all_queues(self._resources)  # wake threads blocked on the session's queues
 
+    def _closed_exception(self) -> Exception:
+        if self._reset_by is not None:
+            return AbortedError(f"the session was closed by Session.reset({self._reset_by!r}): "
+                                f"make a new one")
+        return InvalidArgumentError("attempted to use a closed Session")
+
+    def _close_by_reset(self, target: str) -> None:
+        """Close the session for `Session.reset(target)`: its next run is an
+        AbortedError, as TensorFlow's."""
+        self._reset_by = target
+        self.close()
+
+    @staticmethod
+    def reset(target: str, containers: Any = None, config: Any = None) -> None:
+        """Reset the resource containers of `target`'s cluster (TensorFlow 1's
+        ``Session.reset``): on every task, variables become uninitialized and queues are
+        made anew, empty; this process's sessions on `target` are closed (their next run
+        is an AbortedError). tensorweave has no ``tf.container``, so every resource is in
+        the default container ``""``: `containers` None or holding ``""`` resets all,
+        other names nothing. A local target (``""``) has nothing to reset, as in
+        TensorFlow."""
+        from .session_reset import reset
+        reset(target, containers, config)
+
     @property
     def resources(self) -> ResourceManager:
         """Where this session keeps its variables."""
@@ -112,7 +139,7 @@ class Session:
         """Evaluate `fetches` (a tensor, op, variable, tensor name, or a list, tuple, dict
         or namedtuple of them) with `feed_dict` values substituted for tensors."""
         if self._closed:
-            raise InvalidArgumentError("attempted to use a closed Session")
+            raise self._closed_exception()
         fetches = session_fetches(fetches)  # a SparseTensor comes back as a SparseTensorValue
         leaves, tree = nest.flatten(fetches)
         # fetches computed in the graph and finished here (report_uninitialized_variables)
@@ -127,7 +154,7 @@ class Session:
         if step is None:
             with self._lock:
                 if self._closed:
-                    raise InvalidArgumentError("attempted to use a closed Session")
+                    raise self._closed_exception()
                 step = self._steps.get(key)
                 if step is None:
                     step = self._steps[key] = self._compile(values, targets, feed_values,

@@ -35,7 +35,7 @@ from . import wire
 
 SERVICE = "tensorweave.Worker"
 METHODS = ("GetStatus", "RegisterGraph", "DeregisterGraph", "RunGraph", "RecvTensor",
-           "AbortStep")
+           "AbortStep", "ResetContainers")
 TOKEN_KEY = "tw-token"
 STREAM_SUFFIX = "Stream"
 FETCH = "Fetch"

@@ -345,7 +345,8 @@ class WorkerService:
     def handlers(self) -> dict[str, rpc.Handler]:
         return {"GetStatus": self.get_status, "RegisterGraph": self.register_graph,
                 "DeregisterGraph": self.deregister_graph, "RunGraph": self.run_graph,
-                "RecvTensor": self.recv_tensor, "AbortStep": self.abort_step}
+                "RecvTensor": self.recv_tensor, "AbortStep": self.abort_step,
+                "ResetContainers": self.reset_containers}
 
     # ----------------------------------------------------------------- handlers
     def get_status(self, header: dict, tensors: list, context: Any) -> tuple[dict, list]:
@@ -408,6 +409,17 @@ class WorkerService:
                     f"node '{node.name}' is placed on {device}, which is not a device of "
                     f"{self.task_name}", **node.error_context())
             self.devices.lookup(device)  # raises, listing this task's devices
+
+    def reset_containers(self, header: dict, tensors: list, context: Any) -> tuple[dict, list]:
+        """``Session.reset``: drop the values of this task's resources in the containers
+        named (all when None). Every resource here is in the default container ``""``
+        (there is no ``tf.container``), so a list without it resets nothing."""
+        from ..queues import close_all_queues
+        containers = header.get("containers")
+        if containers is not None and "" not in containers:
+            return {"reset": 0}, []
+        close_all_queues(self.resources)
+        return {"reset": self.resources.reset()}, []
 
     def deregister_graph(self, header: dict, tensors: list, context: Any) -> tuple[dict, list]:
         with self._graphs_lock:
