@@ -164,6 +164,15 @@ _BY_NAME.update({"float": float32, "double": float64, "half": float16, "int": in
 _BY_NUMPY: dict[np.dtype, DType] = {d.np: d for d in ALL_DTYPES}
 
 
+def native_byte_order(arr: np.ndarray) -> np.ndarray:
+    """`arr` in this machine's byte order: a big-endian array (NumPy's ``'>f4'``, as read
+    from a file written elsewhere) converted by value (a copy), any other returned as
+    is. Every entry point of user arrays (constants, feeds, assignments, compiled
+    functions' arguments) calls it: kernels and native code read raw native-order
+    bytes, and `as_dtype` refuses a swapped dtype, so a missed entry fails loudly."""
+    return arr if arr.dtype.isnative else arr.astype(arr.dtype.newbyteorder("="))
+
+
 def as_dtype(value: Any) -> DType:
     """Convert a DType, IR name (``"f32"``), TensorFlow name (``"float32"``, ``"float"``),
     NumPy dtype or Python type into a `DType`."""

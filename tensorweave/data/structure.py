@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from ..compiler.dtypes import as_dtype
+from ..compiler.dtypes import as_dtype, native_byte_order
 from ..compiler.types import format_shape
 from ..errors import DTypeError, InvalidArgumentError, ShapeError
 from ..frontend import nest
@@ -83,6 +83,7 @@ def to_array(value: Any, what: str, location: str | None = None) -> np.ndarray:
     """A leaf given by the user as an array: NumPy arrays and eager tensors keep their
     dtype, Python values take TensorFlow's defaults (float32, int32)."""
     if isinstance(value, np.ndarray):
+        value = native_byte_order(value)  # ('>f4' from a file: converted by value)
         as_dtype(value.dtype)  # a dtype the project supports, else a clear error
         return value
     if isinstance(value, EagerTensor):

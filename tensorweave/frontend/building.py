@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from ..compiler.dtypes import DType, as_dtype
+from ..compiler.dtypes import DType, as_dtype, native_byte_order
 from ..compiler.ir import Graph, Value
 from ..compiler.registry import get_op
 from ..compiler.types import ResourceType, TensorType
@@ -46,7 +46,7 @@ def _plain_array(value: Any) -> np.ndarray:
         raise DTypeError("got None where a tensor, array or number is needed (did a "
                          "function forget to `return` its result?)")
     try:
-        arr = np.asarray(value)
+        arr = native_byte_order(np.asarray(value))  # (a list of '>f4' arrays)
     except (TypeError, ValueError) as e:
         why = "its nested lists differ in length" if "inhomogeneous" in str(e) else str(e)
         raise DTypeError(f"cannot convert {_describe_value(value)} to a tensor: {why}") from None
@@ -183,7 +183,7 @@ def _convert(value: Any, dtype: DType | str | None, name: str | None,
         lifted = lift(value) if lift is not None else None
         return lifted if lifted is not None else constant(value._array, name=name)
     if isinstance(value, np.ndarray) or isinstance(value, np.generic):
-        arr = np.asarray(value)
+        arr = native_byte_order(np.asarray(value))
         if dtype is not None and arr.dtype != dtype.np:
             raise DTypeError(f"expected a {dtype.ir_name} tensor, got a NumPy array of dtype "
                              f"{arr.dtype}; convert it with .astype() or tw.cast")
@@ -222,7 +222,7 @@ def constant(value: Any, dtype: DType | str | None = None, shape: Sequence[int] 
     if isinstance(value, (Tensor, EagerTensor)):
         raise TypeError("tw.constant expects a Python or NumPy value, not a tensor")
     if isinstance(value, (np.ndarray, np.generic)):
-        arr = np.asarray(value)
+        arr = native_byte_order(np.asarray(value))
         if dtype is not None:
             arr = arr.astype(dtype.np)
     else:
@@ -375,7 +375,7 @@ def convert_operands(*values: Any) -> list[Tensor | EagerTensor]:
     if source is not None:
         v = values[source]
         dtype = v.dtype if not isinstance(v, (np.ndarray, np.generic)) else \
-            as_dtype(np.asarray(v).dtype)
+            as_dtype(np.asarray(v).dtype.newbyteorder("="))  # ('>f4': converted below)
     out = []
     for i, v in enumerate(values):
         try:

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from ..compiler.dtypes import DType, as_dtype
+from ..compiler.dtypes import DType, as_dtype, native_byte_order
 from ..compiler.ir import Graph
 from ..compiler.types import TensorType, as_shape, format_shape
 from ..errors import DTypeError, InvalidArgumentError, TracingError
@@ -66,7 +66,7 @@ class TensorSpec:
     @classmethod
     def from_array(cls, value: Any, name: str | None = None) -> TensorSpec:
         arr = np.asarray(value)
-        return cls(arr.shape, as_dtype(arr.dtype), name)
+        return cls(arr.shape, as_dtype(arr.dtype.newbyteorder("=")), name)  # ('>f4': f32)
 
     @property
     def type(self) -> TensorType:
@@ -466,6 +466,8 @@ class Function:
                 leaves[i] = _device_argument(leaf, self.target, f"argument '{names[i]}'")
             elif _is_foreign(leaf):  # another library's array: viewed as NumPy, not copied
                 leaves[i] = as_numpy(leaf, f"argument '{names[i]}'", f"{self.name}()")
+            if isinstance(leaves[i], np.ndarray):  # big-endian: converted (a new array,
+                leaves[i] = native_byte_order(leaves[i])  # so no fast-path entry keeps it)
         return leaves, tree, names
 
     def _coerce_to_signature(self, bound: inspect.BoundArguments) -> None:

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from ..compiler.dtypes import DType
+from ..compiler.dtypes import DType, native_byte_order
 from ..compiler.types import TensorType, format_shape
 from ..errors import FailedPreconditionError, InvalidArgumentError, NotFoundError
 
@@ -51,8 +51,9 @@ class VariableState:
             return self.value.copy()
 
     def assign(self, value: np.ndarray) -> None:
-        """Store a copy of `value` (dtype and shape must match)."""
-        value = self._check(np.asarray(value))
+        """Store a copy of `value` (dtype and shape must match; a big-endian array is
+        converted by value)."""
+        value = self._check(native_byte_order(np.asarray(value)))
         with self.lock:
             if self.value is not None and self.value.shape == value.shape:
                 np.copyto(self.value, value)

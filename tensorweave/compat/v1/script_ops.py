@@ -30,7 +30,15 @@ from typing import Any
 
 import numpy as np
 
-from ...compiler.dtypes import DType, as_dtype, bfloat16, float16, float32, float64
+from ...compiler.dtypes import (
+    DType,
+    as_dtype,
+    bfloat16,
+    float16,
+    float32,
+    float64,
+    native_byte_order,
+)
 from ...compiler.registry import attr, def_op, not_differentiable
 from ...compiler.types import TensorType, format_shape
 from ...errors import InvalidArgumentError, ShapeError, UnknownError
@@ -109,7 +117,7 @@ def _py_func_kernel(*inputs: Any, token: str, Tout: tuple, unshaped: tuple = ())
                                    f"see {len(Tout)} values.")
     out = []
     for i, (v, t) in enumerate(zip(values, Tout)):
-        arr = np.asarray(v)
+        arr = native_byte_order(np.asarray(v))  # ('>f4': converted by value; TF reads the bytes)
         if arr.dtype != t.dtype.np:
             raise InvalidArgumentError(f"{i}-th value returned by {token} is "
                                        f"{_message_name(arr.dtype)}, but expects "
