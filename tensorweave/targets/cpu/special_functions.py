@@ -337,6 +337,8 @@ def _erfinv_body(s: _Scalar, args: list) -> ir.Value:
     tail = s.branch(s.le(ax, s.c(0.5)), lambda: _erfinv_central(s, x),
                     lambda: _erfcinv_tail(s, s.sub(s.c(1.0), ax)))
     signed = s.intrinsic("copysign", tail, x)
+    # erfinv(-0.0) is +0.0 on the reference target and in TensorFlow (ndtri((x + 1) / 2))
+    signed = s.sel(s.eq(x, s.c(0.0)), s.c(0.0), signed)
     return s.sel(s.is_nan(x), x, signed)
 
 

@@ -162,7 +162,8 @@ def _erfinv(cx, op, a):
     _erfcinv_tail(cx, f"(1.0 - {ax})", z)
     cx.w(f"{z} = float64(math.copysign({z}, {x}))")
     cx.w.depth -= 1
-    return f"({x} if math.isnan({x}) else {z})"
+    # erfinv(-0.0) is +0.0 on the reference target and in TensorFlow (ndtri((x + 1) / 2))
+    return f"({x} if math.isnan({x}) else (0.0 if {x} == 0.0 else {z}))"
 
 
 @emitter("Ndtri")
