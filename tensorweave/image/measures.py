@@ -10,7 +10,7 @@ import numpy as np
 from ..compiler.dtypes import float32
 from ..frontend.building import constant, convert_to_tensor
 from ..frontend.context import name_scope
-from ..frontend.ops.array import concat, pad, reshape, zeros_like
+from ..frontend.ops.array import concat, pad, reshape, stack, zeros_like
 from ..frontend.ops.math import abs as _abs
 from ..frontend.ops.math import (
     cast,
@@ -107,5 +107,9 @@ def sobel_edges(image: TensorLike) -> TensorLike:
         kernels = np.tile(kernels, (1, 1, int(depth), 1)).astype(x.dtype.np)
         padded = pad(x, [[0, 0], [1, 1], [1, 1], [0, 0]], mode="REFLECT")
         out = depthwise_conv2d(padded, constant(kernels), [1, 1, 1, 1], "VALID")
+        if any(d is None for d in x.shape[1:3]):
+            # height or width known only at run time (reshape wants a static shape):
+            # channel c's responses are out's channels 2c (dy) and 2c + 1 (dx)
+            return stack([out[..., 0::2], out[..., 1::2]], axis=-1)
         return reshape(out, [-1 if x.shape[0] is None else int(x.shape[0]), *[
             int(d) for d in x.shape[1:]], 2])
