@@ -7,11 +7,11 @@ from typing import Any
 
 import numpy as np
 
-from ..compiler.dtypes import DType, as_dtype
+from ..compiler.dtypes import DType, as_dtype, int32
 from ..frontend.building import constant, convert_to_tensor
 from ..frontend.context import name_scope
 from ..frontend.ops.array import identity
-from ..frontend.ops.math import cast, clip_by_value, floordiv, multiply
+from ..frontend.ops.math import cast, clip_by_value, floordiv, minimum, multiply
 from ._checks import type_error
 
 TensorLike = Any
@@ -85,4 +85,12 @@ def convert_image_dtype(image: TensorLike, dtype: Any, saturate: bool = False,
                                                     f"maximum; convert the image to float32 "
                                                     f"first")
         scaled = multiply(x, scale)
-        return saturate_cast(scaled, dtype) if saturate else cast(scaled, dtype)
+        if saturate:
+            return saturate_cast(scaled, dtype)
+        if float(src.np.type(scale)) > float(dtype.max) and dtype.np.itemsize < 4:
+            # x's dtype rounds the scale up (bfloat16: 255.5 -> 256; float16 and bfloat16:
+            # 32767.5 -> 32768), so 1.0 scales past MAX and the cast would wrap it (a white
+            # pixel 0 or -32768). TensorFlow's vectorized cast saturates there (255, 32767
+            # for images of 16 pixels or more): through int32, which holds the product
+            return cast(minimum(cast(scaled, int32), int(dtype.max)), dtype)
+        return cast(scaled, dtype)
