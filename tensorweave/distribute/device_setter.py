@@ -89,16 +89,17 @@ def replica_device_setter(ps_tasks: int = 0, ps_device: str = "/job:ps",
     worker_spec = DeviceSpec.from_string(worker_device)
 
     def device_function(node: Node) -> str | None:
+        # as TensorFlow's _ReplicaDeviceChooser: the strategy picks a task only for a
+        # variable not requested on another job (a variable pinned to /job:worker uses
+        # up no round-robin slot), and the request's fields win over the setter's
         current = DeviceSpec.from_string(node.device or "")
         if node.op in ops:
             base = ps_spec
-            if ps_spec.task is None:
+            if ps_spec.job and current.job in (None, ps_spec.job):
                 base = DeviceSpec(ps_spec.job, ps_spec.replica, int(strategy(node)),
                                   ps_spec.device_type, ps_spec.device_index)
         else:
             base = worker_spec
-        if current.job is not None and current.job != base.job:
-            return current.to_string()  # an explicit request for another job wins whole
         return base.merge(current).to_string()
 
     return device_function

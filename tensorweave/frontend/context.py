@@ -94,23 +94,26 @@ class GraphBuilder:
         return False
 
     def device_for(self, node: Node) -> str | None:
-        """The device request of a new `node`: the scopes' strings merged outside in,
-        with each device function called on the node (its answer merged over the
-        request so far, as TensorFlow merges nested device scopes)."""
+        """The device request of a new `node`, as TensorFlow applies its device stack:
+        innermost scope first, each outer string filling only the fields still unset,
+        and each device function called on the node with the request of the scopes
+        inside it (``node.device``), its answer replacing that request."""
         from ..runtime.devices import DeviceSpec
         current: str | None = None
-        # from the innermost None on: a device function it clears is not called (a
-        # strategy's state, e.g. round robin's next task, must not count such nodes)
-        cleared = [k + 1 for k, entry in enumerate(self.device_stack) if entry is None]
-        for entry in self.device_stack[cleared[-1] if cleared else 0:]:
+        for entry in reversed(self.device_stack):
+            if entry is None:
+                # clears the scopes outside it: their device functions are not called (a
+                # strategy's state, e.g. round robin's next task, must not count it)
+                break
             if callable(entry):
                 node.device = current
-                entry = entry(node)
-                if entry is None:
-                    continue
-                entry = DeviceSpec.from_string(entry).to_string()
-            current = (DeviceSpec.from_string(current).merge(entry).to_string()
-                       if current else entry)
+                answer = entry(node)
+                if answer is not None:
+                    current = DeviceSpec.from_string(answer).to_string()
+                continue
+            entry = getattr(entry, "given", entry)  # (the scope's own spec: _Request)
+            current = (DeviceSpec.from_string(entry).merge(current).to_string()
+                       if current else DeviceSpec.from_string(entry).to_string())
         return current
 
     def control_inputs(self) -> list[Node]:
@@ -184,6 +187,19 @@ def name_scope(name: str | None) -> Iterator[str]:
         b.name_scopes.pop()
 
 
+class _Request(str):
+    """A device scope's request merged with the scopes outside it (what `device` gives
+    nodes), remembering the spec the scope itself gave (`given`): `device_for` applies
+    the scopes one by one around device functions, as TensorFlow does."""
+
+    given: str
+
+    def __new__(cls, merged: str, given: str) -> _Request:
+        request = super().__new__(cls, merged)
+        request.given = given
+        return request
+
+
 @contextlib.contextmanager
 def device(spec: Any) -> Iterator[None]:
     """Request that ops created in the block run on device `spec` (e.g. ``"/cpu:0"``).
@@ -208,7 +224,7 @@ def device(spec: Any) -> Iterator[None]:
     parsed = DeviceSpec.from_string(spec)  # a bad name fails here, at the user's line
     outer = b.device
     if spec is not None and outer:
-        spec = DeviceSpec.from_string(outer).merge(parsed).to_string()
+        spec = _Request(DeviceSpec.from_string(outer).merge(parsed).to_string(), spec)
     b.device_stack.append(spec)
     try:
         yield
