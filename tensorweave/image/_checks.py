@@ -95,3 +95,14 @@ def static_float(value: Any, fn: str, arg: str) -> float:
     if arr.ndim != 0 or arr.dtype.kind not in "iuf":
         raise type_error(fn, f"`{arg}` must be a number, got {value!r}")
     return float(arr)
+
+
+def factor_bounds(fn: str, lower: Any, upper: Any) -> tuple[float, float]:
+    """A random factor's range [lower, upper) (random_contrast, random_saturation): Python
+    numbers with 0 <= lower < upper, as TensorFlow checks them."""
+    lo, hi = static_float(lower, fn, "lower"), static_float(upper, fn, "upper")
+    if hi <= lo:
+        raise value_error(fn, f"upper must be > lower, got lower={lo}, upper={hi}")
+    if lo < 0:
+        raise value_error(fn, f"lower must be non-negative, got {lo}")
+    return lo, hi

@@ -18,7 +18,7 @@ from ..frontend.ops.einsum import tensordot
 from ..frontend.ops.math import cast, divide, maximum, multiply, reduce_mean, reduce_std, subtract
 from ..frontend.ops.math import pow as _pow
 from ..frontend.ops.random import stateless_uniform, uniform
-from ._checks import at_least_3d, shape_error, static_float, type_error, value_error
+from ._checks import at_least_3d, factor_bounds, shape_error, static_float, type_error, value_error
 from .convert import convert_image_dtype
 
 TensorLike = Any
@@ -108,27 +108,18 @@ def stateless_random_brightness(image: TensorLike, max_delta: float, seed: Any) 
     return adjust_brightness(image, stateless_uniform([], seed, -max_delta, max_delta))
 
 
-def _contrast_bounds(fn: str, lower: Any, upper: Any) -> tuple[float, float]:
-    lo, hi = static_float(lower, fn, "lower"), static_float(upper, fn, "upper")
-    if hi <= lo:
-        raise value_error(fn, f"upper must be > lower, got lower={lo}, upper={hi}")
-    if lo < 0:
-        raise value_error(fn, f"lower must be non-negative, got {lo}")
-    return lo, hi
-
-
 def random_contrast(image: TensorLike, lower: float, upper: float,
                     seed: int | None = None) -> TensorLike:
     """`adjust_contrast` by a factor drawn uniformly from [lower, upper)
     (``tf.image.random_contrast``)."""
-    lo, hi = _contrast_bounds("random_contrast", lower, upper)
+    lo, hi = factor_bounds("random_contrast", lower, upper)
     return adjust_contrast(image, uniform([], lo, hi, seed=seed))
 
 
 def stateless_random_contrast(image: TensorLike, lower: float, upper: float,
                               seed: Any) -> TensorLike:
     """`random_contrast` as a pure function of `seed` (``[a, b]``)."""
-    lo, hi = _contrast_bounds("stateless_random_contrast", lower, upper)
+    lo, hi = factor_bounds("stateless_random_contrast", lower, upper)
     return adjust_contrast(image, stateless_uniform([], seed, lo, hi))
 
 

@@ -29,7 +29,7 @@ from ..frontend.ops.math import (
     where,
 )
 from ..frontend.ops.random import stateless_uniform, uniform
-from ._checks import shape_error, static_float, value_error
+from ._checks import factor_bounds, shape_error, static_float, value_error
 from .convert import convert_image_dtype
 
 TensorLike = Any
@@ -139,27 +139,18 @@ def adjust_hue(image: TensorLike, delta: Any, name: str | None = None) -> Tensor
         return _back(x, rr, gg, bb)
 
 
-def _saturation_bounds(fn: str, lower: Any, upper: Any) -> tuple[float, float]:
-    lo, hi = static_float(lower, fn, "lower"), static_float(upper, fn, "upper")
-    if hi <= lo:
-        raise value_error(fn, f"upper must be > lower, got lower={lo}, upper={hi}")
-    if lo < 0:
-        raise value_error(fn, f"lower must be non-negative, got {lo}")
-    return lo, hi
-
-
 def random_saturation(image: TensorLike, lower: float, upper: float,
                       seed: int | None = None) -> TensorLike:
     """`adjust_saturation` by a factor drawn uniformly from [lower, upper)
     (``tf.image.random_saturation``)."""
-    lo, hi = _saturation_bounds("random_saturation", lower, upper)
+    lo, hi = factor_bounds("random_saturation", lower, upper)
     return adjust_saturation(image, uniform([], lo, hi, seed=seed))
 
 
 def stateless_random_saturation(image: TensorLike, lower: float, upper: float,
                                 seed: Any) -> TensorLike:
     """`random_saturation` as a pure function of `seed` (``[a, b]``)."""
-    lo, hi = _saturation_bounds("stateless_random_saturation", lower, upper)
+    lo, hi = factor_bounds("stateless_random_saturation", lower, upper)
     return adjust_saturation(image, stateless_uniform([], seed, lo, hi))
 
 
