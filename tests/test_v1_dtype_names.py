@@ -36,7 +36,7 @@ def test_names_are_tensorflows_and_ir_names_stay():
     assert {d: d.name for d in ALL_DTYPES} == TF_NAMES
     assert {d: d.ir_name for d in ALL_DTYPES} == IR_NAMES
     for d in ALL_DTYPES:
-        assert d.tf_name == d.name and str(d) == d.ir_name
+        assert d.tf_name == d.name and str(d) == f"<dtype: '{d.name}'>"  # (TF's str)
         assert as_dtype(d.name) is d and as_dtype(d.ir_name) is d
         assert pickle.loads(pickle.dumps(d)) is d
         assert tf.as_dtype(d.name) is d

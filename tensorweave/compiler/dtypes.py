@@ -21,8 +21,9 @@ class DType:
 
     ``name`` is TensorFlow's (``'float32'``, ``'int64'``, ``'bool'``), so user code such as
     ``if x.dtype.name == 'float32':`` means what it does in TensorFlow; tensorweave's own
-    code spells dtypes with ``ir_name`` (``'f32'``), the IR's text, which ``str(dtype)``
-    also gives."""
+    code spells dtypes with ``ir_name`` (``'f32'``), the IR's text. ``str(dtype)`` is
+    TensorFlow's ``"<dtype: 'float32'>"`` (the printer, parser and cache keys use
+    ``ir_name`` explicitly)."""
 
     __slots__ = ("ir_name", "np", "kind", "bits", "name")
 
@@ -128,7 +129,7 @@ class DType:
         return f"tw.{self.tf_name}"
 
     def __str__(self) -> str:
-        return self.ir_name
+        return f"<dtype: '{self.name}'>"
 
     def __reduce__(self) -> tuple:
         return (as_dtype, (self.ir_name,))

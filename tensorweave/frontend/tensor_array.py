@@ -335,7 +335,7 @@ class TensorArray(tuple):
 
     def __repr__(self) -> str:
         shape = "?" if self.element_shape is None else list(self.element_shape)
-        return f"<tw.TensorArray dtype={self.dtype.ir_name} element_shape={shape}>"
+        return f"<tw.TensorArray dtype={self.dtype.name} element_shape={shape}>"
 
     def __getitem__(self, key: Any) -> Any:
         raise TypeError("TensorArray elements are read with .read(i), not [i]")

@@ -49,8 +49,8 @@ class LSTMStateTuple(collections.namedtuple("LSTMStateTuple", ("c", "h"))):
         """The dtype of `c` and `h` (a TypeError if they differ)."""
         c, h = self
         if c.dtype is not h.dtype:
-            raise TypeError(f"LSTMStateTuple: c and h have different dtypes {c.dtype} and "
-                            f"{h.dtype}")
+            raise TypeError(f"LSTMStateTuple: c and h have different dtypes {c.dtype.name} "
+                            f"and {h.dtype.name}")
         return c.dtype
 
 

@@ -96,7 +96,7 @@ class PartitionedVariable:
 
     def __repr__(self) -> str:
         return (f"<tf.PartitionedVariable '{self._name}' shape={list(self._shape)} "
-                f"dtype={self._dtype.ir_name} shards={len(self)}>")
+                f"dtype={self._dtype.name} shards={len(self)}>")
 
     @property
     def name(self) -> str:
