@@ -519,15 +519,19 @@ class Function:
                                 f"the call passes {len(tensor_idx)} arrays"
                                 + (f"; not arrays: {', '.join(others)}" if others else ""))
             for i, spec in zip(tensor_idx, specs_flat):
-                if isinstance(leaves[i], TensorSpec):
-                    _check_spec_fits(leaves[i], spec, names[i], self.name)
-                    continue
-                arr = leaves[i] if _is_device_arg(leaves[i]) else np.asarray(leaves[i])
-                if arr.dtype != spec.dtype.np or not spec.type.accepts(spec.dtype, arr.shape):
-                    raise InvalidArgumentError(
-                        f"argument '{names[i]}' must match {spec}, got "
-                        f"{arr.dtype}{format_shape(arr.shape)}", op=f"{self.name}()",
-                        location=_location())
+                leaf = leaves[i]
+                if isinstance(leaf, TensorSpec):
+                    # (get_concrete_function(spec): a None dim only where the signature
+                    # has one, as in TensorFlow; the trace is the signature's)
+                    fits, got = spec.type.accepts(leaf.dtype, tuple(leaf.shape)), str(leaf)
+                else:
+                    arr = leaf if _is_device_arg(leaf) else np.asarray(leaf)
+                    fits = arr.dtype == spec.dtype.np and spec.type.accepts(spec.dtype, arr.shape)
+                    got = f"{arr.dtype}{format_shape(arr.shape)}"
+                if not fits:
+                    raise InvalidArgumentError(f"argument '{names[i]}' must match {spec}, got "
+                                               f"{got}", op=f"{self.name}()",
+                                               location=_location())
             specs = list(specs_flat)
             key_specs = tuple(specs)
         else:
@@ -797,19 +801,6 @@ class Function:
     def retrace_reasons(self) -> list[str]:
         """Why each recent trace happened (``"first call"``, then what changed)."""
         return list(self._retraces.reasons)
-
-
-def _check_spec_fits(given: TensorSpec, spec: TensorSpec, name: str, fn: str) -> None:
-    """A `TensorSpec` passed where `spec` of the input signature is declared (e.g. to
-    `get_concrete_function`) must have its dtype and a shape at least as specific (a
-    None dim only where the signature has one), as in TensorFlow: the trace is the
-    signature's, and a library or dump built for it would read other buffers."""
-    shape, declared = tuple(given.shape), tuple(spec.shape)
-    if given.dtype == spec.dtype and len(shape) == len(declared) and all(
-            d is None or d == g for g, d in zip(shape, declared)):
-        return
-    raise InvalidArgumentError(f"argument '{name}' must match {spec} (the input signature), "
-                               f"got {given}", op=f"{fn}()", location=_location())
 
 
 def _leaf_names(signature: inspect.Signature, bound: inspect.BoundArguments) -> list[str]:
