@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import weakref
 from typing import Any
 
 import numpy as np
@@ -82,10 +81,6 @@ class Variable(TensorOps):
                                                                 self._shared_name)
         self._state: VariableState = self._resources.create_variable(
             self._shared_name, as_dtype(array.dtype), var_shape)
-        # the state (and its value) goes when this object does: graphs that read the
-        # variable hold the object (a trace's `variables`, the closures that use it)
-        weakref.finalize(self, self._resources.release_variable, self._shared_name,
-                         self._state)
         self._type = self._state.type
         self._state.assign(array)
         self.trainable = trainable

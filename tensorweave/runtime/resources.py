@@ -81,24 +81,18 @@ class ResourceManager:
         self._resources: dict[str, Any] = {}  # other named state: queues, ...
         self._lock = threading.Lock()
         self._counters: dict[str, int] = {}
-        # names of released variables: never given out again, so a graph that still
-        # names one finds no variable (an error), never a newer variable of that name
-        self._retired: set[str] = set()
-
-    def _taken(self, name: str) -> bool:
-        return name in self._variables or name in self._retired
 
     def unique_variable_name(self, base: str) -> str:
         """Reserve a variable name not used yet (``w``, ``w_1``, ...)."""
         with self._lock:
-            if not self._taken(base):
+            if base not in self._variables:
                 name = base
             else:
                 i = self._counters.get(base, 0)
                 while True:
                     i += 1
                     name = f"{base}_{i}"
-                    if not self._taken(name):
+                    if name not in self._variables:
                         break
                 self._counters[base] = i
             return name
@@ -127,15 +121,6 @@ class ResourceManager:
     def delete_variable(self, name: str) -> None:
         with self._lock:
             self._variables.pop(name, None)
-
-    def release_variable(self, name: str, state: VariableState) -> None:
-        """Drop `state` (registered as `name`) when nothing uses it any more (its eager
-        `tw.Variable` was garbage-collected), so its value's memory is freed; the name is
-        retired, not reused."""
-        with self._lock:
-            if self._variables.get(name) is state:
-                del self._variables[name]
-                self._retired.add(name)
 
     # -- other resources (queues, ...) ---------------------------------------------------
     def unique_resource_name(self, base: str) -> str:
