@@ -124,3 +124,23 @@ def test_a_queue_runner_error_is_raised_not_a_quiet_end(tmp_path):
                     steps += 1
     assert steps <= 2
     assert tf.train.latest_checkpoint(str(tmp_path)).endswith("-0")
+
+
+def test_should_stop_raises_the_queue_runner_error_rather_than_ending_quietly(tmp_path):
+    """The loop can see the failed runner first through ``should_stop`` (the coordinator
+    stops), not through a run: TensorFlow 1's coordinated session raises the runner's error
+    there. Before, ``should_stop`` only said True, the block ended normally and the final
+    checkpoint of the failed run was written (model.ckpt-1 here; CI saw it as a race)."""
+    import time
+
+    g, train = _failing_input_graph()
+    with g.as_default():
+        with pytest.raises(tf.errors.InvalidArgumentError, match="assert_less"):
+            with tf.train.MonitoredTrainingSession(checkpoint_dir=str(tmp_path),
+                                                   save_summaries_steps=None) as sess:
+                sess.run(train)  # global_step 1: a final save would be model.ckpt-1
+                deadline = time.monotonic() + 30
+                while not sess.should_stop():  # the runner fails on its own
+                    assert time.monotonic() < deadline, "the queue runner never failed"
+                    time.sleep(0.01)
+    assert tf.train.latest_checkpoint(str(tmp_path)).endswith("-0")

@@ -589,6 +589,11 @@ class MonitoredSession:
         return outcome
 
     def should_stop(self) -> bool:
+        """Whether the training loop should end. A queue runner's error is raised here
+        (TensorFlow 1's coordinated session does the same): the loop must not end as if
+        it had finished, which would write the final checkpoint of a failed run."""
+        if self._sess is not None:
+            self._coord.raise_requested_exception()
         return self._stop or self._coord.should_stop()
 
     def close(self, _failed: bool = False) -> None:
