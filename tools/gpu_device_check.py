@@ -19,7 +19,16 @@ device time is 15 minutes, so the run must not need a second try; the dry run ge
 1200 s, the simulator being slow). A failing or timed
 out step is recorded and the run goes on. After every step `results.json` and
 `results.md` are rewritten, so a run cut short still leaves what it measured. Each
-step's output is in `OUT/logs/STEP.log`, pytest's in `OUT/junit/STEP.xml`.
+step's output is in `logs/STEP.log`, pytest's in `junit/STEP.xml`, under a work
+directory: on the device that is outside $OUT (the device tool returns at most 8 files from
+$OUT), and both folders travel back as one archive, `OUT/logs.tar.gz`, rewritten after every
+step; with `--out` alone (tests, the dry run) the work directory is OUT itself.
+
+The run uses the image's llvmlite, numba and numba-cuda when a smoke test (a cpu and a gpu
+`tw.compile` of x * 2 + 1) passes with them; otherwise it unpacks the versions this
+project is tested with from `build/gpu_fallback/stack.tar.xz` (`--prepare-stack` makes it;
+carry ``build/gpu_fallback``) and uses those if their smoke test passes
+(`logs/stack.log` says which).
 """
 
 from __future__ import annotations
@@ -30,6 +39,8 @@ import os
 import shlex
 import subprocess
 import sys
+import tarfile
+import tempfile
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -50,6 +61,17 @@ PREPARE_WHEELS = ["pytest", "pluggy", "iniconfig", "packaging", "scikit-learn", 
 PIP_LIST = ("numba|llvmlite|numpy|scipy|torch|cupy|jax|hypothesis|pytest|networkx|grpcio|"
             "safetensors|ml.dtypes|threadpoolctl|scikit|cuda|nvidia")
 TINY_MNIST = "build/gpu_check_tiny_mnist"  # the dry run's data set (written by the run)
+FALLBACK_STACK = "build/gpu_fallback/stack.tar.xz"  # llvmlite, numba, numba-cuda (cp312)
+STACK_PACKAGES = ["llvmlite", "numba", "numba-cuda"]
+SMOKE = ("import numpy as np, tensorweave as tw, llvmlite, numba; "
+         "from numba import cuda; "
+         "print('llvmlite', llvmlite.__version__, 'numba', numba.__version__, "
+         "'cuda available', cuda.is_available()); "
+         "x = np.arange(5, dtype=np.float32); "
+         "f = lambda v: v * 2 + 1; "
+         "c = tw.compile(f)(x); g = tw.compile(f, target='gpu')(x); "
+         "assert np.array_equal(c, x * 2 + 1) and np.array_equal(g, x * 2 + 1), (c, g); "
+         "print('smoke passed')")
 OP_SUITE_SHARDS = 6  # tests/ops files run in this many pytest processes at once (16 cores)
 
 
@@ -172,13 +194,19 @@ class Result:
 
 
 class Run:
-    def __init__(self, out: Path, budget: float) -> None:
+    """Runs steps, writing `results.json`/`results.md` to `out` and each step's log (and
+    pytest's junit file) under `work`; when `work` is not `out`, both folders are archived
+    to `out/logs.tar.gz` after every step."""
+
+    def __init__(self, out: Path, budget: float, work: Path | None = None) -> None:
         self.out = out
+        self.work = work or out
         self.deadline = time.monotonic() + budget
         self.results: list[Result] = []
         self.extra_path = ""
-        (out / "logs").mkdir(parents=True, exist_ok=True)
-        (out / "junit").mkdir(parents=True, exist_ok=True)
+        out.mkdir(parents=True, exist_ok=True)
+        (self.work / "logs").mkdir(parents=True, exist_ok=True)
+        (self.work / "junit").mkdir(parents=True, exist_ok=True)
 
     def _start(self, step: Step) -> tuple[subprocess.Popen, float, float]:
         env = dict(os.environ, **step.env)
@@ -186,8 +214,8 @@ class Run:
             env["PYTHONPATH"] = env.get("PYTHONPATH", "") + os.pathsep + self.extra_path
         argv = list(step.argv)
         if step.junit:
-            argv += [f"--junitxml={self.out / 'junit' / (step.name + '.xml')}"]
-        log = open(self.out / "logs" / f"{step.name}.log", "w")  # noqa: SIM115 - closed in _finish
+            argv += [f"--junitxml={self.work / 'junit' / (step.name + '.xml')}"]
+        log = open(self.work / "logs" / f"{step.name}.log", "w")  # noqa: SIM115 - closed in _finish
         log.write(f"$ {step.command}\n")
         log.flush()
         proc = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
@@ -204,7 +232,7 @@ class Run:
             os.killpg(proc.pid, 9)  # the step's own process group (start_new_session)
             rc, status = proc.wait(), "timeout"
         proc._tw_log.close()  # type: ignore[attr-defined]
-        text = (self.out / "logs" / f"{step.name}.log").read_text(errors="replace")
+        text = (self.work / "logs" / f"{step.name}.log").read_text(errors="replace")
         self.results.append(Result(step.name, step.command, status,
                                    round(time.monotonic() - start, 1), rc, text[-1500:]))
         self.write()
@@ -238,6 +266,10 @@ class Run:
         for r in self.results:
             lines += ["", f"## {r.name}: {r.status}", "", "```", r.tail.rstrip(), "```"]
         (self.out / "results.md").write_text("\n".join(lines) + "\n")
+        if self.work != self.out:
+            with tarfile.open(self.out / "logs.tar.gz", "w:gz") as tar:
+                for folder in ("logs", "junit"):
+                    tar.add(self.work / folder, arcname=folder)
 
 
 def write_tiny_mnist(directory: Path, train: int = 32, test: int = 8) -> None:
@@ -291,6 +323,70 @@ def install_missing(out: Path) -> str:
     return str(target) if installable else ""
 
 
+def _smoke(extra_path: str) -> tuple[bool, str]:
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (str(ROOT), extra_path) if p))
+    try:
+        proc = subprocess.run([sys.executable, "-c", SMOKE], capture_output=True, text=True,
+                              timeout=90, cwd=ROOT, env=env)
+    except subprocess.TimeoutExpired:
+        return False, "the smoke test timed out (90 s)"
+    text = (proc.stdout + proc.stderr)[-3000:]
+    return proc.returncode == 0, text
+
+
+def choose_stack(work: Path) -> tuple[str, bool]:
+    """The llvmlite/numba/numba-cuda to run with, and whether its smoke test passed: ""
+    for the image's own when its smoke test passes, else the directory the fallback
+    archive was unpacked into when that one's passes (else "", and the steps fail with
+    their own messages). Written to `work/logs/stack.log`."""
+    report = work / "logs" / "stack.log"
+    ok, text = _smoke("")
+    lines = ["== the image's packages: " + ("passed" if ok else "FAILED"), text]
+    chosen = ""
+    archive = ROOT / FALLBACK_STACK
+    if not ok and archive.is_file():
+        target = Path(tempfile.gettempdir()) / "tw_gpu_stack"
+        with tarfile.open(archive) as tar:
+            tar.extractall(target, filter="data")
+        ok, text = _smoke(str(target))
+        lines += ["== the fallback " + FALLBACK_STACK + ": " + ("passed" if ok else "FAILED"),
+                  text]
+        chosen = str(target) if ok else ""
+    elif not ok:
+        lines.append(f"no {FALLBACK_STACK} carried: going on with the image's packages")
+    report.write_text("\n".join(lines) + "\n")
+    return chosen, ok
+
+
+def prepare_stack() -> int:
+    """Pack the llvmlite, numba and numba-cuda this machine runs, as cp312 manylinux
+    builds, into FALLBACK_STACK (about 42 MiB with libllvmlite stripped: the device tool
+    carries 64 MiB with the working tree)."""
+    from importlib.metadata import version
+    work = Path(tempfile.mkdtemp())
+    pins = [f"{name}=={version(name)}" for name in STACK_PACKAGES]
+    proc = subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps",
+                           "--only-binary=:all:", "--python-version", "3.12",
+                           "--implementation", "cp", "--platform", "manylinux_2_28_x86_64",
+                           "--platform", "manylinux_2_27_x86_64", "--platform",
+                           "manylinux_2_24_x86_64", "--platform", "manylinux_2_17_x86_64",
+                           "--platform", "manylinux2014_x86_64", "-d", str(work / "w"), *pins])
+    if proc.returncode:
+        return proc.returncode
+    site = work / "site"
+    for wheel in (work / "w").glob("*.whl"):
+        subprocess.run(["unzip", "-q", "-o", str(wheel), "-d", str(site)], check=True)
+    for lib in site.glob("llvmlite/binding/*.so"):
+        subprocess.run(["strip", "--strip-unneeded", str(lib)], check=False)
+    archive = ROOT / FALLBACK_STACK
+    archive.parent.mkdir(parents=True, exist_ok=True)
+    with tarfile.open(archive, "w:xz", preset=6) as tar:
+        for child in sorted(site.iterdir()):
+            tar.add(child, arcname=child.name)
+    print(f"{archive}: {', '.join(pins)}, {archive.stat().st_size / 2**20:.1f} MiB")
+    return 0
+
+
 def prepare() -> int:
     """Download the wheelhouse (on a machine with a registry, before the device call)."""
     house = ROOT / WHEELHOUSE
@@ -313,6 +409,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--plan", action="store_true", help="print the steps as JSON, run nothing")
     parser.add_argument("--prepare", action="store_true",
                         help=f"download the wheelhouse into {WHEELHOUSE}")
+    parser.add_argument("--prepare-stack", action="store_true",
+                        help=f"pack this machine's {', '.join(STACK_PACKAGES)} into "
+                             f"{FALLBACK_STACK} (the device run's fallback)")
     parser.add_argument("--budget", type=float, default=None,
                         help=f"seconds for the whole run (default {DEVICE_BUDGET_S}; "
                              f"{SIMULATE_BUDGET_S} with --simulate)")
@@ -321,6 +420,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.prepare:
         return prepare()
+    if args.prepare_stack:
+        return prepare_stack()
     steps = plan(args.simulate)
     if args.budget is None:
         args.budget = SIMULATE_BUDGET_S if args.simulate else DEVICE_BUDGET_S
@@ -334,8 +435,19 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(args.out)
     if args.simulate:
         write_tiny_mnist(ROOT / TINY_MNIST)
-    run = Run(out, args.budget)
-    run.extra_path = install_missing(out)
+    # on the device only 8 files come back from $OUT: logs go to a work directory there
+    work = out if args.simulate or "OUT" not in os.environ else \
+        Path(tempfile.mkdtemp(prefix="tw_gpu_check_"))
+    run = Run(out, args.budget, work)  # the budget counts from here, smoke tests included
+    if not args.simulate:  # the simulator needs no GPU stack to be chosen
+        started = time.monotonic()
+        stack, ok = choose_stack(work)
+        run.extra_path = stack
+        run.results.append(Result("stack", "choose_stack", "passed" if ok else "failed",
+                                  round(time.monotonic() - started, 1), None,
+                                  (work / "logs" / "stack.log").read_text()[-1500:]))
+        run.write()
+    run.extra_path = os.pathsep.join(p for p in (run.extra_path, install_missing(work)) if p)
     run.run(steps)
     failed = [r.name for r in run.results if r.status != "passed"]
     print((out / "results.md").read_text().split("\n## ")[0])

@@ -152,3 +152,50 @@ def test_missing_modules_without_a_wheelhouse_are_reported_not_fatal(tmp_path, m
     monkeypatch.setattr(mod, "OPTIONAL_WHEELS", {"json": "nothing"})
     assert mod.install_missing(tmp_path) == ""
     assert "nothing installed" in (tmp_path / "logs" / "wheels.log").read_text()
+
+
+def test_logs_come_back_as_one_archive_when_the_work_directory_is_elsewhere(tmp_path):
+    """The device tool returns at most 8 files from $OUT: the steps' logs and junit
+    files stay in a work directory and travel as `logs.tar.gz`, rewritten per step."""
+    import tarfile
+    mod = _module()
+    out, work = tmp_path / "out", tmp_path / "work"
+    run = mod.Run(out, budget=60, work=work)
+    run.run([mod.Step("ok", [sys.executable, "-c", "print('fine')"], 10),
+             mod.Step("fails", [sys.executable, "-c", "raise SystemExit(2)"], 10)])
+    assert sorted(p.name for p in out.iterdir()) == ["logs.tar.gz", "results.json",
+                                                     "results.md"]
+    with tarfile.open(out / "logs.tar.gz") as tar:
+        names = tar.getnames()
+        assert "logs/ok.log" in names and "logs/fails.log" in names
+        assert "fine" in tar.extractfile("logs/ok.log").read().decode()
+
+
+def test_the_fallback_stack_is_unpacked_only_when_the_images_smoke_test_fails(
+        tmp_path, monkeypatch):
+    import tarfile
+    mod = _module()
+    (tmp_path / "logs").mkdir()
+    tried = []
+
+    def smoke(extra_path):
+        tried.append(extra_path)
+        return (extra_path != "", f"smoke with {extra_path or 'the image'}")
+    monkeypatch.setattr(mod, "_smoke", smoke)
+    monkeypatch.setattr(mod.tempfile, "gettempdir", lambda: str(tmp_path / "tmp"))
+    monkeypatch.setattr(mod, "FALLBACK_STACK", str(tmp_path / "none.tar.xz"))
+    assert mod.choose_stack(tmp_path) == ("", False)
+    assert "no " in (tmp_path / "logs" / "stack.log").read_text()
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("VERSION = 1\n")
+    with tarfile.open(tmp_path / "stack.tar.xz", "w:xz") as tar:
+        tar.add(tmp_path / "pkg", arcname="pkg")
+    monkeypatch.setattr(mod, "FALLBACK_STACK", str(tmp_path / "stack.tar.xz"))
+    tried.clear()
+    chosen, ok = mod.choose_stack(tmp_path)
+    assert ok and tried == ["", chosen]
+    assert (Path(chosen) / "pkg" / "__init__.py").read_text() == "VERSION = 1\n"
+    log = (tmp_path / "logs" / "stack.log").read_text()
+    assert "the image's packages: FAILED" in log and "fallback" in log and "passed" in log
+    monkeypatch.setattr(mod, "_smoke", lambda extra_path: (True, "fine"))
+    assert mod.choose_stack(tmp_path) == ("", True)  # the image's own, nothing unpacked
