@@ -1,6 +1,7 @@
 """Test-suite set-up: verify the IR after every pass, and size hypothesis for 2 cores."""
 
 import os
+from collections.abc import Iterator
 
 os.environ.setdefault("TW_VERIFY", "1")
 # Functions that name no target run on the reference target here. The library's default
@@ -57,3 +58,18 @@ def _private_compile_cache(tmp_path_factory: pytest.TempPathFactory):
         os.environ.pop("TW_CACHE_DIR", None)
     else:
         os.environ["TW_CACHE_DIR"] = old
+
+
+@pytest.fixture
+def fresh_default_graph() -> Iterator[None]:
+    """A new global default graph (``tf.compat.v1``'s) before the test and again after it,
+    so no test sees another's ops, variables or collections and leaves none behind. Not
+    autouse: a file opts in with ``pytestmark = pytest.mark.usefixtures("fresh_default_graph")``
+    (a fixture that builds into the fresh graph requests it by name, to run after the reset)."""
+    # Imported here, not at the top: the conftest stays importable without loading the
+    # library (the GPU device check's bare image runs pytest before it has a numba stack).
+    from tensorweave.compat.v1 import reset_default_graph
+
+    reset_default_graph()
+    yield
+    reset_default_graph()

@@ -54,11 +54,7 @@ def f32(*xs) -> np.ndarray:
     return np.array(xs, np.float32)
 
 
-@pytest.fixture(autouse=True)
-def fresh_default_graph():
-    tf.reset_default_graph()
-    yield
-    tf.reset_default_graph()
+pytestmark = pytest.mark.usefixtures("fresh_default_graph")
 
 
 # ------------------------------------------------------------------------- eager queues

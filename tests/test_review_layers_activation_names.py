@@ -40,11 +40,7 @@ REFERENCE = {
 }
 
 
-@pytest.fixture(autouse=True)
-def fresh_default_graph():
-    tf.reset_default_graph()
-    yield
-    tf.reset_default_graph()
+pytestmark = pytest.mark.usefixtures("fresh_default_graph")
 
 
 @pytest.mark.parametrize("name", sorted(REFERENCE))

@@ -23,11 +23,7 @@ X4 = (R.randn(4, 3, 2, 5) * 2 + 1).astype(np.float32)
 X2 = (R.randn(6, 5) * 3 - 1).astype(np.float32)
 
 
-@pytest.fixture(autouse=True)
-def fresh_default_graph():
-    tf.reset_default_graph()
-    yield
-    tf.reset_default_graph()
+pytestmark = pytest.mark.usefixtures("fresh_default_graph")
 
 
 def _reference(x, axes, eps=1e-3):

@@ -14,11 +14,7 @@ import tensorweave.compat.v1 as tf
 X = np.random.RandomState(0).randn(2, 3, 7, 6).astype(np.float32)
 
 
-@pytest.fixture(autouse=True)
-def fresh_default_graph():
-    tf.reset_default_graph()
-    yield
-    tf.reset_default_graph()
+pytestmark = pytest.mark.usefixtures("fresh_default_graph")
 
 
 def _both(fn, *args, **kwargs):

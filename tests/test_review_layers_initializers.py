@@ -21,11 +21,7 @@ CONV = [3, 3, 40, 60]  # fan_in 360, fan_out 540
 MATRIX = [200, 300]
 
 
-@pytest.fixture(autouse=True)
-def fresh_default_graph():
-    tf.reset_default_graph()
-    yield
-    tf.reset_default_graph()
+pytestmark = pytest.mark.usefixtures("fresh_default_graph")
 
 
 def _sample(shape, initializer, partitioner=None, dtype=None):

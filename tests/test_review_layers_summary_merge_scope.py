@@ -22,16 +22,14 @@ from tensorweave.runtime import summary_io  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
-def fresh_default_graph():
-    tf.reset_default_graph()
+def summaries_in_scopes(fresh_default_graph):
+    """The summaries every test merges, in a fresh default graph (reset again after)."""
     with tf.name_scope("train"):
         tf.summary.scalar("acc", 1.0)
     tf.summary.scalar("lr", 0.5, family="opt")
     tf.summary.scalar("loss", 0.25, family="train")
     with tf.name_scope("ns"):
         tf.summary.scalar("x", 2.0, family="fam")
-    yield
-    tf.reset_default_graph()
 
 
 def _tags(scope: str) -> list[str] | None:
