@@ -22,11 +22,7 @@ LAB = np.array([[0.0, 1.0], [1.0, 0.0]], np.float32)
 PRED = np.array([[0.2, 0.7], [0.9, 0.3]], np.float32)
 
 
-@pytest.fixture(autouse=True)
-def fresh_default_graph():
-    tf.reset_default_graph()
-    yield
-    tf.reset_default_graph()
+pytestmark = pytest.mark.usefixtures("fresh_default_graph")
 
 
 def test_each_loss_reduces_in_its_own_name_scope():

@@ -18,11 +18,7 @@ import tensorweave.compat.v1 as tf
 KEYS = [tf.GraphKeys.GLOBAL_VARIABLES, tf.GraphKeys.TRAINABLE_VARIABLES]
 
 
-@pytest.fixture(autouse=True)
-def fresh_default_graph():
-    tf.reset_default_graph()
-    yield
-    tf.reset_default_graph()
+pytestmark = pytest.mark.usefixtures("fresh_default_graph")
 
 
 def test_a_variable_is_trainable_once():

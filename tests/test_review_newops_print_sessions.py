@@ -8,12 +8,7 @@ import pytest
 
 import tensorweave.compat.v1 as tf
 
-
-@pytest.fixture(autouse=True)
-def _fresh_graph():
-    tf.reset_default_graph()
-    yield
-    tf.reset_default_graph()
+pytestmark = pytest.mark.usefixtures("fresh_default_graph")
 
 
 @pytest.mark.parametrize("target", ["reference", "cpu"])

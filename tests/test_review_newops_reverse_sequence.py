@@ -13,12 +13,7 @@ from hypothesis import strategies as st
 import tensorweave.compat.v1 as tf
 from tensorweave.errors import InvalidArgumentError
 
-
-@pytest.fixture(autouse=True)
-def _fresh_graph():
-    tf.reset_default_graph()
-    yield
-    tf.reset_default_graph()
+pytestmark = pytest.mark.usefixtures("fresh_default_graph")
 
 
 def reference(x, lengths, seq_axis, batch_axis):

@@ -16,11 +16,7 @@ from tensorweave.errors import TracingError
 THIS = "test_review_newops_v1_variables_in_compile.py"
 
 
-@pytest.fixture(autouse=True)
-def _fresh_graph():
-    tf.reset_default_graph()
-    yield
-    tf.reset_default_graph()
+pytestmark = pytest.mark.usefixtures("fresh_default_graph")
 
 
 def test_get_variable_inside_a_compiled_function_is_a_tracing_error():
