@@ -25,11 +25,7 @@ IR_NAMES = {tw.float16: "f16", tw.bfloat16: "bf16", tw.float32: "f32", tw.float6
             tw.bool: "i1"}
 
 
-@pytest.fixture(autouse=True)
-def _fresh_graph():
-    tf.reset_default_graph()
-    yield
-    tf.reset_default_graph()
+pytestmark = pytest.mark.usefixtures("fresh_default_graph")
 
 
 def test_names_are_tensorflows_and_ir_names_stay():

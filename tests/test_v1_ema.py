@@ -10,12 +10,7 @@ import pytest
 
 import tensorweave.compat.v1 as tf
 
-
-@pytest.fixture(autouse=True)
-def fresh_default_graph():
-    tf.reset_default_graph()
-    yield
-    tf.reset_default_graph()
+pytestmark = pytest.mark.usefixtures("fresh_default_graph")
 
 
 def test_average_follows_the_recurrence_with_num_updates():

@@ -18,11 +18,7 @@ SWAPPED = [">f2", ">f4", ">f8", ">i2", ">i4", ">i8"]
 TARGETS = ["reference", "cpu"]
 
 
-@pytest.fixture(autouse=True)
-def fresh_default_graph():
-    tf.reset_default_graph()
-    yield
-    tf.reset_default_graph()
+pytestmark = pytest.mark.usefixtures("fresh_default_graph")
 
 
 def _pair(code: str, shape=(2, 3)) -> tuple[np.ndarray, np.ndarray]:

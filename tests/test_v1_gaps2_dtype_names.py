@@ -10,12 +10,7 @@ import tensorweave as tw
 import tensorweave.compat.v1 as tf
 from tensorweave.compiler.printer import print_graph
 
-
-@pytest.fixture(autouse=True)
-def fresh_default_graph():
-    tf.reset_default_graph()
-    yield
-    tf.reset_default_graph()
+pytestmark = pytest.mark.usefixtures("fresh_default_graph")
 
 
 def test_str_and_name_are_tensorflows():

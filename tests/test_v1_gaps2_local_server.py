@@ -10,12 +10,7 @@ import pytest
 import tensorweave.compat.v1 as tf
 from tensorweave.runtime.distributed.cluster import parse_address
 
-
-@pytest.fixture(autouse=True)
-def fresh_default_graph():
-    tf.reset_default_graph()
-    yield
-    tf.reset_default_graph()
+pytestmark = pytest.mark.usefixtures("fresh_default_graph")
 
 
 def test_a_local_server_runs_sessions_and_keeps_variables():

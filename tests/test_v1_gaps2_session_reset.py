@@ -21,11 +21,7 @@ from tensorweave.distribute.launch import free_ports
 TARGETS = ["reference", "cpu"]
 
 
-@pytest.fixture(autouse=True)
-def fresh_default_graph():
-    tf.reset_default_graph()
-    yield
-    tf.reset_default_graph()
+pytestmark = pytest.mark.usefixtures("fresh_default_graph")
 
 
 @pytest.fixture

@@ -18,11 +18,7 @@ import tensorweave.compat.v1 as tf
 TARGETS = ["reference", "cpu"]
 
 
-@pytest.fixture(autouse=True)
-def fresh_default_graph():
-    tf.reset_default_graph()
-    yield
-    tf.reset_default_graph()
+pytestmark = pytest.mark.usefixtures("fresh_default_graph")
 
 
 @pytest.mark.parametrize("target", TARGETS)

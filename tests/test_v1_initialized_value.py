@@ -14,12 +14,7 @@ import pytest
 import tensorweave.compat.v1 as tf
 from tensorweave.errors import FailedPreconditionError
 
-
-@pytest.fixture(autouse=True)
-def fresh_graph():
-    tf.reset_default_graph()
-    yield
-    tf.reset_default_graph()
+pytestmark = pytest.mark.usefixtures("fresh_default_graph")
 
 
 def test_cond_on_is_variable_initialized_reads_only_when_taken():

@@ -7,12 +7,7 @@ import pytest
 
 import tensorweave.compat.v1 as tf
 
-
-@pytest.fixture(autouse=True)
-def fresh_graph():
-    tf.reset_default_graph()
-    yield
-    tf.reset_default_graph()
+pytestmark = pytest.mark.usefixtures("fresh_default_graph")
 
 
 def run(fetches, feed=None):

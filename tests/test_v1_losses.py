@@ -18,11 +18,7 @@ from tensorweave.compat.v1 import losses
 R = losses.Reduction
 
 
-@pytest.fixture(autouse=True)
-def fresh_default_graph():
-    tf.reset_default_graph()
-    yield
-    tf.reset_default_graph()
+pytestmark = pytest.mark.usefixtures("fresh_default_graph")
 
 
 def reduce_np(per_element, weights, reduction):

@@ -13,12 +13,7 @@ import pytest
 import tensorweave as tw
 import tensorweave.compat.v1 as tf
 
-
-@pytest.fixture(autouse=True)
-def fresh_default_graph():
-    tf.reset_default_graph()
-    yield
-    tf.reset_default_graph()
+pytestmark = pytest.mark.usefixtures("fresh_default_graph")
 
 
 # -- Session.make_callable -------------------------------------------------------------------

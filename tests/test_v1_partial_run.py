@@ -11,12 +11,7 @@ import pytest
 import tensorweave.compat.v1 as tf
 from tensorweave.errors import InvalidArgumentError, UnimplementedError
 
-
-@pytest.fixture(autouse=True)
-def _fresh_graph():
-    tf.reset_default_graph()
-    yield
-    tf.reset_default_graph()
+pytestmark = pytest.mark.usefixtures("fresh_default_graph")
 
 
 def _graph():

@@ -26,11 +26,7 @@ from tensorweave.errors import (
 TARGETS = ["reference", "cpu"]
 
 
-@pytest.fixture(autouse=True)
-def _fresh_graph():
-    tf.reset_default_graph()
-    yield
-    tf.reset_default_graph()
+pytestmark = pytest.mark.usefixtures("fresh_default_graph")
 
 
 # -- tf.Print -------------------------------------------------------------------------------------

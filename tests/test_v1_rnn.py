@@ -18,11 +18,7 @@ from tensorweave.errors import InvalidArgumentError, UnimplementedError
 R = tf.nn.rnn_cell
 
 
-@pytest.fixture(autouse=True)
-def fresh_graph():
-    tf.reset_default_graph()
-    yield
-    tf.reset_default_graph()
+pytestmark = pytest.mark.usefixtures("fresh_default_graph")
 
 
 def fixed(shape, k):

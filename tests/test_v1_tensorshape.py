@@ -22,12 +22,7 @@ from tensorweave.errors import ShapeError
 from tensorweave.frontend import nest
 from tensorweave.frontend.tensor_shape import UnknownDimension, unknown_shape
 
-
-@pytest.fixture(autouse=True)
-def _fresh_graph():
-    tf.reset_default_graph()
-    yield
-    tf.reset_default_graph()
+pytestmark = pytest.mark.usefixtures("fresh_default_graph")
 
 
 # -- the API on its own ---------------------------------------------------------------------------
