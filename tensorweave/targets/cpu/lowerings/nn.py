@@ -1192,27 +1192,62 @@ def _conv2d_backprop_input(cx: LoweringContext) -> None:
     elif path == "gemm":
         cx.gemm(dtype, False, True, g.pixels, g.c, o, 1.0, dy, o, w, o, 0.0, dx, g.c)
     elif path == "direct":
-        taps = g.kh * g.kw
-
-        def flipped(k: ir.Value, ch: ir.Value) -> ir.Value:
-            # row k = (tap, o) of the flipped, transposed filter: w[taps - 1 - tap, ch, o]
-            tap, oo = b.udiv(k, I64(o)), b.urem(k, I64(o))
-            return _at(cx, w, _lin(cx, (b.sub(I64(taps - 1), tap), g.c * o), (ch, o), (oo, 1)))
-        filt = _pack_filter(cx, dtype, taps * o, g.c, _forward_segments(dtype, g.c)[0], flipped)
-        _run_correlation(cx, dtype, _input_grad_job(g, o), dy, filt, dx)
+        # The correlation multiplies the zero frame around dY by the filter: with an inf
+        # or NaN in the filter that gives NaN where the gradient (the reference, TF) sums
+        # only real dY positions. Such a filter takes the col2im path, which never
+        # touches a padded position (the scan costs one pass over the filter).
+        with b.if_else(_all_finite(cx, dtype, w, g.patch * o)) as (finite, not_finite):
+            with finite:
+                _input_grad_direct(cx, dtype, g, o, w, dy, dx)
+            with not_finite:
+                _input_grad_col2im(cx, dtype, g, o, w, dy, dx)
     else:
-        # col2im is a scatter-add into the zeroed dX (strided or over-padded windows
-        # overlap arbitrarily; the direct gather covers stride 1). The zero-then-add
-        # memory pattern of docs/llvm_o2_miscompile.md: tests/test_review_sums_grid.py
-        # checks this path on tiny cases at O1-O3.
-        _zero_output(cx)
-
-        def block(buf: ir.Value, p0: ir.Value, rows: ir.Value) -> None:
-            cx.gemm(dtype, False, True, rows, g.patch, o, 1.0,
-                    _at(cx, dy, b.mul(p0, I64(o))), o, w, o, 0.0, buf, g.patch)
-            _patch_rows(cx, g, dx, buf, p0, rows, scatter=True)
-        _blocks(cx, g, block)
+        _input_grad_col2im(cx, dtype, g, o, w, dy, dx)
     cx.ret_ok()
+
+
+def _all_finite(cx: LoweringContext, dtype, ptr: ir.Value, count: int) -> ir.Value:
+    """i1: no inf or NaN among `count` elements at `ptr` (v - v is 0 for a finite v and
+    NaN otherwise; the reassociable sum of those vectorizes)."""
+    b = cx.b
+    scalar = cx.scalar(dtype)
+    acc = cx.alloca(scalar, name="nonfinite")
+    b.store(ir.Constant(scalar, 0.0), acc)
+    with cx.loop(0, count, name="i") as i:
+        v = b.load(_at(cx, ptr, i))
+        b.store(b.fadd(b.load(acc), b.fsub(v, v), flags=REDUCE_FLAGS), acc)
+    total = b.load(acc)
+    return b.fcmp_ordered("==", total, total)
+
+
+def _input_grad_direct(cx: LoweringContext, dtype, g: Window, o: int, w: ir.Value,
+                       dy: ir.Value, dx: ir.Value) -> None:
+    """Stride-1 dX: the correlation of zero-padded dY with the flipped, transposed filter."""
+    b = cx.b
+    taps = g.kh * g.kw
+
+    def flipped(k: ir.Value, ch: ir.Value) -> ir.Value:
+        # row k = (tap, o) of the flipped, transposed filter: w[taps - 1 - tap, ch, o]
+        tap, oo = b.udiv(k, I64(o)), b.urem(k, I64(o))
+        return _at(cx, w, _lin(cx, (b.sub(I64(taps - 1), tap), g.c * o), (ch, o), (oo, 1)))
+    filt = _pack_filter(cx, dtype, taps * o, g.c, _forward_segments(dtype, g.c)[0], flipped)
+    _run_correlation(cx, dtype, _input_grad_job(g, o), dy, filt, dx)
+
+
+def _input_grad_col2im(cx: LoweringContext, dtype, g: Window, o: int, w: ir.Value,
+                       dy: ir.Value, dx: ir.Value) -> None:
+    """dX = col2im(dY @ W^T): each block of patch gradients scattered (added) into the
+    zeroed dX (strided or over-padded windows overlap arbitrarily). The zero-then-add
+    memory pattern of docs/llvm_o2_miscompile.md: tests/test_review_sums_grid.py checks
+    this path on tiny cases at O1-O3."""
+    b = cx.b
+    _zero_output(cx)
+
+    def block(buf: ir.Value, p0: ir.Value, rows: ir.Value) -> None:
+        cx.gemm(dtype, False, True, rows, g.patch, o, 1.0,
+                _at(cx, dy, b.mul(p0, I64(o))), o, w, o, 0.0, buf, g.patch)
+        _patch_rows(cx, g, dx, buf, p0, rows, scatter=True)
+    _blocks(cx, g, block)
 
 
 # ------------------------------------------------------------------------ pooling
