@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import weakref
 from typing import Any
 
 import numpy as np
@@ -81,6 +82,13 @@ class Variable(TensorOps):
                                                                 self._shared_name)
         self._state: VariableState = self._resources.create_variable(
             self._shared_name, as_dtype(array.dtype), var_shape)
+        # the state (and its value) goes when this object does: graphs that use the
+        # variable hold this object (a trace's `variables`, an optimizer's slots). The
+        # finalizer may run inside any garbage collection, even one under the manager's
+        # lock: schedule_release only queues (never takes the lock)
+        release = weakref.finalize(self, self._resources.schedule_release,
+                                   self._shared_name, self._state)
+        release.atexit = False  # (nothing to free at exit)
         self._type = self._state.type
         self._state.assign(array)
         self.trainable = trainable

@@ -3,12 +3,19 @@
 A `VariableState` owns one buffer. Updates happen in place under a lock so a reader never
 sees a torn buffer; `read` returns a copy so a value handed to a user or a kernel never
 changes behind its back.
+
+An eager `tw.Variable`'s state is released when the variable is garbage-collected (see
+`ResourceManager.schedule_release`): its finalizer only queues the release, and the
+manager drains the queue the next time it takes its lock, because a finalizer can run
+inside a collection anywhere, even inside `create_variable` on a thread holding the lock.
 """
 
 from __future__ import annotations
 
+import contextlib
 import threading
-from collections.abc import Callable
+from collections import deque
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -81,18 +88,75 @@ class ResourceManager:
         self._resources: dict[str, Any] = {}  # other named state: queues, ...
         self._lock = threading.Lock()
         self._counters: dict[str, int] = {}
+        # names of released variables: never given out again, so a graph that still
+        # names one finds no variable (an error), never a newer variable of that name
+        self._retired: set[str] = set()
+        # (name, state) of variables whose tw.Variable was collected, waiting to be
+        # dropped. Filled by finalizers, which may run in a collection on a thread that
+        # holds `_lock` (inside create_variable): they only append (atomic, never waits);
+        # whoever takes `_lock` next drains it (`_drain_released`)
+        self._released: deque[tuple[str, VariableState]] = deque()
 
-    def unique_variable_name(self, base: str) -> str:
-        """Reserve a variable name not used yet (``w``, ``w_1``, ...)."""
+    # -- releasing collected variables --------------------------------------------------
+    def schedule_release(self, name: str, state: VariableState) -> None:
+        """Drop `state` (registered as `name`): its eager `tw.Variable` was collected, so
+        nothing uses it (compiled functions hold the variables they trace). Safe from a
+        finalizer on any thread, even one inside this manager's lock: it never takes the
+        lock, it queues the release for the next call that does."""
+        self._released.append((name, state))
+
+    def _drain_released(self) -> list[VariableState]:
+        """Drop the states queued by `schedule_release` and retire their names (call
+        under `_lock`). Returns the dropped states: the caller lets them go after
+        releasing the lock, so whatever their collection runs (a device mirror's
+        finalizer) runs outside it."""
+        dropped = []
+        while True:
+            try:  # (a finalizer may append meanwhile: popleft is atomic)
+                name, state = self._released.popleft()
+            except IndexError:
+                return dropped
+            if self._variables.get(name) is state:  # (not a newer state of that name)
+                del self._variables[name]
+                self._retired.add(name)
+            dropped.append(state)
+
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[None]:
+        """Hold `_lock`, the released variables drained first (every locked method takes
+        the lock this way, so a queued release waits at most for the next one)."""
         with self._lock:
-            if base not in self._variables:
+            dropped = self._drain_released()
+            yield
+        del dropped  # (after the lock is released)
+
+    def _drain_released_if_free(self) -> None:
+        """`_drain_released` for the lock-free lookups: only if the lock is free now
+        (a lookup never waits for it; a busy lock's holder drains instead)."""
+        if not self._released or not self._lock.acquire(blocking=False):
+            return
+        try:
+            dropped = self._drain_released()
+        finally:
+            self._lock.release()
+        del dropped  # (after the lock is released)
+
+    def _taken(self, name: str) -> bool:
+        return name in self._variables or name in self._retired
+
+    # -- variables ------------------------------------------------------------------------
+    def unique_variable_name(self, base: str) -> str:
+        """Reserve a variable name not used yet, nor by a released variable (``w``,
+        ``w_1``, ...)."""
+        with self._locked():
+            if not self._taken(base):
                 name = base
             else:
                 i = self._counters.get(base, 0)
                 while True:
                     i += 1
                     name = f"{base}_{i}"
-                    if name not in self._variables:
+                    if not self._taken(name):
                         break
                 self._counters[base] = i
             return name
@@ -100,7 +164,7 @@ class ResourceManager:
     def create_variable(self, name: str, dtype: DType, shape: tuple,
                         exist_ok: bool = False) -> VariableState:
         """Create the state of a variable (uninitialized until assigned)."""
-        with self._lock:
+        with self._locked():
             if name in self._variables:
                 if exist_ok:
                     return self._variables[name]
@@ -110,22 +174,28 @@ class ResourceManager:
             return state
 
     def variable(self, name: str) -> VariableState:
+        """The state of the variable named `name` (NotFoundError if there is none)."""
+        self._drain_released_if_free()
         try:
             return self._variables[name]
         except KeyError:
             raise NotFoundError(f"no variable named '{name}' exists in this runtime") from None
 
     def variables(self) -> dict[str, VariableState]:
+        """Every variable's state, by name (released ones dropped first when the lock is
+        free)."""
+        self._drain_released_if_free()
         return dict(self._variables)
 
     def delete_variable(self, name: str) -> None:
-        with self._lock:
+        """Forget the variable named `name` (its name may be used again)."""
+        with self._locked():
             self._variables.pop(name, None)
 
     # -- other resources (queues, ...) ---------------------------------------------------
     def unique_resource_name(self, base: str) -> str:
         """Reserve a name for a non-variable resource (``q``, ``q_1``, ...)."""
-        with self._lock:
+        with self._locked():
             name, i = base, 0
             while name in self._resources or name in self._variables:
                 i += 1
@@ -136,7 +206,7 @@ class ResourceManager:
     def get_or_create(self, name: str, factory: Callable[[], Any]) -> Any:
         """The resource named `name`, made by ``factory()`` if it does not exist yet (the
         factory runs under the manager's lock, so concurrent steps create it once)."""
-        with self._lock:
+        with self._locked():
             res = self._resources.get(name)
             if res is None:
                 res = self._resources[name] = factory()
@@ -154,7 +224,7 @@ class ResourceManager:
         return {k: v for k, v in self._resources.items() if v is not None}
 
     def delete_resource(self, name: str) -> None:
-        with self._lock:
+        with self._locked():
             self._resources.pop(name, None)
 
     def reset(self) -> int:
@@ -163,7 +233,7 @@ class ResourceManager:
         they read the reset too), and the other resources are dropped, so their handle
         ops make them anew, empty. Close queues first to wake their waiters
         (`queues.close_all_queues`). Returns how many were reset."""
-        with self._lock:
+        with self._locked():
             states = list(self._variables.values())
             dropped = [k for k, v in self._resources.items() if v is not None]
             for k in dropped:
