@@ -20,6 +20,7 @@ from .compiler.dtypes import (
                               int16,
                               int32,
                               int64,
+                              string,
                               uint8,
 )
 from .frontend.autodiff import grad, gradients, stop_gradient, value_and_grad
@@ -55,6 +56,7 @@ from . import (  # noqa: E402, F401
     debugging,
     experimental,
     image,
+    io,
     linalg,
     math,
     nn,
@@ -81,7 +83,7 @@ def __getattr__(name: str):  # noqa: ANN202
 
 
 __all__ = ["errors", "DType", "as_dtype", "bfloat16", "bool", "bool_", "float16", "float32",
-           "float64", "half", "double", "int8", "int16", "int32", "int64", "uint8", "constant",
+           "float64", "half", "double", "int8", "int16", "int32", "int64", "uint8", "string", "constant",
            "convert_to_tensor", "colocate_with", "control_dependencies", "device", "name_scope",
            "ConcreteFunction", "Function", "TensorSpec", "compile", "EagerTensor", "Tensor",
            "Variable", "IndexedSlices", "Module", "group", "no_op", "grad", "gradients", "stop_gradient",
@@ -90,7 +92,7 @@ __all__ = ["errors", "DType", "as_dtype", "bfloat16", "bool", "bool_", "float16"
            "GradientTape", "UnconnectedGradients", "custom_gradient", "map_fn", "vectorized_map",
            "vmap", "TensorArray", "TensorShape", "print",
            "nn", "optimizers", "profiler", "random", "train", "config", "debugging", "math", "queue",
-           "summary", "bitwise", "experimental", "data", "image", "sparse",
+           "summary", "bitwise", "experimental", "data", "image", "io", "sparse",
            "linalg", "compat", "distribute", *_ops_all]  # noqa: F405 (compat, distribute: __getattr__)
 
 

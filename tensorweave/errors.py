@@ -139,6 +139,14 @@ class DataLossError(OpError):
     """Stored data (checkpoint, cache entry) is truncated or corrupt."""
 
 
+class AlreadyExistsError(OpError):
+    """What an op would create exists already (``tw.io.gfile.rename`` onto a file)."""
+
+
+class PermissionDeniedError(OpError):
+    """The process may not do what the op asks (read a file it has no right to)."""
+
+
 class RetracingWarning(UserWarning):
     """A `tw.compile` function keeps tracing (and compiling) again: the message names the
     argument that changed and how to avoid it."""

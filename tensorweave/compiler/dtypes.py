@@ -30,7 +30,7 @@ class DType:
     def __init__(self, ir_name: str, np_dtype: Any, kind: str, bits: int, name: str) -> None:
         self.ir_name = ir_name
         self.np = np.dtype(np_dtype)
-        self.kind = kind  # 'float', 'int', 'uint' or 'bool'
+        self.kind = kind  # 'float', 'int', 'uint', 'bool' or 'string'
         self.bits = bits
         self.name = name
 
@@ -81,6 +81,11 @@ class DType:
     def is_unsigned(self) -> bool:
         return self.kind == "uint"
 
+    @property
+    def is_string(self) -> bool:
+        """Whether this is `string`: byte strings, held on the host only."""
+        return self.kind == "string"
+
     is_complex = False
     is_quantized = False
     is_numpy_compatible = True
@@ -96,7 +101,7 @@ class DType:
         return self._limit("maximum", lambda info: info.max)
 
     def _limit(self, what: str, pick: Any) -> Any:
-        if self.is_bool:
+        if self.is_bool or self.is_string:
             raise TypeError(f"Cannot find {what} value of {self!r}.")
         if self.is_floating:
             return self.np.type(pick(ml_dtypes.finfo(self.np)))
@@ -145,10 +150,15 @@ int32 = DType("i32", np.int32, "int", 32, "int32")
 int64 = DType("i64", np.int64, "int", 64, "int64")
 uint8 = DType("u8", np.uint8, "uint", 8, "uint8")
 bool_ = DType("i1", np.bool_, "bool", 1, "bool")
+# Byte strings (TensorFlow's tf.string): NumPy object arrays of `bytes`, host values only.
+# Not in ALL_DTYPES: no numeric op takes them, no code generator sees them (the cpu step
+# planner and the gpu target refuse them); the ops that take or give strings
+# (tensorweave/io) have reference kernels only, so they run on the host.
+string = DType("string", np.object_, "string", 0, "string")
 
 # TensorFlow's types.proto numbers
 _DATATYPE_ENUM = {"float32": 1, "float64": 2, "int32": 3, "uint8": 4, "int16": 5, "int8": 6,
-                  "int64": 9, "bool": 10, "bfloat16": 14, "float16": 19}
+                  "int64": 9, "bool": 10, "bfloat16": 14, "float16": 19, "string": 7}
 
 ALL_DTYPES: tuple[DType, ...] = (float16, bfloat16, float32, float64, int8, int16, int32,
                                  int64, uint8, bool_)
@@ -157,12 +167,39 @@ INT_DTYPES = tuple(d for d in ALL_DTYPES if d.is_integer)
 NUMERIC_DTYPES = FLOAT_DTYPES + INT_DTYPES
 
 _BY_NAME: dict[str, DType] = {}
-for _d in ALL_DTYPES:
+for _d in (*ALL_DTYPES, string):
     _BY_NAME[_d.ir_name] = _d
     _BY_NAME[_d.name] = _d
 _BY_NAME.update({"float": float32, "double": float64, "half": float16, "int": int32,
                  "bool": bool_, "i1": bool_})
-_BY_NUMPY: dict[np.dtype, DType] = {d.np: d for d in ALL_DTYPES}
+_BY_NUMPY: dict[np.dtype, DType] = {d.np: d for d in (*ALL_DTYPES, string)}
+
+
+def string_array(arr: np.ndarray) -> np.ndarray:
+    """`arr`, an array of text, as tensorweave holds strings: an object array of `bytes`
+    (NumPy ``'S'``/``'U'`` arrays converted, `str` elements UTF-8 encoded, as TensorFlow
+    encodes them). An object array holding anything else is a `DTypeError`."""
+    if arr.dtype.kind in "SU":
+        out = arr.astype(object)
+    else:
+        out = arr
+    flat = out.reshape(-1)
+    if all(type(x) is bytes for x in flat):
+        return out
+    if out is arr:
+        out = arr.copy()
+        flat = out.reshape(-1)
+    for i, x in enumerate(flat):
+        if isinstance(x, str):
+            flat[i] = x.encode("utf-8")
+        elif isinstance(x, (bytes, np.bytes_)):
+            flat[i] = bytes(x)
+        else:
+            where = [int(k) for k in np.unravel_index(i, arr.shape)] if arr.ndim else []
+            raise DTypeError(f"an object array is a string tensor only when every element is "
+                             f"bytes or str; element {where} is the "
+                             f"{type(x).__name__} {x!r}")
+    return out
 
 
 def native_byte_order(arr: np.ndarray) -> np.ndarray:
@@ -170,7 +207,10 @@ def native_byte_order(arr: np.ndarray) -> np.ndarray:
     from a file written elsewhere) converted by value (a copy), any other returned as
     is. Every entry point of user arrays (constants, feeds, assignments, compiled
     functions' arguments) calls it: kernels and native code read raw native-order
-    bytes, and `as_dtype` refuses a swapped dtype, so a missed entry fails loudly."""
+    bytes, and `as_dtype` refuses a swapped dtype, so a missed entry fails loudly.
+    Arrays of text (object, ``'S'``, ``'U'``) come back as `string_array` makes them."""
+    if arr.dtype.kind in "OSU":
+        return string_array(arr)
     return arr if arr.dtype.isnative else arr.astype(arr.dtype.newbyteorder("="))
 
 
@@ -195,6 +235,8 @@ def as_dtype(value: Any) -> DType:
         npd = np.dtype(value)
     except TypeError:
         raise DTypeError(f"cannot interpret {value!r} as a dtype") from None
+    if npd.kind in "SU":  # (TensorFlow's: NumPy bytes and str arrays are string tensors)
+        return string
     try:
         return _BY_NUMPY[npd]
     except KeyError:

@@ -34,14 +34,14 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from ..errors import ParseError, TensorWeaveError, VerificationError
-from .dtypes import ALL_DTYPES, DType, uint8
+from .dtypes import ALL_DTYPES, DType, string, uint8
 from .ir import Graph, Node, SourceLoc, Value
 from .printer import float_text_bits, format_type, uint_view
 from .registry import OpDef, get_op
 from .types import ResourceType, TensorType, Type
 from .verifier import verify
 
-_ELEMENT_TYPES: dict[str, DType] = {d.ir_name: d for d in ALL_DTYPES}
+_ELEMENT_TYPES: dict[str, DType] = {d.ir_name: d for d in (*ALL_DTYPES, string)}
 _ELEMENT_TYPES["ui8"] = uint8  # MLIR's spelling; plain "u8" is accepted too
 _UINT_BY_SIZE = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
 
@@ -989,7 +989,7 @@ class _Parser:
 
     def literal(self) -> _Lit:
         start = self.tok
-        if self.at_ident("true", "false"):
+        if self.at_ident("true", "false") or self.at("string"):  # (a string: tensor<string>)
             return _Lit(self.advance(), False, start)
         negative = self.accept("-") is not None
         if self.tok.kind not in ("int", "float", "hex"):
@@ -999,6 +999,8 @@ class _Parser:
     def build_dense(self, body: Any, t: TensorType, tok: Token) -> np.ndarray:
         dtype, shape = t.dtype, t.shape
         size = math.prod(shape)
+        if dtype.is_string:
+            return self.build_strings(body, t, tok)
         uint = _UINT_BY_SIZE[dtype.np.itemsize]
         if body is None:
             if size:
@@ -1013,13 +1015,40 @@ class _Parser:
         self.flatten_dense(body, t, 0, flat)
         return np.array(flat, dtype=uint).view(dtype.np).reshape(shape)
 
+    def build_strings(self, body: Any, t: TensorType, tok: Token) -> np.ndarray:
+        """A string tensor from ``dense<"text">`` (a splat), nested lists of quoted strings,
+        or ``dense<>``; surrogate escapes become the bytes they stand for
+        (`printer._string_body`)."""
+        size = math.prod(t.shape)
+        out = np.empty(t.shape, object)
+        if body is None:
+            if size:
+                raise self.error(f"dense<> is empty but {t.mlir()} has {size} elements", tok)
+            return out
+        if isinstance(body, Token):
+            body = _Lit(body, False, body)
+        if isinstance(body, _Lit):
+            out.reshape(-1)[:] = [self.string_element(body)] * size
+            return out
+        flat: list[Any] = []
+        self.flatten_dense(body, t, 0, flat)
+        out.reshape(-1)[:] = flat
+        return out
+
+    def string_element(self, lit: _Lit) -> bytes:
+        if lit.token.kind != "string":
+            raise self.error(f"expected a quoted string, found {_describe(lit.token)}",
+                             lit.start)
+        return lit.token.value.encode("utf-8", "surrogateescape")
+
     def flatten_dense(self, node: _Lit | _ListLit, t: TensorType, depth: int, out: list[int]) -> None:
         """Check that nested lists match the shape; append each element's bits."""
         if depth == t.rank:
             if not isinstance(node, _Lit):
                 raise self.error(f"dense literal nests deeper than the rank {t.rank} of {t.mlir()}",
                                  node.open)
-            out.append(self.element_bits(node, t.dtype))
+            out.append(self.string_element(node) if t.dtype.is_string
+                       else self.element_bits(node, t.dtype))
             return
         if isinstance(node, _Lit):
             raise self.error(f"expected a list of {t.shape[depth]} elements here for {t.mlir()}",
@@ -1056,6 +1085,8 @@ class _Parser:
     def element_bits(self, lit: _Lit, dtype: DType) -> int:
         """The bit pattern (as an unsigned int) of one literal of element type `dtype`."""
         tok, width = lit.token, dtype.np.itemsize * 8
+        if tok.kind == "string":
+            raise self.error(f"a {dtype.ir_name} element is a number, not a string", lit.start)
         if tok.kind == "ident":
             if not dtype.is_bool:
                 raise self.error(f"{tok.text} is not a {dtype.ir_name} value", lit.start)

@@ -237,6 +237,8 @@ def format_dense(value: np.ndarray) -> str:
 def _dense_body(arr: np.ndarray, dtype: DType) -> str:
     if arr.size == 0:
         return ""
+    if dtype.is_string:
+        return _string_body(arr)
     flat = np.ascontiguousarray(arr).reshape(-1)
     bits = uint_view(flat)
     if bool((bits == bits[0]).all()):
@@ -246,6 +248,16 @@ def _dense_body(arr: np.ndarray, dtype: DType) -> str:
     if sys.byteorder == "big":
         flat = flat.byteswap()
     return '"0x' + flat.tobytes().hex().upper() + '"'
+
+
+def _string_body(arr: np.ndarray) -> str:
+    """A string tensor's elements as quoted literals (a splat when all are equal). Bytes
+    that are not UTF-8 travel as surrogate escapes (``\\ED\\B3\\BF`` for a byte 0xFF),
+    which the parser turns back into the same bytes."""
+    items = [quote_string(b.decode("utf-8", "surrogateescape")) for b in arr.reshape(-1)]
+    if all(x == items[0] for x in items):
+        return items[0]
+    return _nest(items, arr.shape)
 
 
 def _dense_array(element: str, items: Sequence[str]) -> str:
@@ -544,9 +556,14 @@ def _canonical(x: Any) -> Any:
             raise Unfingerprintable(repr(x))
         return ("np", x.dtype.str, x.tobytes().hex())
     if isinstance(x, np.ndarray):
-        if x.dtype.hasobject:
-            raise Unfingerprintable("an object array")
         import hashlib
+        if x.dtype.hasobject:
+            if not all(type(b) is bytes for b in x.reshape(-1)):
+                raise Unfingerprintable("an object array")
+            digest = hashlib.sha256()  # (a string tensor: each element's length, then bytes)
+            for b in x.reshape(-1):
+                digest.update(len(b).to_bytes(8, "little") + b)
+            return ("strings", x.shape, digest.hexdigest())
         data = np.ascontiguousarray(x)
         return ("nd", x.dtype.str, x.shape, hashlib.sha256(data).hexdigest())
     if isinstance(x, DType):

@@ -19,9 +19,10 @@ from .dataset import (
     Dataset,
     DatasetIterator,
 )
+from .file_sources import TextLineDataset, TFRecordDataset
 
 __all__ = ["AUTOTUNE", "INFINITE_CARDINALITY", "UNKNOWN_CARDINALITY", "Dataset",
-           "DatasetIterator", "experimental"]
+           "DatasetIterator", "TFRecordDataset", "TextLineDataset", "experimental"]
 
 
 def __dir__() -> list[str]:

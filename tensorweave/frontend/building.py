@@ -40,17 +40,23 @@ def _describe_value(value: Any) -> str:
 
 def _plain_array(value: Any) -> np.ndarray:
     """`value` (a Python scalar or nested list) as a NumPy array, refusing what would only
-    become a tensor by accident: None (NaN once cast to float), strings, objects,
-    ragged lists and complex numbers."""
+    become a tensor by accident: None (NaN once cast to float), objects, ragged lists,
+    strings mixed with numbers and complex numbers. str and bytes make a string tensor."""
     if value is None:
         raise DTypeError("got None where a tensor, array or number is needed (did a "
                          "function forget to `return` its result?)")
+    if _contains_text(value):
+        return _text_array(value)
     try:
-        arr = native_byte_order(np.asarray(value))  # (a list of '>f4' arrays)
+        arr = np.asarray(value)
     except (TypeError, ValueError) as e:
         why = "its nested lists differ in length" if "inhomogeneous" in str(e) else str(e)
         raise DTypeError(f"cannot convert {_describe_value(value)} to a tensor: {why}") from None
-    if arr.dtype == object:
+    if arr.dtype != object:
+        arr = native_byte_order(arr)  # (a list of '>f4' arrays; a NumPy array of text)
+    elif all(isinstance(x, (bytes, str)) for x in arr.reshape(-1)):
+        arr = native_byte_order(arr)  # (a list of object arrays of text)
+    else:
         if _contains_none(value):
             why = "it contains None"
         elif _contains_big_int(value):
@@ -64,6 +70,40 @@ def _plain_array(value: Any) -> np.ndarray:
         raise DTypeError(f"cannot convert {_describe_value(value)} to a tensor: its NumPy "
                          f"dtype {arr.dtype} has no tensorweave dtype") from None
     return arr
+
+
+def _contains_text(value: Any) -> bool:
+    """Whether a Python value (scalar or nested list) holds a str or bytes."""
+    if isinstance(value, (str, bytes)):
+        return True
+    if isinstance(value, (list, tuple)):
+        return any(_contains_text(v) for v in value)
+    return False
+
+
+def _text_array(value: Any) -> np.ndarray:
+    """A Python str/bytes or nested list of them as a string tensor's array. Built as an
+    object array directly: NumPy's ``'S'`` arrays drop trailing NUL bytes."""
+    def check(v: Any) -> None:
+        if isinstance(v, (list, tuple)):
+            for x in v:
+                check(x)
+        elif not isinstance(v, (str, bytes)):
+            raise DTypeError(f"cannot convert {_describe_value(value)} to a tensor: it mixes "
+                             f"strings with {_describe_value(v)}")
+    check(value)
+    if isinstance(value, (str, bytes)):
+        arr = np.empty((), object)
+        arr[()] = value
+    else:
+        try:
+            arr = np.array(value, dtype=object)
+        except ValueError:
+            arr = None
+        if arr is None or any(isinstance(x, (list, tuple)) for x in arr.reshape(-1)):
+            raise DTypeError(f"cannot convert {_describe_value(value)} to a tensor: its "
+                             f"nested lists differ in length")
+    return native_byte_order(arr)  # (str elements encoded as UTF-8)
 
 
 def _contains_none(value: Any) -> bool:
@@ -87,6 +127,13 @@ def python_array(value: Any, dtype: DType | None) -> np.ndarray:
     `dtype`, only if the value converts exactly (no fraction dropped, no overflow, no
     number turned into a bool)."""
     arr = _plain_array(value)
+    if dtype is not None and (arr.dtype == object) != dtype.is_string:
+        # (never parsed or printed: TensorFlow refuses both ways)
+        raise DTypeError(f"expected a value of dtype {dtype.name}, got "
+                         f"{_describe_value(value)}: strings and numbers do not convert "
+                         f"into each other")
+    if dtype is not None and dtype.is_string:
+        return arr
     if dtype is not None:
         target = dtype.np
         got = _describe_value(value)
@@ -223,6 +270,10 @@ def constant(value: Any, dtype: DType | str | None = None, shape: Sequence[int] 
         raise TypeError("tw.constant expects a Python or NumPy value, not a tensor")
     if isinstance(value, (np.ndarray, np.generic)):
         arr = native_byte_order(np.asarray(value))
+        if dtype is not None and (arr.dtype == object) != dtype.is_string:
+            raise _in_context(DTypeError(f"expected a value of dtype {dtype.name}, got "
+                                         f"{_describe_value(arr)}: strings and numbers do "
+                                         f"not convert into each other"))
         if dtype is not None:
             arr = arr.astype(dtype.np)
     else:

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from ..compiler.dtypes import DType, as_dtype
+from ..compiler.dtypes import DType, as_dtype, string_array
 from ..compiler.ir import Node, Value
 from ..compiler.types import TensorType, format_shape
 from ..errors import TracingError
@@ -273,6 +273,8 @@ class EagerTensor(TensorOps):
 
     def __init__(self, array: np.ndarray) -> None:
         arr = np.asarray(array)
+        if arr.dtype.kind in "OSU":
+            arr = string_array(arr)  # (a string tensor holds bytes objects)
         as_dtype(arr.dtype)  # reject unsupported dtypes early
         if arr.flags.writeable:
             arr = arr.copy()
@@ -301,7 +303,10 @@ class EagerTensor(TensorOps):
         return TensorType(self.dtype, self.shape)
 
     def numpy(self) -> np.ndarray:
-        """The value as a (writeable) NumPy array."""
+        """The value as a (writeable) NumPy array; a string scalar as `bytes`, as
+        TensorFlow's."""
+        if self._array.dtype == object and self._array.ndim == 0:
+            return self._array[()]
         return self._array.copy()
 
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:

@@ -163,6 +163,8 @@ def _tensor(v: Value) -> TensorType:
         raise Ineligible(f"{v.name} has type {t}, not a tensor of known shape")
     if not np.dtype(t.dtype.np).isnative:
         raise Ineligible(f"{v.name}: non-native byte order")
+    if t.dtype.is_string:  # (host values: their ops run their reference kernels)
+        raise Ineligible(f"{v.name} is a string tensor, which native code does not hold")
     return t
 
 
