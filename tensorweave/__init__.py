@@ -75,8 +75,8 @@ __version__ = "0.1.0"
 def __getattr__(name: str):  # noqa: ANN202
     # tw.distribute is imported on first use: it brings in gRPC (~0.1 s). So is tw.compat
     # (TensorFlow 1's API): it wraps every op function of this module, so it can only be
-    # built once this module is complete.
-    if name in ("distribute", "compat"):
+    # built once this module is complete. So is tw.keras (Keras' API, ~0.1 s).
+    if name in ("distribute", "compat", "keras"):
         import importlib
         return importlib.import_module(f".{name}", __name__)
     raise AttributeError(f"module 'tensorweave' has no attribute {name!r}")
@@ -93,7 +93,8 @@ __all__ = ["errors", "DType", "as_dtype", "bfloat16", "bool", "bool_", "float16"
            "vmap", "TensorArray", "TensorShape", "print",
            "nn", "optimizers", "profiler", "random", "train", "config", "debugging", "math", "queue",
            "summary", "bitwise", "experimental", "data", "image", "io", "sparse",
-           "linalg", "compat", "distribute", *_ops_all]  # noqa: F405 (compat, distribute: __getattr__)
+           "linalg", "compat", "distribute", "keras",
+           *_ops_all]  # noqa: F405 (compat, distribute, keras: __getattr__)
 
 
 def __dir__() -> list[str]:
