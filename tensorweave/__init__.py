@@ -35,6 +35,7 @@ from .frontend.map_fn import map_fn, vectorized_map, vmap
 from .frontend.module import Module
 from .frontend.ops import *  # noqa: F403
 from .frontend.ops import __all__ as _ops_all
+from .frontend.ops.bitcast import bitcast
 from .frontend.ops.debugging import print  # noqa: A004  (TensorFlow's tf.print)
 from .frontend.tape import GradientTape, UnconnectedGradients
 from .frontend.tensor import EagerTensor, Tensor
@@ -87,7 +88,7 @@ __all__ = ["errors", "DType", "as_dtype", "bfloat16", "bool", "bool_", "float16"
            "convert_to_tensor", "colocate_with", "control_dependencies", "device", "name_scope",
            "ConcreteFunction", "Function", "TensorSpec", "compile", "EagerTensor", "Tensor",
            "Variable", "IndexedSlices", "Module", "group", "no_op", "grad", "gradients", "stop_gradient",
-           "value_and_grad", "SparseTensor",
+           "value_and_grad", "SparseTensor", "bitcast",
            "case", "cond", "foldl", "scan", "while_loop",
            "GradientTape", "UnconnectedGradients", "custom_gradient", "map_fn", "vectorized_map",
            "vmap", "TensorArray", "TensorShape", "print",

@@ -3,6 +3,7 @@
 from . import (  # noqa: F401
     accumulator,
     array,
+    bitcast,
     bitwise,
     candidate,
     control,
