@@ -23,6 +23,7 @@ from ...frontend import context as _context
 from ...frontend import grouping as _grouping
 from ...frontend import queues as _queues
 from ...frontend.building import constant as _constant
+from ...frontend.ops import random_distributions as _random_distributions
 from ...frontend.ops import scatter as _scatter
 from ...frontend.ops.dropout import dropout_v1 as _dropout_v1
 from ...frontend.tensor_shape import (  # noqa: F401
@@ -503,7 +504,9 @@ for _name in _layer_classes.__all__:
     if not hasattr(layers, _name):
         setattr(layers, _name, getattr(_layer_classes, _name))
         layers.__all__.append(_name)
-random = _graph_mode_module("random", _random_src, {})
+random = _graph_mode_module("random", _random_src, {
+    # TensorFlow 1's tf.random.poisson takes lam first
+    "poisson": in_default_graph(_random_distributions.random_poisson)})
 math = _graph_mode_module("math", importlib.import_module("tensorweave.math"), {})
 linalg = _graph_mode_module("linalg", importlib.import_module("tensorweave.linalg"), {})
 debugging = _graph_mode_module("debugging", None, _assertions.debugging_namespace())
@@ -554,6 +557,8 @@ if _random_src is not None:
         if _fn is not None:
             globals()[_name] = in_default_graph(_fn)
     set_random_seed = getattr(_random_src, "set_seed", None)
+    random_gamma = in_default_graph(_random_distributions.random_gamma)
+    random_poisson = in_default_graph(_random_distributions.random_poisson)
 
 _public_only(queue)
 

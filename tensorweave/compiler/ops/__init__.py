@@ -21,6 +21,7 @@ from . import (  # noqa: F401
     partition,
     queue,
     random,
+    random_gamma_grad,
     scatter,
     special,
     state,
