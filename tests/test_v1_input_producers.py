@@ -455,9 +455,17 @@ def test_slice_input_producer_refuses_different_row_counts():
             _drain(x)
 
 
-def test_string_input_producer_says_what_to_use_instead():
-    with pytest.raises(tw.errors.UnimplementedError, match="no string tensors.*tw.data"):
-        tf.train.string_input_producer(["a.txt", "b.txt"])
+def test_string_input_producer_gives_the_names_epoch_by_epoch():
+    with tf.Graph().as_default():
+        q = tf.train.string_input_producer(["a.txt", "b.txt", b"c\x00"], num_epochs=2,
+                                           shuffle=False)
+        name = q.dequeue()
+        assert name.dtype is tf.string and name.shape == ()
+        got = _drain(name)
+    assert got[-1] == "end"  # (a session gives a string scalar as a 0-d object array)
+    assert [x[()] for x in got[:-1]] == [b"a.txt", b"b.txt", b"c\x00"] * 2
+    with pytest.raises(tw.errors.DTypeError, match="dtype string"):
+        tf.train.string_input_producer([1, 2])
 
 
 # -- bad input ---------------------------------------------------------------------------

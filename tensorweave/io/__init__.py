@@ -7,6 +7,7 @@ compiled code. `TFRecordWriter`, `tf_record_iterator` and `gfile` are plain Pyth
 """
 
 from . import gfile  # noqa: F401
+from . import readers as _readers  # noqa: F401  (TensorFlow 1's reader ops, registered)
 from .decoding import decode_csv, decode_raw
 from .file_ops import matching_files, read_file, write_file
 from .parsing import FixedLenFeature, VarLenFeature, parse_example, parse_single_example

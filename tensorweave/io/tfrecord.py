@@ -217,6 +217,13 @@ def _open_for_reading(path: str, kind: str, api: str) -> Any:
 def read_records(path: Any, compression: Any = "", api: str = "tw.io.tf_record_iterator"
                  ) -> Iterator[bytes]:
     """Every record of the TFRecord file at `path`, CRCs checked (module docstring)."""
+    for _, data in records_with_offsets(path, compression, api):
+        yield data
+
+
+def records_with_offsets(path: Any, compression: Any = "",
+                         api: str = "tw.io.tf_record_iterator") -> Iterator[tuple[int, bytes]]:
+    """(offset, data) of every record of the TFRecord file at `path` (`read_records`)."""
     p = local_path(path, api)
     kind = compression_kind(compression, api)
     f = _open_for_reading(p, kind, api)
@@ -241,7 +248,7 @@ def read_records(path: Any, compression: Any = "", api: str = "tw.io.tf_record_i
             if masked_crc32c(data) != _FOOTER.unpack(body[length:])[0]:
                 # (TensorFlow names the data's offset here, the header's above)
                 raise DataLossError(f"corrupted record at {offset + 12}", op=api)
-            yield data
+            yield offset, data
             offset += 16 + length
     finally:
         f.close()

@@ -274,7 +274,8 @@ class QueueBase:
         """Add the slices of `components` along their first dimension, in order; blocks
         while the queue is full (the elements go in as room appears)."""
         arrays, count = self._check_components(components, batched=True)
-        elements = [tuple(np.array(a[j], copy=True) for a in arrays) for j in range(count)]
+        # (a[j, ...]: a 0-d array, where a[j] of a string vector would be bytes -> 'S')
+        elements = [tuple(np.array(a[j, ...], copy=True) for a in arrays) for j in range(count)]
         self._enqueue(elements, waiter or Waiter())
 
     def _enqueue(self, elements: list[Element], waiter: Waiter) -> None:

@@ -123,6 +123,21 @@ from .var_scope import (  # noqa: F401
     variable_scope,
 )
 from .variable_collections import get_local_variable, model_variables  # noqa: F401
+from ...io import gfile_v1 as gfile  # noqa: F401, E402  (tf.gfile: TensorFlow 1's names)
+from ...io import python_io  # noqa: F401, E402  (tf.python_io)
+from ...io import v1 as io  # noqa: F401, E402  (tf.compat.v1.io, in graph mode)
+from ...io.readers import TFRecordReader  # noqa: F401, E402
+from ...io.v1 import (  # noqa: F401, E402  (tf.parse_example, tf.decode_raw, ...)
+    FixedLenFeature,
+    VarLenFeature,
+    decode_csv,
+    decode_raw,
+    matching_files,
+    parse_example,
+    parse_single_example,
+    read_file,
+    write_file,
+)
 
 _PASS_THROUGH = (_tw.DType, type)
 

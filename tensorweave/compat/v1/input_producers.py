@@ -1,6 +1,7 @@
 """TensorFlow 1's input producers (``tf.train.input_producer``, ``range_input_producer``,
 ``slice_input_producer``, ``string_input_producer``): a FIFO queue that a `QueueRunner`
-fills with the rows of a tensor, epoch after epoch.
+fills with the rows of a tensor (file names, for ``string_input_producer``), epoch after
+epoch.
 
 Each run of the runner's enqueue op puts one epoch in the queue: the rows in order, or
 in a new random order (``shuffle=True``: `random_shuffle` runs again each time). With
@@ -16,8 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from ...compiler.dtypes import float32, int32
-from ...errors import InvalidArgumentError, ShapeError, UnimplementedError
+from ...compiler.dtypes import float32, int32, string
+from ...errors import DTypeError, InvalidArgumentError, ShapeError
 from ...frontend.building import convert_to_tensor, user_location
 from ...frontend.context import control_dependencies, name_scope
 from ...frontend.ops import array as _array
@@ -177,17 +178,27 @@ def _rows_checked(tensors: list[Tensor]) -> Tensor:
         return _array.identity(counts[0])
 
 
+@in_default_graph
 def string_input_producer(string_tensor: Any, num_epochs: int | None = None,
                           shuffle: bool = True, seed: int | None = None, capacity: int = 32,
                           shared_name: str | None = None, name: str | None = None,
-                          cancel_op: Any = None) -> Any:
-    """Not available: tensorweave has no string tensors (nor the file readers a queue
-    of file names feeds). Raises an error that says what to use instead."""
-    raise UnimplementedError(
-        "tensorweave has no string tensors, so there is no queue of file names (nor "
-        "TFRecordReader to read them): use range_input_producer(len(filenames)) and index "
-        "the Python list, or tw.data (e.g. Dataset.from_generator over the files)",
-        **_where("string_input_producer"))
+                          cancel_op: Any = None) -> FIFOQueue:
+    """A FIFO queue of the strings of `string_tensor` (a vector: file names, for a
+    ``TFRecordReader``), refilled an epoch at a time as `input_producer` (shuffled anew
+    each epoch unless ``shuffle=False``; OutOfRangeError after `num_epochs`)."""
+    string_tensor = convert_to_tensor(string_tensor, dtype_hint=string)
+    if not string_tensor.dtype.is_string:
+        raise DTypeError(f"string_tensor must be a string tensor, got "
+                         f"{string_tensor.dtype.name}", **_where("string_input_producer"))
+    if len(string_tensor.shape) != 1:
+        raise ShapeError(f"string_tensor must be a vector, got shape "
+                         f"{list(string_tensor.shape)}", **_where("string_input_producer"))
+    if string_tensor.shape[0] == 0:
+        raise InvalidArgumentError("string_input_producer requires a non-null input tensor",
+                                   **_where("string_input_producer"))
+    with name_scope(name or "input_producer") as scope:
+        return _produce(string_tensor, [], num_epochs, shuffle, seed, capacity, shared_name,
+                        f"fraction_of_{capacity}_full", scope, cancel_op)
 
 
 __all__ = ["input_producer", "range_input_producer", "slice_input_producer",

@@ -16,10 +16,12 @@ from typing import Any
 import numpy as np
 
 from ...compiler import ir
+from ...compiler.dtypes import native_byte_order
 from ...compiler.pipeline import compile_graph
 from ...compiler.types import format_shape
 from ...errors import AbortedError, InvalidArgumentError
 from ...frontend import nest
+from ...frontend.building import python_array
 from ...frontend.function import DEFAULT_TARGET, own_results
 from ...frontend.tensor import Tensor
 from ...passes.prune import extract_subgraph
@@ -299,8 +301,12 @@ def _feed_array(val: Any, key: Tensor) -> np.ndarray:
     conversion into an int dtype that would change a value (a fraction, inf or NaN, an
     int out of range) is an error, as the ops refuse such Python numbers."""
     t = key.value.type
+    if t.dtype.is_string:
+        return _fed_shape_checked(_string_feed(val, key, t), key, t)
     try:
         given = np.asarray(val)
+        if given.dtype.kind in "OSU":
+            raise ValueError("strings and numbers do not convert into each other")
         with np.errstate(invalid="ignore"):  # (NaN into an int: refused just below)
             arr = given.astype(t.dtype.np, copy=False)
         if (t.dtype.np.kind in "iu" and given.dtype.kind in "iuf" and arr.dtype != given.dtype
@@ -310,6 +316,24 @@ def _feed_array(val: Any, key: Tensor) -> np.ndarray:
     except (TypeError, ValueError, OverflowError) as e:
         raise InvalidArgumentError(f"cannot feed {val!r} to '{key.name}' of type {t}: "
                                    f"{e}") from None
+    return _fed_shape_checked(arr, key, t)
+
+
+def _string_feed(val: Any, key: Tensor, t: Any) -> np.ndarray:
+    """A value fed to a string tensor: str/bytes (lists built as object arrays: NumPy's
+    'S' arrays drop trailing NUL bytes), never numbers."""
+    try:
+        arr = native_byte_order(np.asarray(val)) if isinstance(val, np.ndarray) else \
+            python_array(val, t.dtype)
+        if arr.dtype != object:
+            raise ValueError("a string tensor is fed str or bytes")
+    except (TypeError, ValueError) as e:
+        raise InvalidArgumentError(f"cannot feed {val!r} to '{key.name}' of type {t}: "
+                                   f"{e}") from None
+    return arr
+
+
+def _fed_shape_checked(arr: np.ndarray, key: Tensor, t: Any) -> np.ndarray:
     if not t.accepts(t.dtype, arr.shape):
         raise InvalidArgumentError(
             f"cannot feed value of shape {format_shape(arr.shape)} for tensor "
