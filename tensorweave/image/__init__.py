@@ -35,6 +35,8 @@ from .crops import (
     resize_with_pad,
     stateless_random_crop,
 )
+from .distorted_box import sample_distorted_bounding_box, stateless_sample_distorted_bounding_box
+from .draw_boxes import draw_bounding_boxes
 from .geometry import (
     flip_left_right,
     flip_up_down,
@@ -53,7 +55,14 @@ from .hsv import (
     stateless_random_hue,
     stateless_random_saturation,
 )
+from .hsv_convert import hsv_to_rgb, rgb_to_hsv
 from .measures import image_gradients, psnr, sobel_edges, total_variation
+from .nms import (
+    non_max_suppression,
+    non_max_suppression_overlaps,
+    non_max_suppression_padded,
+    non_max_suppression_with_scores,
+)
 from .patches import extract_patches
 from .quality import ssim
 from .resizing import ResizeMethod, resize
@@ -69,7 +78,11 @@ __all__ = ["ResizeMethod", "resize", "flip_left_right", "flip_up_down",
            "image_gradients", "extract_patches", "adjust_hue", "adjust_saturation",
            "random_hue", "random_saturation", "stateless_random_hue",
            "stateless_random_saturation", "psnr", "sobel_edges", "rgb_to_yiq", "yiq_to_rgb",
-           "rgb_to_yuv", "yuv_to_rgb", "crop_and_resize", "ssim"]
+           "rgb_to_yuv", "yuv_to_rgb", "crop_and_resize", "ssim", "rgb_to_hsv", "hsv_to_rgb",
+           "draw_bounding_boxes", "sample_distorted_bounding_box",
+           "stateless_sample_distorted_bounding_box", "non_max_suppression",
+           "non_max_suppression_with_scores", "non_max_suppression_padded",
+           "non_max_suppression_overlaps"]
 
 
 def __dir__() -> list[str]:

@@ -9,6 +9,8 @@ from typing import Any
 
 from . import box_crops as _box_crops
 from . import crops as _crops
+from . import distorted_box as _distorted_box
+from . import draw_boxes as _draw_boxes
 from . import patches as _patches
 from . import resizing as _resize
 
@@ -26,6 +28,8 @@ def _v1_names() -> dict[str, Any]:
         "resize_image_with_pad": _crops.resize_image_with_pad_v1,
         "extract_image_patches": _patches.extract_image_patches,
         "crop_and_resize": _box_crops.crop_and_resize_v1,
+        "draw_bounding_boxes": _draw_boxes.draw_bounding_boxes_v1,
+        "sample_distorted_bounding_box": _distorted_box.sample_distorted_bounding_box_v1,
     }
 
 
