@@ -39,6 +39,8 @@ def test_text_becomes_bytes_and_keeps_its_nul_bytes():
     (lambda: tw.constant(1.0) + "a", "strings and numbers do not convert"),
     (lambda: tw.constant(["a"]) + tw.constant(["b"]), "string"),
     (lambda: tw.constant([1, None]), "contains None"),
+    (lambda: tw.cast(tw.constant([b"1.5"]), tw.float32), "Cast does not convert"),
+    (lambda: tw.cast(tw.constant([1.5]), tw.string), "Cast does not convert"),
 ])
 def test_strings_and_numbers_never_convert_silently(make, message):
     with pytest.raises(tw.errors.TensorWeaveError, match=message):

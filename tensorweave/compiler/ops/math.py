@@ -329,7 +329,12 @@ Cast = def_op("Cast", ["x"], {"dtype": attr("dtype")}, tags=["elementwise", "una
 
 @Cast.infer
 def _cast_infer(x, *, dtype):
-    return expect_tensor(x, "x").with_dtype(dtype)
+    t = expect_tensor(x, "x")
+    if t.dtype.is_string != dtype.is_string and (t.dtype.is_string or dtype.is_string):
+        # (NumPy's astype would parse b"1.5" into 1.5; TensorFlow's Cast refuses strings)
+        raise DTypeError(f"Cast does not convert between strings and numbers, got {t} to "
+                         f"{dtype.name}")
+    return t.with_dtype(dtype)
 
 
 @Cast.kernel("reference")
