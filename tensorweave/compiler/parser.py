@@ -14,7 +14,8 @@ hand-written text and what ``mlir-opt --allow-unregistered-dialect --mlir-print-
 - attributes without a type suffix (``axis = 1``), ints and floats as lists (``[1, 2]``),
   integer literals for float attributes, decimal or hex elements in ``dense<...>``.
 
-Unranked tensors (``tensor<*xf32>``) are rejected: IR ranks are always known.
+Unranked tensors (``tensor<*xf32>``) read as types of unknown rank (which only v1 graphs
+under construction hold).
 
 Every malformed input raises `tensorweave.errors.ParseError` with a 1-based line and
 column: lexical errors, unknown ops and attributes, undefined or redefined SSA values,
@@ -789,11 +790,19 @@ class _Parser:
         self.tok = self.lex.next()
         return TensorType(dtype, shape)
 
-    def _tensor_body(self, body: str, offset: int) -> tuple[tuple, DType]:
-        if "*" in body:
-            raise self.lex.error("unranked tensor types (tensor<*x...>) are not supported: IR ranks "
-                                 "are always known; write ? for unknown dimensions, e.g. "
-                                 "tensor<?x?xf32>", offset + body.index("*"))
+    def _tensor_body(self, body: str, offset: int) -> tuple[tuple | None, DType]:
+        unranked = body.lstrip().startswith("*")
+        if unranked:  # tensor<*xf32>: an unknown rank, then the element type
+            star = body.index("*")
+            if body[star + 1:].lstrip()[:1] != "x":
+                raise self.lex.error("expected 'x' and an element type after '*' in an "
+                                     "unranked tensor type (tensor<*xf32>)", offset + star + 1)
+            cut = body.index("x", star) + 1
+            body, offset = body[cut:], offset + cut
+        elif "*" in body:
+            raise self.lex.error("'*' (an unknown rank) must be the whole shape of a tensor "
+                                 "type, e.g. tensor<*xf32>; write ? for an unknown dimension",
+                                 offset + body.index("*"))
         pieces, pos = [], offset
         for piece in body.split("x"):
             pieces.append((piece, pos))
@@ -814,7 +823,10 @@ class _Parser:
             else:
                 raise self.lex.error(f"invalid dimension '{s}' in a tensor type (a size or ?)",
                                      piece_pos)
-        return tuple(dims), dtype
+        if unranked and dims:
+            raise self.lex.error("an unranked tensor type has no dimensions: tensor<*xf32>",
+                                 offset)
+        return (None if unranked else tuple(dims)), dtype
 
     # -- locations
     def optional_loc(self) -> tuple[str | None, SourceLoc | None, Token | None]:

@@ -32,6 +32,7 @@ import numpy as np
 from ..errors import CompileError, TensorWeaveError, VerificationError
 from .dtypes import as_dtype
 from .types import Type, as_shape
+from .unknown_rank import infer_unranked, is_unranked
 
 _REQUIRED = object()
 
@@ -196,6 +197,12 @@ class OpDef:
         kwargs = {k: v for k, v in attrs.items() if not k.startswith("_")}
         if self.num_regions:
             kwargs["regions"] = regions
+        if any(is_unranked(t) for t in input_types):
+            # a v1 graph's tensor of unknown rank: what every rank it may have gives
+            return infer_unranked(self.name, self._infer_list, input_types, kwargs)
+        return self._infer_list(input_types, kwargs)
+
+    def _infer_list(self, input_types: Sequence[Type], kwargs: Mapping[str, Any]) -> list[Type]:
         result = self.infer_fn(*input_types, **kwargs)
         types = [result] if isinstance(result, Type) else list(result)
         for t in types:

@@ -1,7 +1,11 @@
-"""Types of IR values: tensors with a dtype and a shape of known rank, and resources.
+"""Types of IR values: tensors with a dtype and a shape, and resources.
 
-A dimension is an ``int >= 0`` or ``None`` (unknown until run time). Ranks are always
-known in the IR; the frontends resolve unknown ranks from the values fed.
+A dimension is an ``int >= 0`` or ``None`` (unknown until run time). A shape of ``None``
+is an unknown rank (``tensor<*xf32>``, TensorFlow's ``TensorShape(None)``): only a v1
+graph under construction holds such types (a ``tf.placeholder`` made without a shape and
+what is computed from it, see `unknown_rank.py`); a Session specializes the pruned graph
+to the shapes of the values fed before compiling it, so passes and targets see known ranks
+only.
 """
 
 from __future__ import annotations
@@ -36,7 +40,11 @@ def as_shape(dims: Any) -> Shape:
     return tuple(out)
 
 
-def format_shape(shape: Sequence[int | None]) -> str:
+def format_shape(shape: Sequence[int | None] | None) -> str:
+    """``[?,784]``; an unknown rank (None, or a `TensorShape` of unknown rank) is
+    TensorFlow's ``<unknown>``."""
+    if shape is None or getattr(shape, "rank", 0) is None:
+        return "<unknown>"
     return "[" + ",".join("?" if d is None else str(d) for d in shape) + "]"
 
 
@@ -47,24 +55,30 @@ class Type:
 
 
 class TensorType(Type):
-    """A tensor type: element dtype plus shape (dims may be None)."""
+    """A tensor type: element dtype plus shape (dims may be None; the shape None is an
+    unknown rank)."""
 
     __slots__ = ("dtype", "shape")
 
-    def __init__(self, dtype: DType | str, shape: Iterable[int | None] = ()) -> None:
+    def __init__(self, dtype: DType | str, shape: Iterable[int | None] | None = ()) -> None:
         self.dtype = as_dtype(dtype)
-        self.shape = as_shape(tuple(shape))
+        # (a TensorShape of unknown rank iterates as an error: its rank says so)
+        unknown = shape is None or getattr(shape, "rank", 0) is None
+        self.shape = None if unknown else as_shape(tuple(shape))
 
     @property
-    def rank(self) -> int:
-        return len(self.shape)
+    def rank(self) -> int | None:
+        """The number of dims; None when unknown."""
+        return None if self.shape is None else len(self.shape)
 
     @property
     def is_fully_defined(self) -> bool:
-        return all(d is not None for d in self.shape)
+        return self.shape is not None and all(d is not None for d in self.shape)
 
     @property
     def num_elements(self) -> int | None:
+        if self.shape is None:
+            return None
         n = 1
         for d in self.shape:
             if d is None:
@@ -72,7 +86,7 @@ class TensorType(Type):
             n *= d
         return n
 
-    def with_shape(self, shape: Iterable[int | None]) -> TensorType:
+    def with_shape(self, shape: Iterable[int | None] | None) -> TensorType:
         return TensorType(self.dtype, shape)
 
     def with_dtype(self, dtype: DType | str) -> TensorType:
@@ -82,12 +96,16 @@ class TensorType(Type):
         """True when some concrete tensor could have both types."""
         if not isinstance(other, TensorType) or self.dtype is not other.dtype:
             return False
+        if self.shape is None or other.shape is None:
+            return True
         if self.rank != other.rank:
             return False
         return all(a is None or b is None or a == b for a, b in zip(self.shape, other.shape))
 
     def accepts(self, dtype: DType, shape: Sequence[int]) -> bool:
         """True when a concrete array of this dtype and shape is a value of this type."""
+        if self.shape is None:
+            return dtype is self.dtype
         return (dtype is self.dtype and len(shape) == self.rank
                 and all(d is None or d == s for d, s in zip(self.shape, shape)))
 
@@ -100,8 +118,9 @@ class TensorType(Type):
 
     def mlir(self) -> str:
         """The MLIR spelling, e.g. ``tensor<?x784xf32>`` (``u8`` is spelled ``ui8``: MLIR's
-        ``i8`` is signless and it has no ``u8``)."""
-        dims = "".join(("?" if d is None else str(d)) + "x" for d in self.shape)
+        ``i8`` is signless and it has no ``u8``); an unknown rank is ``tensor<*xf32>``."""
+        dims = "*x" if self.shape is None else "".join(
+            ("?" if d is None else str(d)) + "x" for d in self.shape)
         element = "ui8" if self.dtype.ir_name == "u8" else self.dtype.ir_name
         return f"tensor<{dims}{element}>"
 

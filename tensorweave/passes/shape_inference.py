@@ -15,6 +15,7 @@ from typing import Any
 
 from ..compiler.ir import Graph, Node, Value
 from ..compiler.types import ResourceType, TensorType, Type
+from ..compiler.unknown_rank import is_unranked
 from ..errors import DTypeError, ShapeError, TensorWeaveError, VerificationError
 
 
@@ -28,6 +29,8 @@ def infer_shapes(graph: Graph) -> None:
     for node in graph.topological_order():
         if "fusion" in node.opdef.tags:
             _refine_region_args(node)
+        elif node.regions:
+            _rank_region_args(node)
         for region in node.regions:
             infer_shapes(region)
         _refine_node(node)
@@ -79,6 +82,21 @@ def _refine_region_args(node: Node) -> None:
                 raise e.with_context(**node.error_context()) from None
 
 
+def _rank_region_args(node: Node) -> None:
+    """Region arguments of unknown rank (a v1 graph's cond or while_loop on a tensor of
+    unknown rank, being specialized to the values fed) take the rank of the node's input
+    once it is known: an If's branches take its inputs after the condition, a While's
+    regions its loop variables (every dim unknown: the loop's shape invariant)."""
+    inputs = node.inputs[1:] if node.op == "If" else node.inputs
+    for region in node.regions:
+        for arg, value in zip(region.args, inputs):
+            known = value.type
+            if is_unranked(arg.type) and isinstance(known, TensorType) and \
+                    known.shape is not None:
+                arg.type = arg.type.with_shape(
+                    known.shape if node.op == "If" else (None,) * len(known.shape))
+
+
 def _merge(stated: Type, inferred: Type, what: str) -> Type:
     """The most precise type that is both `stated` and `inferred`; an error if none is."""
     if isinstance(stated, TensorType) and isinstance(inferred, TensorType):
@@ -100,6 +118,8 @@ def _merge_tensor(stated: TensorType, inferred: TensorType, what: str) -> Tensor
     if not stated.is_compatible_with(inferred):
         raise ShapeError(f"{what} has type {stated} in the IR, but type inference gives "
                          f"{inferred}")
+    if stated.shape is None or inferred.shape is None:  # an unknown rank: the other's
+        return inferred if stated.shape is None else stated
     # Both types hold for every value the output can take, so each known dim wins.
     return stated.with_shape(a if a is not None else b
                              for a, b in zip(stated.shape, inferred.shape))

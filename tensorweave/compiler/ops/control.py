@@ -85,6 +85,8 @@ def merge_branch_types(a: Type, b: Type, index: int) -> Type:
         if a.dtype is not b.dtype:
             raise DTypeError(f"the branches return different dtypes for result {index}: the "
                              f"then branch gives {a}, the else branch gives {b}; use tw.cast")
+        if a.rank is None or b.rank is None:  # (a v1 graph's value of unknown rank)
+            return TensorType(a.dtype, None)
         if a.rank != b.rank:
             raise ShapeError(f"the branches return different ranks for result {index}: the "
                              f"then branch gives {a}, the else branch gives {b}")
@@ -102,7 +104,8 @@ def _regions(regions: Sequence[Graph], names: tuple[str, str]) -> tuple[Graph, G
 
 
 def _is_bool_scalar(t: Type) -> bool:
-    return isinstance(t, TensorType) and t.dtype is bool_ and t.rank == 0
+    # (an unknown rank, a v1 graph's, is checked when a Session specializes the graph)
+    return isinstance(t, TensorType) and t.dtype is bool_ and t.rank in (0, None)
 
 
 # ------------------------------------------------------------------------ region runner

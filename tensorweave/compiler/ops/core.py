@@ -21,8 +21,9 @@ def _const_kernel(*, value):
     return value
 
 
-Placeholder = def_op("Placeholder", [], {"dtype": attr("dtype"), "shape": attr("shape")},
-                     doc="A value that must be fed when the graph runs (v1 API).")
+Placeholder = def_op("Placeholder", [], {"dtype": attr("dtype"), "shape": attr("shape", None)},
+                     doc="A value that must be fed when the graph runs (v1 API); without "
+                         "a shape, of unknown rank (any shape may be fed).")
 
 
 @Placeholder.infer
