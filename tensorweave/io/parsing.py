@@ -144,7 +144,7 @@ def _parse_kernel(serialized: np.ndarray, *defaults: np.ndarray, dense_keys: tup
                     raise InvalidArgumentError(
                         f"{prefix}Feature: {key} (data type: {_TYPE_NAME[_KINDS[dtype]]}) is "
                         f"required but could not be found.")
-                dense_out[j][i] = defaults[j].reshape(shape)
+                dense_out[j][i, ...] = defaults[j].reshape(shape)
                 continue
             kind, parts = found
             if kind != _KINDS[dtype]:
@@ -156,7 +156,8 @@ def _parse_kernel(serialized: np.ndarray, *defaults: np.ndarray, dense_keys: tup
                 raise InvalidArgumentError(
                     f"{_where(key, index)}.  Number of {_TYPE_NAME[kind]} values != expected. "
                     f"Values size: {values.size} but output shape: {list(shape)}")
-            dense_out[j][i] = values.reshape(shape)
+            # ([i, ...]: out[i] = a 0-d object array would store the array, not its bytes)
+            dense_out[j][i, ...] = values.reshape(shape)
         for j, (key, dtype) in enumerate(zip(sparse_keys, sparse_dtypes)):
             found = decoded[key]
             if found is None or found[0] is None:
@@ -170,7 +171,7 @@ def _parse_kernel(serialized: np.ndarray, *defaults: np.ndarray, dense_keys: tup
             sparse_rows[j].append(_values(buf, kind, parts))
     out: list[Any] = []
     for arr in dense_out:
-        out.append(arr if batched else arr[0])
+        out.append(arr if batched else arr[0, ...])  # (a 0-d array, never a bare bytes)
     for rows, dtype in zip(sparse_rows, sparse_dtypes):
         out += _sparse_components(rows, dtype, batched)
     return out

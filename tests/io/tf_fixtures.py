@@ -40,6 +40,8 @@ def assert_same(got, expected) -> None:
         return
     g = np.asarray(got)
     assert g.dtype == expected.dtype, (g.dtype, expected.dtype)
+    if g.dtype == object:  # (elements that are 0-d arrays would compare equal to bytes)
+        assert all(type(x) is bytes for x in g.reshape(-1)), g
     assert g.shape == expected.shape, (g.shape, expected.shape)
     if g.dtype.kind == "f":  # bit for bit, NaN where NaN (its sign and payload aside)
         nan = np.isnan(g)
