@@ -227,6 +227,27 @@ def test_compute_output_shape_and_count_params():
         keras.layers.Dense(2).count_params()
 
 
+def test_channels_first_is_channels_last_transposed():
+    """tf_keras has no channels_first convolution on the CPU to record; the layer must
+    compute the channels_last result on the transposed input."""
+    rng = np.random.RandomState(4)
+    x = rng.randn(2, 7, 6, 3).astype(np.float32)
+    last = keras.layers.Conv2D(4, 3, strides=2, padding="same")
+    first = keras.layers.Conv2D(4, 3, strides=2, padding="same", data_format="channels_first")
+    last.build(x.shape)
+    first.build((2, 3, 7, 6))
+    first.set_weights(last.get_weights())
+    expected = np.asarray(last(x)).transpose(0, 3, 1, 2)
+    np.testing.assert_allclose(np.asarray(first(x.transpose(0, 3, 1, 2))), expected,
+                               rtol=1e-5, atol=1e-6)
+    pool = keras.layers.MaxPooling2D(data_format="channels_first")
+    np.testing.assert_array_equal(np.asarray(pool(x.transpose(0, 3, 1, 2))),
+                                  np.asarray(keras.layers.MaxPooling2D()(x)).transpose(0, 3, 1, 2))
+    flat = keras.layers.Flatten(data_format="channels_first")
+    np.testing.assert_array_equal(np.asarray(flat(x.transpose(0, 3, 1, 2))),
+                                  x.reshape(2, -1))
+
+
 def test_layer_config_round_trip():
     layer = keras.layers.Conv2D(4, (3, 2), strides=2, padding="same", activation="relu",
                                 kernel_regularizer=keras.regularizers.L2(0.1), name="c")
