@@ -195,14 +195,19 @@ def test_global_step_is_incremented():
         assert sess.run(step_var) == 3
 
 
-def test_placeholder_without_a_shape_is_a_scalar():
-    keep_prob = tf.placeholder(tf.float32)
+def test_placeholder_with_shape_empty_is_a_scalar_and_without_a_shape_any_shape():
+    keep_prob = tf.placeholder(tf.float32, [])
     assert keep_prob.shape == ()
     y = keep_prob * 2.0
+    anything = tf.placeholder(tf.float32)  # TensorFlow 1: an unknown rank
+    assert anything.shape.rank is None
     with tf.Session() as sess:
         assert sess.run(y, {keep_prob: 0.5}) == 1.0
         with pytest.raises(tw.errors.InvalidArgumentError, match="shape"):
             sess.run(y, {keep_prob: np.ones(3, np.float32)})
+        assert sess.run(anything * 2.0, {anything: 0.5}) == 1.0
+        np.testing.assert_array_equal(sess.run(anything * 2.0, {anything: np.ones(3)}),
+                                      [2.0, 2.0, 2.0])
 
 
 def test_fetching_a_fed_tensor_does_not_alias_the_fed_array():

@@ -75,6 +75,12 @@ def api_name() -> str | None:
     return _describe(outer)
 
 
+def describe_frame(frame: FrameType) -> str:
+    """How users name the function (or operator) running in `frame`: ``tw.nn.softmax``,
+    ``the * operator``."""
+    return _describe(frame)
+
+
 def _describe(frame: FrameType) -> str:
     code = frame.f_code
     name = code.co_name
@@ -88,4 +94,4 @@ def _describe(frame: FrameType) -> str:
     return f"{prefix}{qualname}" if "." not in qualname else qualname
 
 
-__all__ = ["api_name", "user_location"]
+__all__ = ["api_name", "describe_frame", "user_location"]

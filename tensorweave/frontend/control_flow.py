@@ -449,7 +449,7 @@ def cond(pred: Any, true_fn: Callable[[], Any], false_fn: Callable[[], Any],
                 return cond(pred, true_fn, false_fn, name)
         return true_fn() if bool(convert_to_tensor(pred)) else false_fn()
     p = convert_to_tensor(pred)
-    if p.dtype is not bool_ or p.shape != ():
+    if p.dtype is not bool_ or not p.shape.is_compatible_with(()):  # (or of unknown rank)
         raise TracingError(f"tw.cond: pred must be a bool scalar, got {p.type}",
                            location=_where())
     shapes: list[tuple] = []  # per branch (see _branch_tensors)
@@ -678,7 +678,7 @@ class _Loop:
 
     def call_cond(self, flat: Sequence[Any]) -> Any:
         out = convert_to_tensor(self._call(self.cond, flat))
-        if out.dtype is not bool_ or tuple(out.shape) != ():
+        if out.dtype is not bool_ or not out.shape.is_compatible_with(()):  # (or unknown)
             raise TracingError(f"tw.while_loop: cond must return a bool scalar, it returns "
                                f"{out.type}", location=_where())
         return out
@@ -703,7 +703,7 @@ class _Loop:
             raise DTypeError(f"tw.while_loop: loop variable {self.paths[i]} enters the loop as "
                              f"{t.dtype.ir_name} but the body returns {x.dtype.ir_name} for it; "
                              f"use tw.cast", location=_where())
-        if not _fits_invariant(tuple(x.shape), t.shape):
+        if not _fits_invariant(x.shape, t.shape):
             raise ShapeError(f"tw.while_loop: loop variable {self.paths[i]} has shape "
                              f"{format_shape(t.shape)} when it enters the loop but shape "
                              f"{format_shape(x.shape)} after an iteration; to let it change, "
@@ -862,7 +862,9 @@ def _static_int(value: Any) -> int | None:
     return None
 
 
-def _fits_invariant(shape: tuple, invariant: tuple) -> bool:
+def _fits_invariant(shape: tuple, invariant: tuple | None) -> bool:
+    if invariant is None or shape.rank is None:
+        return True  # (a v1 graph's unknown rank: checked when a Session specializes it)
     return len(shape) == len(invariant) and all(
         i is None or s == i for s, i in zip(shape, invariant))
 
@@ -870,11 +872,16 @@ def _fits_invariant(shape: tuple, invariant: tuple) -> bool:
 def _invariant_types(tensors: list[Any], shape_invariants: Any, loop: _Loop) -> list[TensorType]:
     """The loop variables' types: their dtypes with the given (or their own) shapes."""
     if shape_invariants is None:
-        shapes = [tuple(t.shape) for t in tensors]
+        shapes = [None] * len(tensors)
     else:
         shapes = _flatten_like(loop.tree, shape_invariants, "shape_invariants")
     types = []
     for t, s, path in zip(tensors, shapes, loop.paths):
+        if t.shape.rank is None:  # a v1 graph's tensor of unknown rank: its invariant, if any
+            unknown = s is None or getattr(s, "rank", 0) is None
+            types.append(TensorType(t.dtype, None if unknown else tuple(
+                None if d in (None, -1) else int(d) for d in s)))
+            continue
         s = tuple(t.shape) if s is None else tuple(None if d in (None, -1) else int(d) for d in s)
         ok = len(s) == len(t.shape) and all(i is None or i == d for d, i in zip(t.shape, s))
         if not ok:

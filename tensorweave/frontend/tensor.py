@@ -19,7 +19,7 @@ from ..compiler.dtypes import DType, as_dtype, string_array
 from ..compiler.ir import Node, Value
 from ..compiler.types import TensorType, format_shape
 from ..errors import TracingError
-from .tensor_shape import TensorShape, from_static
+from .tensor_shape import TensorShape, UnknownRankError, from_static
 from .tensor_shape import as_shape as as_static_shape
 
 
@@ -183,8 +183,12 @@ class Tensor(TensorOps):
     def set_shape(self, shape: Any) -> None:
         """TensorFlow's ``set_shape``: check that `shape` is compatible with the static
         shape (ValueError if not). A graph's types are fixed once ops read them, so a
-        shape that knows more is taken only by a placeholder nothing reads yet; other
-        tensors say so (a ``tf.py_func`` output takes its first shape this way)."""
+        shape that knows more is taken only by a tensor nothing reads yet: a
+        placeholder, or a tensor of unknown rank (a v1 graph's, computed from a
+        placeholder made without a shape: when a Session specializes the graph to the
+        values fed, the shape inferred must agree with it, else the run is an error
+        naming the op); other tensors say so (a ``tf.py_func`` output takes its first
+        shape this way)."""
         given, current = as_static_shape(shape), self.shape
         if not current.is_compatible_with(given):
             # TensorFlow's words (its shape inference's merge)
@@ -200,10 +204,11 @@ class Tensor(TensorOps):
         if merged == current:
             return
         node = self.value.producer
-        if node is not None and node.op == "Placeholder" and \
-                not node.graph.consumers().get(self.value):
-            node.attrs["shape"] = tuple(merged)
-            self.value.type = TensorType(self.dtype, tuple(merged))
+        unread = node is not None and not node.graph.consumers().get(self.value)
+        if unread and (node.op == "Placeholder" or current.rank is None):
+            if node.op == "Placeholder":
+                node.attrs["shape"] = None if merged.rank is None else tuple(merged)
+            self.value.type = TensorType(self.dtype, merged)
             return
         from .building import user_location
         loc = user_location()
@@ -215,7 +220,14 @@ class Tensor(TensorOps):
 
     @property
     def ndim(self) -> int:
-        return len(self.shape)
+        """The rank; an `UnknownRankError` (a ValueError) for a tensor of unknown rank
+        (TensorFlow gives None, which arithmetic on ranks would take for a number)."""
+        shape = self.shape
+        if shape.rank is None:
+            raise UnknownRankError(f"the rank of {self._where()} is unknown (a "
+                                   f"tf.placeholder made without a shape, or computed from "
+                                   f"one)")
+        return len(shape)
 
     @property
     def name(self) -> str:

@@ -28,8 +28,17 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["Dimension", "TensorShape", "as_dimension", "as_shape", "dimension_at_index",
-           "dimension_value", "unknown_shape"]
+from ..errors import ShapeError
+
+__all__ = ["Dimension", "TensorShape", "UnknownRankError", "as_dimension", "as_shape",
+           "dimension_at_index", "dimension_value", "unknown_shape"]
+
+
+class UnknownRankError(ShapeError):
+    """The rank of a shape was needed and is unknown (a ValueError, as TensorFlow's for
+    ``len``, iteration and ``as_list()`` of ``TensorShape(None)``). A v1 op function that
+    needs its input's rank while the graph is built lets it through as a ShapeError
+    naming the function and the user's line (`compat.v1.graph.in_default_graph`)."""
 
 
 def _size(value: Any) -> int:
@@ -409,16 +418,16 @@ class _UnknownRankShape(TensorShape):
         return None
 
     def as_list(self) -> list[int | None]:
-        raise ValueError("as_list() is not defined on an unknown TensorShape.")
+        raise UnknownRankError("as_list() is not defined on an unknown TensorShape.")
 
     def is_fully_defined(self) -> bool:
         return False
 
     def __len__(self) -> int:
-        raise ValueError("Cannot take the length of shape with unknown rank.")
+        raise UnknownRankError("Cannot take the length of shape with unknown rank.")
 
     def __iter__(self) -> Iterator[Any]:
-        raise ValueError("Cannot iterate over a shape with unknown rank.")
+        raise UnknownRankError("Cannot iterate over a shape with unknown rank.")
 
     def __getitem__(self, key: Any) -> Any:
         return self if isinstance(key, slice) else None
@@ -462,6 +471,7 @@ def unknown_shape(rank: int | None = None, **kwargs: Any) -> TensorShape:
     return _UNKNOWN_RANK if rank is None else TensorShape._from_tuple((None,) * rank)
 
 
-def from_static(dims: tuple) -> TensorShape:
-    """An IR type's shape (a tuple of ints and None) as the `TensorShape` users see."""
-    return TensorShape._from_tuple(dims)
+def from_static(dims: tuple | None) -> TensorShape:
+    """An IR type's shape (a tuple of ints and None; None: an unknown rank) as the
+    `TensorShape` users see."""
+    return _UNKNOWN_RANK if dims is None else TensorShape._from_tuple(dims)

@@ -29,7 +29,19 @@ def declared_variable_shape(value_shape: tuple, shape: Any, variable: str
     (``TensorShape(None)``). tensorweave's graphs need every rank, so a variable of
     unknown rank keeps its initial value's rank with every dim unknown (assigning another
     rank is refused, naming it). A `shape` the initial value does not fit is an error,
-    as TensorFlow's."""
+    as TensorFlow's. An initial value of unknown rank (a v1 placeholder made without a
+    shape) needs a `shape` of known rank."""
+    if getattr(value_shape, "rank", 0) is None:
+        if shape is None or getattr(shape, "rank", 0) is None:
+            loc = user_location()
+            raise ShapeError(f"variable '{variable}': the initial value has an unknown rank "
+                             f"(a tf.placeholder made without a shape, or computed from "
+                             f"one), and tensorweave's variables need a rank: give the "
+                             f"variable a shape (shape=[None, 3]: a None dim takes any "
+                             f"size), or the placeholder one", op="Variable",
+                             location=str(loc) if loc else None)
+        return tuple(None if d in (None, -1) else d for d in (
+            dimension_value(x) for x in ((shape,) if isinstance(shape, int) else shape))), False
     value_shape = tuple(value_shape)
     if shape is None:
         return value_shape, False
@@ -196,7 +208,9 @@ class Variable(TensorOps):
     def _check_shape(self, value: Any) -> None:
         """Refuse a value whose static shape the variable's cannot take, naming the
         variable (TensorFlow's "Cannot assign value to variable: Shape mismatch"); dims
-        unknown on either side are checked when the step runs."""
+        unknown on either side (a v1 value's rank too) are checked when the step runs."""
+        if value.shape.rank is None or self.shape.rank is None:
+            return
         shape, got = tuple(self.shape), tuple(value.shape)
         if len(shape) == len(got) and all(
                 d is None or g is None or d == g for d, g in zip(shape, got)):

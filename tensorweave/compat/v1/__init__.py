@@ -545,6 +545,9 @@ def where(condition: Any, x: Any = None, y: Any = None, name: str | None = None)
     if x is None and y is None:
         return _tw.where(condition, name=name)
     condition = _tw.convert_to_tensor(condition)
+    ranks = [condition.shape.rank] + [_tw.convert_to_tensor(v).shape.rank for v in (x, y)]
+    if None in ranks:  # (a placeholder made without a shape)
+        return _where_of_unknown_rank(condition, x, y, ranks, name)
     # (`tuple` is tf.tuple here)
     shapes = [[*_tw.convert_to_tensor(v).shape] for v in (x, y)]
     rank = max(len(s) for s in shapes)
@@ -557,6 +560,27 @@ def where(condition: Any, x: Any = None, y: Any = None, name: str | None = None)
                                     f"{[*condition.shape]}, x {shapes[0]}, y {shapes[1]}")
         condition = _tw.reshape(condition, [-1] + [1] * (rank - 1))
     return _tw.where(condition, x, y, name=name)
+
+
+def _where_of_unknown_rank(condition: Any, x: Any, y: Any, ranks: list, name: Any) -> Any:
+    """`where` with an input of unknown rank: elementwise where TensorFlow 1's Select is
+    elementwise whatever the unknown rank turns out to be (a condition of rank 0 or above
+    1, which must then have x's shape; x and y of rank 0 or 1), else an error: a
+    condition of rank 1 selects rows of an x of higher rank, and which one it is would
+    be known only at run time."""
+    cond_rank, value_ranks = ranks[0], ranks[1:]
+    if (cond_rank is not None and cond_rank != 1) or (
+            None not in value_ranks and max(value_ranks) <= 1):
+        return _tw.where(condition, x, y, name=name)
+    from ...frontend.call_site import user_location
+    raise errors.ShapeError(
+        f"TensorFlow 1's where selects whole rows when the condition is a vector and x has a "
+        f"higher rank, and elementwise otherwise; with condition of shape "
+        f"{condition.shape} and x and y of shapes "
+        f"{', '.join(str(_tw.convert_to_tensor(v).shape) for v in (x, y))} which one is "
+        f"unknown while the graph is built: give the placeholders shapes, or use "
+        f"tf.where_v2 (elementwise, broadcasting)", op="tf.where",
+        location=str(user_location()))
 
 
 where_v2 = in_default_graph(_tw.where)

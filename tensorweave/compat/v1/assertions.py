@@ -164,9 +164,17 @@ def Assert(condition: Any, data: Any, summarize: int | None = None,  # noqa: N80
 @in_default_graph
 def assert_rank(x: Any, rank: int, data: Any = None, summarize: int | None = None,
                 message: str | None = None, name: str | None = None) -> Any:
-    """ValueError unless `x` has rank `rank` (checked while building: graphs know every
-    rank); returns a no-op."""
+    """ValueError unless `x` has rank `rank` (checked while building); returns a no-op.
+    For `x` of unknown rank (a placeholder made without a shape) an Assert checks it
+    when the graph runs (InvalidArgumentError), as TensorFlow's."""
     x = convert_to_tensor(x)
+    if x.shape.rank is None:
+        from ...frontend.ops.array import rank as _rank
+        actual = _rank(x)
+        return _debugging._assert(_math.equal(actual, int(rank)),
+                                  f"{_debugging._text(message)}tf.assert_rank: tensor "
+                                  f"{x.name!r} must have rank {int(rank)}",
+                                  name or "assert_rank", [("rank", actual)], summarize)
     if len(x.shape) != int(rank):
         raise ValueError(f"{_debugging._text(message)}tf.assert_rank: tensor "
                          f"{x.name!r} must have rank {int(rank)}. Received rank "

@@ -16,12 +16,11 @@ from ...compiler.types import TensorType, as_shape, format_shape
 from ...errors import (
     FailedPreconditionError,
     InvalidArgumentError,
-    ShapeError,
     TracingError,
     UnknownNameError,
 )
 from ...frontend.building import apply_op, apply_op1, convert_to_tensor
-from ...frontend.call_site import api_name, user_location
+from ...frontend.call_site import api_name, describe_frame, user_location
 from ...frontend.context import (
     GraphBuilder,
     building,
@@ -31,7 +30,7 @@ from ...frontend.context import (
 )
 from ...frontend.grouping import group
 from ...frontend.tensor import Tensor
-from ...frontend.tensor_shape import Dimension, TensorShape, dimension_value
+from ...frontend.tensor_shape import Dimension, TensorShape, UnknownRankError, dimension_value
 from ...frontend.variables import Variable as _Variable
 from ...frontend.variables import declared_variable_shape
 
@@ -177,39 +176,84 @@ def reset_default_graph() -> None:
 
 def in_default_graph(fn: Callable) -> Callable:
     """Wrap an op function so that, outside any graph, it builds into the default graph
-    (TensorFlow 1's graph mode) instead of running eagerly."""
+    (TensorFlow 1's graph mode) instead of running eagerly. A function that needs the
+    rank of an input of unknown rank (`UnknownRankError`) fails naming itself and the
+    user's line (`_needs_rank`)."""
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        if current_builder() is not None:
-            return fn(*args, **kwargs)
-        with get_default_graph().as_default():
-            return fn(*args, **kwargs)
+        depth = getattr(_calls, "depth", 0)
+        _calls.depth = depth + 1
+        try:
+            if current_builder() is not None:
+                return fn(*args, **kwargs)
+            with get_default_graph().as_default():
+                return fn(*args, **kwargs)
+        except UnknownRankError as e:
+            if depth or e.op is not None:
+                raise
+            raise _needs_rank(e, (args, kwargs)) from e
+        finally:
+            _calls.depth = depth
     return wrapper
+
+
+_calls = threading.local()  # how deep in v1 op functions this thread is
+
+
+def _needs_rank(error: UnknownRankError, arguments: Any) -> UnknownRankError:
+    """`error` (a rank needed and unknown, raised inside the v1 op function the user
+    called) as an error naming that function, the input of unknown rank and the user's
+    line: the function cannot be built on it (its result would depend on the rank)."""
+    tb = error.__traceback__
+    frames = []
+    while tb is not None:
+        frames.append(tb.tb_frame)
+        tb = tb.tb_next
+    # the first frame past this wrapper: the function the user called
+    name = describe_frame(frames[1]) if len(frames) > 1 else "this function"
+    tensors = [t for t in _tensors_in(arguments) if t.shape.rank is None]
+    which = f"its input '{tensors[0].name}' has" if tensors else "an input has"
+    return UnknownRankError(
+        f"needs the rank of its input while the graph is built, and {which} an unknown "
+        f"rank (a tf.placeholder made without a shape, or computed from one): give the "
+        f"placeholder a shape, e.g. tf.placeholder(tf.float32, [None, 3]) ({error.message})",
+        op=name, location=_where())
+
+
+def _tensors_in(value: Any, depth: int = 0) -> Iterator[Tensor]:
+    """The tensors in `value` (nested lists, tuples and dicts, a few levels deep)."""
+    if isinstance(value, Tensor):
+        yield value
+    elif depth < 4 and isinstance(value, (list, tuple)):
+        for v in value:
+            yield from _tensors_in(v, depth + 1)
+    elif depth < 4 and isinstance(value, dict):
+        for v in value.values():
+            yield from _tensors_in(v, depth + 1)
 
 
 @in_default_graph
 def placeholder(dtype: DType | str, shape: Any = None, name: str | None = None) -> Tensor:
     """A tensor whose value must be fed to `Session.run`. Dims given as None accept any
-    size.
+    size; without a `shape` (or with ``TensorShape(None)``) the rank is unknown too, as
+    in TensorFlow 1: any array may be fed, and ``shape=[]`` is a scalar.
 
-    tensorweave's graphs need every rank when they are built, so a placeholder created
-    without a `shape` is a scalar (TensorFlow's common use: ``keep_prob``, a learning
-    rate); feeding it an array of another rank is an error that says so. Give a shape,
-    e.g. ``[None, 784]``, for anything else."""
-    dims = () if shape is None else _declared_dims(shape, "tf.placeholder")
+    Ops built on a tensor of unknown rank have the static shapes TensorFlow 1 gives them
+    (mostly an unknown rank; ``tf.reshape(x, [-1, 3])`` is ``(None, 3)``,
+    ``tf.reduce_sum(x)`` a scalar); each run specializes the graph to the ranks of the
+    values fed (compiled once per rank), where every shape is inferred again."""
+    dims = _declared_dims(shape, "tf.placeholder")
     dtype = as_dtype(dtype)
     return apply_op1("Placeholder", [], {"dtype": dtype, "shape": dims},
                      name=name or "Placeholder")
 
 
-def _declared_dims(shape: Any, op: str) -> tuple:
+def _declared_dims(shape: Any, op: str) -> tuple | None:
     """A shape argument (a list, tuple or `TensorShape`, dims ints, None, -1 or
-    ``tf.Dimension``) as a tuple of ints and None; an error naming `op` for an unknown
-    rank, which tensorweave's graphs cannot hold."""
-    if isinstance(shape, TensorShape) and shape.rank is None:
-        raise ShapeError("a shape of unknown rank (TensorShape(None)) is not supported: "
-                         "tensorweave's graphs need every rank; give the shape as a list, "
-                         "with None for dims unknown until run time", op=op, location=_where())
+    ``tf.Dimension``) as a tuple of ints and None; None (or ``TensorShape(None)``) for
+    an unknown rank."""
+    if shape is None or (isinstance(shape, TensorShape) and shape.rank is None):
+        return None
     if isinstance(shape, (int, Dimension)):
         shape = (shape,)
     return as_shape(tuple(dimension_value(d) for d in shape))
@@ -218,15 +262,13 @@ def _declared_dims(shape: Any, op: str) -> tuple:
 @in_default_graph
 def placeholder_with_default(input: Any, shape: Any, name: str | None = None) -> Tensor:
     """A tensor that takes `input` unless a value is fed for it; its shape is `shape`
-    (None dims: a fed value may have any size there), which must allow `input`'s.
-    `shape=None` keeps `input`'s shape (graphs need every rank)."""
+    (None dims: a fed value may have any size there; None: any shape at all, as
+    TensorFlow's), which must allow `input`'s."""
     t = convert_to_tensor(input)
-    declared = tuple(t.shape) if shape is None else _declared_dims(
-        shape, "tf.placeholder_with_default")
-    if len(declared) != len(t.shape) or any(
-            d is not None and s is not None and d != s for d, s in zip(declared, t.shape)):
+    declared = _declared_dims(shape, "tf.placeholder_with_default")
+    if not t.type.is_compatible_with(TensorType(t.dtype, declared)):
         raise ValueError(f"placeholder_with_default: the default of shape "
-                         f"{format_shape(t.shape)} does not have the shape given, "
+                         f"{format_shape(t.type.shape)} does not have the shape given, "
                          f"{format_shape(declared)}")
     out = apply_op1("Identity", [t], name=name or "PlaceholderWithDefault")
     # the tensor is what a feed gives as well as the default: only `shape` is known of it
@@ -276,7 +318,9 @@ class Variable(_Variable):
             self.trainable = trainable
             self._initial_value = init
             self.initializer = self._build_initializer(init)
-        collections = list(collections or [GLOBAL_VARIABLES])
+        # None: the global variables; [] (TensorFlow's way to leave a variable out of
+        # global_variables_initializer) none
+        collections = [GLOBAL_VARIABLES] if collections is None else list(collections)
         if trainable and TRAINABLE_VARIABLES not in collections:
             collections.append(TRAINABLE_VARIABLES)
         # once per collection, as TensorFlow: a variable listed twice among the trainable

@@ -137,9 +137,11 @@ def dense(inputs: TensorLike, units: int, activation: Callable | str | None = No
     activation = _activation(activation)
     x = convert_to_tensor(inputs)
     _floating("dense", x)
-    in_dim = x.shape[-1]
+    in_dim = x.shape[-1]  # (None for an unknown rank too)
     if in_dim is None:
-        raise ShapeError("tf.layers.dense: the last dim of the inputs must be known",
+        # TensorFlow's words (its Dense layer's build)
+        raise ShapeError("The last dimension of the inputs to `Dense` should be defined. "
+                         "Found `None`.", op="tf.layers.dense",
                          location=str(user_location()))
     with _layer_scope(name, "dense", reuse):
         kernel = get_variable("kernel", [in_dim, units], dtype=x.dtype,

@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...compiler.dtypes import float32, int32
+from ...compiler.types import format_shape
 from ...errors import ShapeError
 from ...frontend.building import convert_to_tensor
 from ...frontend.call_site import user_location
@@ -74,12 +75,11 @@ def _to_float32(x: Any) -> Any:
 
 def _same_shape(a: Any, b: Any, api: str, what: tuple[str, str]) -> None:
     """ShapeError unless the static shapes of `a` and `b` are compatible (TensorFlow's
-    ``assert_is_compatible_with``: same rank, equal dims where both are known)."""
-    sa, sb = tuple(a.shape), tuple(b.shape)
-    if len(sa) != len(sb) or any(x is not None and y is not None and x != y
-                                 for x, y in zip(sa, sb)):
-        raise ShapeError(f"{what[0]} of shape {list(sa)} and {what[1]} of shape {list(sb)} "
-                         f"must have the same shape", op=api, location=_where())
+    ``assert_is_compatible_with``: same rank, equal dims where both are known; a shape
+    of unknown rank is compatible with any)."""
+    if not a.shape.is_compatible_with(b.shape):
+        raise ShapeError(f"{what[0]} of shape {list(a.shape)} and {what[1]} of shape "
+                         f"{list(b.shape)} must have the same shape", op=api, location=_where())
 
 
 def assert_broadcastable(weights: Any, values: Any, api: str = "tf.losses") -> Any:
@@ -88,10 +88,17 @@ def assert_broadcastable(weights: Any, values: Any, api: str = "tf.losses") -> A
     ValueError); the others by an Assert op, returned (None when nothing is left to
     check at run time)."""
     w, v = convert_to_tensor(weights), convert_to_tensor(values)
-    ws, vs = tuple(w.shape), tuple(v.shape)
-    if not ws:
+    if w.shape.rank == 0:
         return None
     prefix = "weights can not be broadcast to values."
+    if w.shape.rank is None or v.shape.rank is None:
+        # (TensorFlow checks the ranks at run time; here the check is built on them)
+        raise ShapeError(f"{prefix} weights of shape {format_shape(w.shape)} and values "
+                         f"of shape {format_shape(v.shape)}: tensorweave checks weights "
+                         f"against values while the graph is built and needs both ranks "
+                         f"(scalar weights need none); give the placeholder a shape",
+                         op=api, location=_where())
+    ws, vs = tuple(w.shape), tuple(v.shape)
     if len(ws) != len(vs):
         raise ShapeError(f"{prefix} values.rank={len(vs)}. weights.rank={len(ws)}. "
                          f"values.shape={list(vs)}. weights.shape={list(ws)}", op=api,
@@ -334,10 +341,15 @@ def sparse_softmax_cross_entropy(labels: Any, logits: Any, weights: Any = 1.0,
     api = "tf.losses.sparse_softmax_cross_entropy"
     with name_scope(scope or "sparse_softmax_cross_entropy_loss"):
         labels, logits = convert_to_tensor(labels), convert_to_tensor(logits)
+        weights = convert_to_tensor(weights)
+        if None in (labels.shape.rank, logits.shape.rank):
+            # (an unknown rank: no squeeze decided now; the op checks the ranks it runs at)
+            losses = _nn.sparse_softmax_cross_entropy_with_logits(
+                labels=labels, logits=logits, name="xentropy")
+            return _weighted_loss(losses, weights, loss_collection, reduction)
         if len(logits.shape) - len(labels.shape) == 0:
             labels = _squeeze_last(labels, api, "labels")
-        weights = convert_to_tensor(weights)
-        if len(weights.shape) and len(weights.shape) - len(labels.shape) == 1:
+        if weights.shape.rank and len(weights.shape) - len(labels.shape) == 1:
             weights = _squeeze_last(weights, api, "weights")
         if len(logits.shape) - len(labels.shape) != 1:
             raise ShapeError(f"labels of shape {list(labels.shape)} must have one dim fewer "

@@ -1,8 +1,9 @@
 """`Session`: runs subgraphs of a v1 graph, holding the values of its variables.
 
 Each ``run(fetches, feed_dict)`` prunes the graph to what the fetches need (fed tensors
-become arguments), compiles that subgraph once per (fetches, feeds) signature, and calls
-the compiled code. Variables live in the Session (as in TensorFlow 1, two sessions on
+become arguments), compiles that subgraph once per (fetches, feeds) signature (and per
+shape fed to each placeholder of unknown rank: `fed_shapes.py`), and calls the compiled
+code. Variables live in the Session (as in TensorFlow 1, two sessions on
 one graph have separate variable values).
 """
 
@@ -28,6 +29,7 @@ from ...passes.prune import extract_subgraph
 from ...runtime.queues import close_all_queues
 from ...runtime.resources import ResourceManager, create_graph_resources
 from ...sparse.session_support import session_feeds, session_fetches
+from .fed_shapes import fed_shapes, specialize_to_feeds
 from .graph import Graph, Variable, get_default_graph
 
 _local = threading.local()
@@ -151,7 +153,9 @@ class Session:
         values = [x for k, x in kinds if k == "value"]
         targets = [x for k, x in kinds if k == "op"]
         feed_values, feed_arrays, fed_variables = self._resolve_feeds(feed_dict or {})
-        key = (tuple(map(id, values)), tuple(map(id, targets)), tuple(map(id, feed_values)))
+        shapes = fed_shapes(feed_values, feed_arrays)  # to placeholders of unknown rank
+        key = (tuple(map(id, values)), tuple(map(id, targets)), tuple(map(id, feed_values)),
+               shapes)
         step = self._steps.get(key)
         if step is None:
             with self._lock:
@@ -160,7 +164,7 @@ class Session:
                 step = self._steps.get(key)
                 if step is None:
                     step = self._steps[key] = self._compile(values, targets, feed_values,
-                                                            fed_variables)
+                                                            fed_variables, shapes)
                     if getattr(self._config, "log_device_placement", False):
                         _log_placement(step)
         # RunOptions' timeout, else the session's (ConfigProto.operation_timeout_in_ms),
@@ -261,7 +265,8 @@ class Session:
         return values, arrays, variables
 
     def _compile(self, values: list[ir.Value], targets: list[ir.Node],
-                 feeds: list[ir.Value], fed_variables: set[str] = frozenset()) -> Any:
+                 feeds: list[ir.Value], fed_variables: set[str] = frozenset(),
+                 shapes: tuple = ()) -> Any:
         sub = extract_subgraph(self.graph.ir, values, targets, feeds, name="session_run")
         for n in sub.walk():
             if n.op == "VarHandle" and n.attrs["shared_name"] in fed_variables:
@@ -279,6 +284,8 @@ class Session:
                 raise InvalidArgumentError(
                     f"you must feed a value for placeholder tensor '{n.name}' of type {t}",
                     **n.error_context())
+        # a placeholder of unknown rank: the step for the shapes fed (every rank known)
+        sub = specialize_to_feeds(sub, shapes or (None,) * len(feeds))
         if self._cluster is not None:
             from ...distribute.master import compile_for_cluster
             target = "cpu" if self.compile_target == "cpu" else "reference"

@@ -20,8 +20,10 @@ def _math():
 def unbroadcast(grad: Any, x: Any) -> Any:
     """Sum `grad` (shaped like a broadcast result) back to the shape of operand `x`.
 
-    Static shapes give a plain reduction; dims unknown until run time give a
-    ``ReduceToLike`` node that decides at run time."""
+    Static shapes give a plain reduction; dims (or a rank, in a v1 graph) unknown until
+    run time give a ``ReduceToLike`` node that decides at run time."""
+    if grad.shape.rank is None or x.shape.rank is None:
+        return apply_op1("ReduceToLike", [grad, x])
     gs, xs = tuple(grad.shape), tuple(x.shape)
     if any(d is None for d in xs):
         # even equal static shapes may differ at run time: an unknown dim of x may be 1
@@ -36,8 +38,8 @@ def unbroadcast(grad: Any, x: Any) -> Any:
 
 
 def broadcast_like(t: Any, x: Any) -> Any:
-    """`t` broadcast to the shape of `x` (whose dims may be unknown)."""
-    if all(d is not None for d in x.shape):
+    """`t` broadcast to the shape of `x` (whose dims, or rank, may be unknown)."""
+    if x.shape.is_fully_defined():
         return t if tuple(t.shape) == tuple(x.shape) else _array().broadcast_to(t, list(x.shape))
     return t + _array().zeros_like(x)
 
@@ -45,6 +47,13 @@ def broadcast_like(t: Any, x: Any) -> Any:
 def restore_reduced_dims(grad: Any, x: Any, axes: Any, keepdims: bool) -> Any:
     """Give the gradient of a reduction back the reduced axes (as size 1), so it
     broadcasts against the reduction's input `x`."""
+    if x.shape.rank is None:  # (a v1 graph's tensor of unknown rank)
+        if keepdims or axes is None:
+            return grad  # the reduced dims are there (size 1), or grad is a scalar
+        # the shape of x with the reduced axes made 1, known at run time (a sum: defined
+        # over empty axes too)
+        kept = _math().reduce_sum(x, axis=list(axes), keepdims=True)
+        return apply_op1("ReshapeLike", [grad, kept])
     rank = len(x.shape)
     axes = list(range(rank)) if axes is None else sorted(a % rank for a in axes)
     if keepdims or not axes:
@@ -58,6 +67,11 @@ def restore_reduced_dims(grad: Any, x: Any, axes: Any, keepdims: bool) -> Any:
 
 def reduced_count(x: Any, axes: Any, dtype: Any) -> Any:
     """How many elements each reduction over `axes` combined, as a tensor of `dtype`."""
+    if x.shape.rank is None:  # (a v1 graph's tensor of unknown rank)
+        if axes is None:
+            return _math().cast(_array().size(x), dtype)
+        return _math().reduce_sum(_array().ones_like(x, dtype=dtype), axis=list(axes),
+                                  keepdims=True)
     rank = len(x.shape)
     axes = list(range(rank)) if axes is None else [a % rank for a in axes]
     dims = [x.shape[a] for a in axes]

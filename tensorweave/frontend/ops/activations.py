@@ -107,8 +107,7 @@ def sigmoid_cross_entropy_with_logits(labels: TensorLike = None, logits: TensorL
     if labels is None or logits is None:
         raise ValueError("sigmoid_cross_entropy_with_logits needs both labels= and logits=")
     x, z = convert_operands(logits, labels)
-    if len(x.shape) != len(z.shape) or any(a is not None and b is not None and a != b
-                                           for a, b in zip(x.shape, z.shape)):
+    if not x.shape.is_compatible_with(z.shape):  # (an unknown rank is compatible)
         loc = user_location()
         raise ShapeError(f"logits and labels must have the same shape, got logits {x.type} "
                          f"and labels {z.type}", op="tw.nn.sigmoid_cross_entropy_with_logits",

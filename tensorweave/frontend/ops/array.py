@@ -535,8 +535,13 @@ def size(input: TensorLike, out_type: Any = int32, name: str | None = None) -> T
 
 
 def rank(input: TensorLike, name: str | None = None) -> TensorLike:
-    """The number of dimensions of `input`: a constant int32 scalar (ranks are static)."""
-    return constant(np.int32(convert_to_tensor(input).ndim), name=name)
+    """The number of dimensions of `input`: a constant int32 scalar when the rank is
+    known while the graph is built, else (a v1 placeholder without a shape) the size of
+    its run-time shape."""
+    t = convert_to_tensor(input)
+    if t.shape.rank is None:
+        return size(shape(t), name=name or "Rank")
+    return constant(np.int32(t.ndim), name=name)
 
 
 def identity(input: TensorLike, name: str | None = None) -> TensorLike:

@@ -103,11 +103,19 @@ def dropout(x: TensorLike, rate: TensorLike = None, noise_shape: Any = None,
             rate_t = convert_to_tensor(rate, dtype=float32) if _is_number(rate) else \
                 m.cast(convert_to_tensor(rate, dtype=x.dtype), float32)
             keep = m.cast(m.greater_equal(uniform, rate_t), x.dtype)
-            return x * m.cast(m.reciprocal(1 - rate_t), x.dtype) * keep
+            return _shaped_like(x * m.cast(m.reciprocal(1 - rate_t), x.dtype) * keep, x)
         uniform = apply_op1("RandomUniformLike", [x], attrs)
         rate_t = convert_to_tensor(rate, dtype=x.dtype)
         keep = m.cast(m.greater_equal(uniform, rate_t), x.dtype)
-        return x * m.reciprocal(1 - rate_t) * keep
+        return _shaped_like(x * m.reciprocal(1 - rate_t) * keep, x)
+
+
+def _shaped_like(out: Any, x: Any) -> Any:
+    """`out` with `x`'s static shape where a rate of unknown rank (a v1 placeholder made
+    without a shape, a scalar when fed) left it unknown, as TensorFlow sets it."""
+    if out.shape.rank is None and x.shape.rank is not None:
+        out.set_shape(x.shape)
+    return out
 
 
 def dropout_v1(x: TensorLike, keep_prob: TensorLike = None, noise_shape: Any = None,

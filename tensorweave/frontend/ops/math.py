@@ -461,10 +461,14 @@ def _is_half(dtype: DType) -> bool:
     return dtype.ir_name in ("f16", "bf16")
 
 
-def _axes_of(axis: Axis, x: Result, fn: str) -> list[int]:
+def _axes_of(axis: Axis, x: Result, fn: str) -> list[int] | None:
     """The non-negative axes of `x` that `axis` (None: every axis) reduces; an axis out
     of range is an error naming `fn` (the composite function the user called, not the
-    Max/Mean/Sum it is built from) and the user's line."""
+    Max/Mean/Sum it is built from) and the user's line. For `x` of unknown rank (a v1
+    placeholder made without a shape): the axes as given, None for every axis (the
+    reductions check them when the rank is known)."""
+    if x.shape.rank is None:
+        return None if axis is None else list(_static_ints(axis, "axis", fn))
     rank = x.ndim
     if axis is None:
         return list(range(rank))
@@ -490,8 +494,8 @@ def reduce_logsumexp(input_tensor: TensorLike, axis: Axis = None, keepdims: bool
     if _is_half(x.dtype):
         return cast(reduce_logsumexp(cast(x, float32), axis, keepdims), x.dtype, name=name)
     from . import array
-    axes = _axes_of(axis, x, "reduce_logsumexp")
-    if any(x.shape[a] == 0 for a in axes):
+    axes = _axes_of(axis, x, "reduce_logsumexp")  # (None: every axis of an unknown rank)
+    if axes is not None and any(x.shape[a] == 0 for a in axes):
         # nothing to sum: -inf (log 0), as in TF, where the max below would be an error
         return log(reduce_sum(exp(x), axis=axis, keepdims=keepdims), name=name)
     raw_max = reduce_max(x, axis=axis, keepdims=True)
@@ -500,7 +504,9 @@ def reduce_logsumexp(input_tensor: TensorLike, axis: Axis = None, keepdims: bool
     safe_max = apply_op1("StopGradient", [where(is_finite(raw_max), raw_max,
                                                 array.zeros_like(raw_max))])
     result = log(reduce_sum(exp(x - safe_max), axis=axis, keepdims=keepdims))
-    if not keepdims and axes:
+    if not keepdims and axes is None:  # every axis of an unknown rank: one element
+        safe_max = array.reshape(safe_max, [])
+    elif not keepdims and axes:
         safe_max = array.squeeze(safe_max, axis=axes)
     return add(result, safe_max, name=name)
 
@@ -565,12 +571,10 @@ def cumprod(x: TensorLike, axis: int = 0, exclusive: bool = False, reverse: bool
 
 def _static_shape_kept(fn: str, result: Result, t: Result, what: str) -> None:
     """TF's check that clipping bounds broadcast to `t` without enlarging it."""
-    rs, ts = tuple(result.shape), tuple(t.shape)
-    if len(rs) != len(ts) or any(a is not None and b is not None and a != b
-                                 for a, b in zip(rs, ts)):
+    if not result.shape.is_compatible_with(t.shape):  # (an unknown rank is compatible)
         raise _error(ShapeError, fn, f"{what} must broadcast to the shape of t without "
-                                     f"changing it: t has shape {list(ts)}, the clipped "
-                                     f"result would have shape {list(rs)}")
+                                     f"changing it: t has shape {list(t.shape)}, the "
+                                     f"clipped result would have shape {list(result.shape)}")
 
 
 def clip_by_value(t: TensorLike, clip_value_min: TensorLike, clip_value_max: TensorLike,

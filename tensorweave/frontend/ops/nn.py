@@ -87,6 +87,8 @@ def log_softmax(logits: TensorLike, axis: int | None = None, name: str | None = 
 
 
 def _move_axis_last(x: Tensor, axis: int) -> Tensor:
+    if axis == -1 and x.shape.rank is None:
+        return x  # (the last axis of whatever rank x has)
     rank = len(x.shape)
     axis = axis % rank if rank else axis
     if axis == rank - 1:
