@@ -12,6 +12,7 @@ from typing import Any
 
 import tensorweave.sparse as _sparse
 
+from . import layout, segments
 from .embedding import embedding_lookup_sparse, safe_embedding_lookup_sparse
 from .session_support import sparse_placeholder
 
@@ -20,7 +21,17 @@ _TOP_LEVEL = {"sparse_tensor_dense_matmul": "sparse_dense_matmul",
               "sparse_tensor_to_dense": "to_dense", "sparse_to_dense": "sparse_to_dense",
               "sparse_reduce_sum": "reduce_sum", "sparse_add": "add",
               "sparse_reorder": "reorder", "sparse_retain": "retain",
-              "sparse_reshape": "reshape", "sparse_slice": "slice"}
+              "sparse_reshape": "reshape", "sparse_slice": "slice",
+              "sparse_transpose": "transpose", "sparse_fill_empty_rows": "fill_empty_rows",
+              "sparse_maximum": "maximum", "sparse_minimum": "minimum",
+              "sparse_softmax": "softmax"}
+
+# TensorFlow 1's own signatures, in tf.sparse and at the top level (tf.sparse_concat, ...):
+# `name` comes before the arguments TensorFlow 2 moved ahead of it
+_V1_SIGNATURES = {"concat": ("sparse_concat", layout.concat_v1),
+                  "segment_sum": ("sparse_segment_sum", segments.segment_sum_v1),
+                  "segment_mean": ("sparse_segment_mean", segments.segment_mean_v1),
+                  "segment_sqrt_n": ("sparse_segment_sqrt_n", segments.segment_sqrt_n_v1)}
 
 
 def _safe_v1(embedding_weights: Any, sparse_ids: Any, sparse_weights: Any = None,
@@ -52,6 +63,9 @@ def v1_names(in_default_graph: Callable[[Any], Any], nn: types.ModuleType) -> di
     for v1_name, name in _TOP_LEVEL.items():
         if hasattr(_sparse, name):
             names[v1_name] = in_default_graph(getattr(_sparse, name))
+    for name, (v1_name, fn) in _V1_SIGNATURES.items():
+        setattr(namespace, name, in_default_graph(fn))
+        names[v1_name] = in_default_graph(fn)
     for name, fn in _NN.items():
         setattr(nn, name, in_default_graph(fn))
     return names
