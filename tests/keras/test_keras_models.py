@@ -136,6 +136,31 @@ def test_subclassed_model_build_and_layers():
         keras.Model()(np.ones((1, 2), np.float32))
 
 
+def test_layers_appended_to_a_list_attribute_are_trained():
+    """Keras tracks layers put into a list after it was set; missing them would leave
+    their weights out of training without a word."""
+    class Net(keras.Model):
+        def __init__(self):
+            super().__init__()
+            self.blocks = []
+            for _ in range(2):
+                self.blocks.append(keras.layers.Dense(3))
+
+        def call(self, inputs):
+            for block in self.blocks:
+                inputs = block(inputs)
+            return inputs
+
+    net = Net()
+    net.compile(keras.optimizers.SGD(0.1), "mse")
+    x, y = np.ones((4, 3), np.float32), np.zeros((4, 3), np.float32)
+    net.fit(x, y, verbose=0)
+    assert len(net.trainable_weights) == 4 and len(net.layers) == 2
+    before = net.get_weights()
+    net.fit(x, y, verbose=0)
+    assert all(not np.array_equal(a, b) for a, b in zip(before, net.get_weights()))
+
+
 def test_summary_text_is_tf_keras(capsys):
     """tf_keras 2.21 prints exactly this for the same model."""
     keras.backend.clear_session()

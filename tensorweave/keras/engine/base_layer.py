@@ -166,6 +166,26 @@ class Layer(Module):
                     self._own_weights.add(leaf)   # a tw.Variable set as an attribute
         super().__setattr__(name, value)
 
+    def _sublayers(self) -> list[Layer]:
+        """The layers this one tracks, in the order they were set. Layers (and
+        variables) put into a list or dict attribute after it was set
+        (``self.blocks.append(Dense(8))``) are found here too, as Keras' tracked lists
+        find them."""
+        for key, value in vars(self).items():
+            if key in ("_layer_weights", "_inbound_nodes") or not isinstance(
+                    value, (list, tuple, dict)):
+                continue
+            for leaf in nest.flatten(value, expand_composites=False)[0]:
+                if isinstance(leaf, Layer) and leaf is not self:
+                    self._keras_layers.add(leaf)
+                elif isinstance(leaf, Variable):
+                    self._own_weights.add(leaf)
+        return self._keras_layers.items
+
+    def _weights_made_here(self) -> list[Variable]:
+        self._sublayers()
+        return self._own_weights.items
+
     # -- properties ---------------------------------------------------------------------------
     @property
     def dtype(self) -> str:
@@ -188,7 +208,7 @@ class Layer(Module):
     @trainable.setter
     def trainable(self, value: bool) -> None:
         self.__dict__["_trainable"] = bool(value)
-        for layer in self._keras_layers.items:
+        for layer in self._sublayers():
             layer.trainable = value
 
     @property
@@ -211,7 +231,7 @@ class Layer(Module):
             if include_self or not top:
                 out.append(layer)
             if top or recursive:
-                for sub in layer._keras_layers.items:
+                for sub in layer._sublayers():
                     visit(sub, False)
 
         visit(self, True)
@@ -219,7 +239,7 @@ class Layer(Module):
 
     @property
     def _self_tracked_trackables(self) -> list[Layer]:
-        return list(self._keras_layers.items)
+        return list(self._sublayers())
 
     @property
     def trainable_weights(self) -> list[Variable]:
@@ -227,8 +247,8 @@ class Layer(Module):
         sublayers' (none when `trainable` is False)."""
         if not self.trainable:
             return []
-        own = [w for w in self._own_weights.items if w.trainable]
-        children = [w for layer in self._keras_layers.items for w in layer.trainable_weights]
+        own = [w for w in self._weights_made_here() if w.trainable]
+        children = [w for layer in self._sublayers() for w in layer.trainable_weights]
         return _dedup(own + children)
 
     @property
@@ -236,13 +256,12 @@ class Layer(Module):
         """The other weights (moving statistics; every weight when `trainable` is
         False)."""
         if self.trainable:
-            own = [w for w in self._own_weights.items if not w.trainable]
-            children = [w for layer in self._keras_layers.items
-                        for w in layer.non_trainable_weights]
+            own = [w for w in self._weights_made_here() if not w.trainable]
+            children = [w for layer in self._sublayers() for w in layer.non_trainable_weights]
             return _dedup(own + children)
-        own = ([w for w in self._own_weights.items if w.trainable]
-               + [w for w in self._own_weights.items if not w.trainable])
-        children = [w for layer in self._keras_layers.items for w in layer.weights]
+        made = self._weights_made_here()
+        own = [w for w in made if w.trainable] + [w for w in made if not w.trainable]
+        children = [w for layer in self._sublayers() for w in layer.weights]
         return _dedup(own + children)
 
     @property
@@ -281,8 +300,8 @@ class Layer(Module):
         init = initializers.get(initializer)
         if trainable is None:
             trainable = True
-        if kwargs.get("synchronization") is not None or kwargs.get("aggregation") is not None:
-            pass  # distribution settings: one device here
+        # (kwargs: Keras' distribution settings, synchronization and aggregation: one
+        # device here, nothing to do)
         name = name or "Variable"
         with backend.eval_scope():
             value = np.asarray(init(shape, dtype=dtype))

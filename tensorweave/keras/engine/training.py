@@ -224,7 +224,7 @@ class Model(Layer):
                                         state.compiled_metrics.metrics)
         from ..metrics import Metric  # (metrics imports this package's base layer)
         for layer in self._flatten_layers():   # metrics set as attributes (Keras')
-            out.extend(m for m in layer._keras_layers.items
+            out.extend(m for m in layer._sublayers()
                        if isinstance(m, Metric) and all(m is not o for o in out))
         return out
 
@@ -550,7 +550,7 @@ class Model(Layer):
     def layers(self) -> list[Layer]:
         """The model's direct sublayers, in the order they were set (metrics apart)."""
         from ..metrics import Metric
-        return [layer for layer in self._keras_layers.items if not isinstance(layer, Metric)]
+        return [layer for layer in self._sublayers() if not isinstance(layer, Metric)]
 
     def get_layer(self, name: str | None = None, index: int | None = None) -> Layer:
         """A sublayer by `name` or by `index` in `layers`."""
@@ -575,7 +575,7 @@ class Model(Layer):
         if not self.trainable:
             return []
         weights = [w for layer in self._self_tracked_trackables for w in layer.trainable_weights]
-        weights += [w for w in self._own_weights.items if w.trainable]
+        weights += [w for w in self._weights_made_here() if w.trainable]
         return _dedup(weights)
 
     @property
@@ -583,8 +583,8 @@ class Model(Layer):
         """The other weights (every weight when `trainable` is False)."""
         layers = self._self_tracked_trackables
         non = [w for layer in layers for w in layer.non_trainable_weights]
-        own_t = [w for w in self._own_weights.items if w.trainable]
-        own_n = [w for w in self._own_weights.items if not w.trainable]
+        own_t = [w for w in self._weights_made_here() if w.trainable]
+        own_n = [w for w in self._weights_made_here() if not w.trainable]
         if not self.trainable:
             trainable = [w for layer in layers for w in layer.trainable_weights]
             return _dedup(own_t + trainable + own_n + non)
@@ -595,8 +595,8 @@ class Model(Layer):
         """Every weight, layer by layer (each layer's trainable ones first), then the
         model's own: the order of `get_weights` / `set_weights` (Keras')."""
         weights = [w for layer in self._self_tracked_trackables for w in layer.weights]
-        weights += [w for w in self._own_weights.items if w.trainable]
-        weights += [w for w in self._own_weights.items if not w.trainable]
+        weights += [w for w in self._weights_made_here() if w.trainable]
+        weights += [w for w in self._weights_made_here() if not w.trainable]
         return _dedup(weights)
 
     def summary(self, line_length: int | None = None, positions: Any = None,

@@ -102,10 +102,7 @@ class BatchNormalization(Layer):
             self._fused_format = {(4, 1): "NCHW", (4, 3): "NHWC", (5, 1): "NCDHW",
                                   (5, 4): "NDHWC"}[(rank, channel[0])]
         param_shape = [input_shape[a] for a in channel]
-        if len(channel) == 1:
-            self._param_shape = param_shape
-        else:
-            self._param_shape = param_shape
+        self._param_shape = param_shape
         self.gamma = (self.add_weight("gamma", shape=param_shape,
                                       initializer=self.gamma_initializer,
                                       regularizer=self.gamma_regularizer)
