@@ -1,4 +1,4 @@
-"""Record what tf_keras 2.x computes for `cases.py` into ``fixtures/*.npz`` (the tests
+"""Record what tf_keras 2.x computes for `keras_cases.py` into ``fixtures/*.npz`` (the tests
 compare tw.keras with them; CI has no TensorFlow). Run where tf_keras is installed:
 
     TF_USE_LEGACY_KERAS=1 python tests/keras/record_fixtures.py
@@ -19,7 +19,7 @@ import tensorflow as tf  # noqa: E402
 import tf_keras as keras  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(__file__))
-from cases import (  # noqa: E402
+from keras_cases import (  # noqa: E402
     LAYER_CASES,
     LOSS_CASES,
     MERGE_CASES,

@@ -13,7 +13,7 @@ import pytest
 import tensorweave as tw
 
 sys.path.insert(0, os.path.dirname(__file__))
-from cases import LAYER_CASES, MERGE_CASES  # noqa: E402
+from keras_cases import LAYER_CASES, MERGE_CASES  # noqa: E402
 
 keras = tw.keras
 FIXTURES = np.load(os.path.join(os.path.dirname(__file__), "fixtures", "layers.npz"))

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 import tensorweave as tw
 
 sys.path.insert(0, os.path.dirname(__file__))
-from cases import LOSS_CASES, METRIC_CASES  # noqa: E402
+from keras_cases import LOSS_CASES, METRIC_CASES  # noqa: E402
 
 keras = tw.keras
 FIXTURES = np.load(os.path.join(os.path.dirname(__file__), "fixtures", "losses.npz"))

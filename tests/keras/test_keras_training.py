@@ -14,7 +14,7 @@ import pytest
 import tensorweave as tw
 
 sys.path.insert(0, os.path.dirname(__file__))
-from cases import TRAIN_CASES, make_data  # noqa: E402
+from keras_cases import TRAIN_CASES, make_data  # noqa: E402
 
 keras = tw.keras
 FIXTURES = np.load(os.path.join(os.path.dirname(__file__), "fixtures", "training.npz"))
