@@ -17,6 +17,9 @@ from __future__ import annotations
 from typing import Any
 
 from ...compiler.ir import Graph
+from . import numba_compat
+
+numba_compat.ensure()  # before numba-cuda's CUDA target context loads (NumPy 2.5)
 
 TARGET = "gpu"
 
