@@ -37,8 +37,13 @@ def specialized(graph: Graph, shapes: list[tuple[int, ...]]) -> Graph:
 
 
 def _has_unknown(graph: Graph) -> bool:
-    return any(isinstance(v.type, TensorType) and not v.type.is_fully_defined
-               for n in graph.nodes for v in n.outputs)
+    """Whether a value of `graph` has a dim not known, nested regions included: a fused
+    node's outer types can be static while its region still has the traced unknown dim
+    (a FusedMatMul in a step run node by node failed to lower, its batch dim None)."""
+    def unknown(v) -> bool:
+        return isinstance(v.type, TensorType) and not v.type.is_fully_defined
+    return any(unknown(v) for n in graph.walk()
+               for v in (*n.outputs, *(a for r in n.regions for a in r.args)))
 
 
 class GpuExecutable:
