@@ -3,9 +3,12 @@
 
 A `QueueRunner` holds the enqueue steps of one queue. Each of its threads runs one of them
 over and over until the coordinator asks to stop or the queue closes; a thread that sees
-the queue closed (OutOfRangeError, CancelledError) ends quietly, and the last one to end
-closes the queue so that consumers drain it and then get OutOfRangeError. Any other error
-is handed to the coordinator, which stops every thread and re-raises it from ``join``.
+the queue closed (OutOfRangeError, CancelledError) ends quietly, and if it is the last
+one to end, closes the queue so that consumers drain it and then get OutOfRangeError. Any
+other error is handed to the coordinator, which stops every thread (its cancel op closes
+the queue) and re-raises it from ``join``; without a coordinator the error is kept in
+``exceptions_raised`` and the queue stays open, as in TensorFlow (consumers block rather
+than see the input end early).
 
 An enqueue step is either a callable (TensorFlow 2 style: a ``@tw.compile`` function or a
 Python function that enqueues eagerly) or, with a v1 Session, an op or tensor of its graph
@@ -214,15 +217,22 @@ class QueueRunner:
     def _run(self, run: Callable[[Any], Any], op: Any, coord: Coordinator | None,
              key: Any) -> None:
         """Run `op` until a stop is requested or the queue closes."""
+        input_ended = False
         try:
             while coord is None or not coord.should_stop():
                 try:
                     run(op)
                 except self._closed_types:
+                    input_ended = True
                     return  # the queue was closed: this producer is done
         except Exception as e:  # noqa: BLE001 - handed to the coordinator
             if getattr(run, "session_closed", lambda: False)():
-                return  # the Session closed under us: a normal way to end
+                # the Session closed under us: a normal way to end, but a coordinator
+                # not yet stopped must learn it (its join would wait forever for a stop;
+                # TensorFlow's runner hands it this error too)
+                if coord is not None and not coord.should_stop():
+                    coord.request_stop(e)
+                return
             if coord is not None:
                 coord.request_stop(e)
             else:
@@ -231,14 +241,18 @@ class QueueRunner:
                 print(f"QueueRunner '{self.name}': enqueue thread failed: {e!r}",
                       file=sys.stderr)
         finally:
-            self._thread_done(run, key)
+            self._thread_done(run, key, input_ended)
 
-    def _thread_done(self, run: Callable[[Any], Any], key: Any) -> None:
-        """The last producer to end closes the queue, so consumers drain it and stop."""
+    def _thread_done(self, run: Callable[[Any], Any], key: Any, input_ended: bool) -> None:
+        """The last producer to end closes the queue, so consumers drain it and stop, if
+        it ended because its input did (as TensorFlow's): closing after a failure would
+        show consumers a clean end of the input after part of it (OutOfRangeError, which
+        a training loop takes for "done"). With a coordinator the failure stops it, and
+        the cancel op closes the queue."""
         with self._lock:
             self._live[key] -= 1
             last = self._live[key] == 0
-        if last:
+        if last and input_ended:
             with contextlib.suppress(Exception):
                 run(self._close_op)
 
