@@ -167,6 +167,34 @@ def plan(simulate: bool) -> list[Step]:
 OPTIONAL_MIN_S = 60
 
 
+def select(steps: list[Step], names: str | None, timeouts: list[str]) -> list[Step]:
+    """`steps` reordered and filtered by `names` (comma-separated names, a shard family
+    such as op-suite standing for all its shards, in the order to run; None keeps the
+    plan), with timeouts overridden by ``NAME=S`` items.
+    An unknown name is an error: a typo must not silently drop a step."""
+    def matches(step: Step, name: str) -> bool:
+        rest = step.name[len(name) + 1:]  # op-suite matches op-suite-0, op-suite-1, ...
+        return step.name == name or (step.name.startswith(name + "-") and rest.isdigit())
+    for item in timeouts:
+        name, _, seconds = item.partition("=")
+        hits = [s for s in steps if matches(s, name)]
+        if not hits or not seconds.isdigit():
+            raise SystemExit(f"--timeout {item!r}: expected NAME=SECONDS with NAME one of "
+                             f"{[s.name for s in steps]}")
+        for s in hits:
+            s.timeout = int(seconds)
+    if names is None:
+        return steps
+    chosen: list[Step] = []
+    for name in (n.strip() for n in names.split(",") if n.strip()):
+        hits = [s for s in steps if matches(s, name) and s not in chosen]
+        if not hits:
+            raise SystemExit(f"--steps: no step {name!r}; the steps are "
+                             f"{[s.name for s in steps]}")
+        chosen += hits
+    return chosen
+
+
 def wall_time(steps: list[Step]) -> int:
     """Worst-case seconds of `steps` (a group costs its longest member; optional steps
     only use what is left, so they do not count)."""
@@ -415,6 +443,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--budget", type=float, default=None,
                         help=f"seconds for the whole run (default {DEVICE_BUDGET_S}; "
                              f"{SIMULATE_BUDGET_S} with --simulate)")
+    parser.add_argument("--steps", default=None,
+                        help="comma-separated step names (op-suite: all its shards) to run, "
+                             "in this order: a shorter run on what device time is left")
+    parser.add_argument("--timeout", action="append", default=[], metavar="NAME=S",
+                        help="a step's timeout in seconds (names as for --steps; repeatable)")
     parser.add_argument("--out", default=os.environ.get("OUT"),
                         help="where results go (default: $OUT)")
     args = parser.parse_args(argv)
@@ -422,7 +455,7 @@ def main(argv: list[str] | None = None) -> int:
         return prepare()
     if args.prepare_stack:
         return prepare_stack()
-    steps = plan(args.simulate)
+    steps = select(plan(args.simulate), args.steps, args.timeout)
     if args.budget is None:
         args.budget = SIMULATE_BUDGET_S if args.simulate else DEVICE_BUDGET_S
     if args.plan:

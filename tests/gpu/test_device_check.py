@@ -199,3 +199,15 @@ def test_the_fallback_stack_is_unpacked_only_when_the_images_smoke_test_fails(
     assert "the image's packages: FAILED" in log and "fallback" in log and "passed" in log
     monkeypatch.setattr(mod, "_smoke", lambda extra_path: (True, "fine"))
     assert mod.choose_stack(tmp_path) == ("", True)  # the image's own, nothing unpacked
+
+
+def test_steps_and_timeouts_can_be_chosen_for_a_shorter_run():
+    plan = _plan("--steps", "environment,op-suite,benchmark", "--timeout", "op-suite=90",
+                 "--timeout", "benchmark=60")
+    names = [s["name"] for s in plan["steps"]]
+    assert names[0] == "environment" and names[-1] == "benchmark"
+    assert [n for n in names[1:-1]] == [f"op-suite-{i}" for i in range(len(names) - 2)]
+    assert {s["timeout"] for s in plan["steps"] if s["name"].startswith("op-suite")} == {90}
+    proc = subprocess.run(["bash", str(SCRIPT), "--plan", "--steps", "environment,typo"],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode != 0 and "no step 'typo'" in proc.stderr
