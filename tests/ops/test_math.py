@@ -97,7 +97,16 @@ def test_sigmoid_saturates_without_overflow():
 # ---------------------------------------------------------------------- binary elementwise
 
 def _np_floordiv(a, b):
-    return np.floor_divide(a, b)
+    # TensorFlow's FloorDiv: floats floor the rounded quotient (1.0 // 0.1 is 10, not 9)
+    return np.floor_divide(a, b) if a.dtype.kind in "iu" else np.floor(a / b)
+
+
+def _np_floormod(a, b):
+    # TensorFlow's FloorMod: fmod moved to the sign of b; a zero keeps a's sign
+    if a.dtype.kind in "iu":
+        return np.remainder(a, b)
+    r = np.fmod(a, b)
+    return np.where((r != 0) & ((r < 0) != (b < 0)), r + b, r).astype(a.dtype)
 
 
 BINARY = {  # name: (tw function, NumPy reference, dtypes, y must be nonzero)
@@ -106,7 +115,7 @@ BINARY = {  # name: (tw function, NumPy reference, dtypes, y must be nonzero)
     "multiply": (tw.multiply, np.multiply, NUMERIC, False),
     "divide": (tw.divide, np.true_divide, FLOATS, True),
     "floordiv": (tw.floordiv, _np_floordiv, [F32, F64, I32, I64], True),
-    "floormod": (tw.floormod, np.remainder, [F32, F64, I32, I64], True),
+    "floormod": (tw.floormod, _np_floormod, [F32, F64, I32, I64], True),
     "maximum": (tw.maximum, np.maximum, NUMERIC, False),
     "minimum": (tw.minimum, np.minimum, NUMERIC, False),
     "squared_difference": (tw.squared_difference, lambda a, b: np.square(a - b), NUMERIC, False),

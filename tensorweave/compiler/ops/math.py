@@ -209,6 +209,23 @@ def _div(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     return q + inexact.astype(q.dtype)
 
 
+def _floor_div(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """TF's FloorDiv: Python's // for integers; for floats ``floor(x / y)``, the rounded
+    quotient floored (1.0 // 0.1 is 10 and 0.2 // -inf is -0.0, where NumPy's divmod,
+    exact in real arithmetic, gives 9 and -1)."""
+    return np.floor_divide(x, y) if _is_int(x) else np.floor(np.true_divide(x, y))
+
+
+def _floor_mod(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """TF's FloorMod: Python's % for integers; for floats ``fmod(x, y)``, plus y where
+    that is nonzero with the other sign than y. A zero keeps fmod's sign, x's (NumPy's
+    remainder gives it y's: TF's floormod(-2.0, 1.0) is -0.0)."""
+    if _is_int(x):
+        return np.remainder(x, y)
+    r = np.fmod(x, y)
+    return np.where((r != 0) & ((r < 0) != (y < 0)), r + y, r)
+
+
 def _squared_difference(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     d = np.subtract(x, y)
     return d * d
@@ -221,10 +238,12 @@ Div = _declare_binary("Div", _div, _NUMERIC,
                       "Elementwise x / y: true division for floats, truncating division for "
                       "integers (tw.divide casts integers to float first).",
                       check=_check_divisor)
-FloorDiv = _declare_binary("FloorDiv", np.floor_divide, _NUMERIC,
-                           "Elementwise floor(x / y) (Python's //).", check=_check_divisor)
-FloorMod = _declare_binary("FloorMod", np.remainder, _NUMERIC,
-                           "Elementwise x - floor(x / y) * y (Python's %: the sign of y).",
+FloorDiv = _declare_binary("FloorDiv", _floor_div, _NUMERIC,
+                           "Elementwise floor(x / y) (TensorFlow's: integers as Python's //, "
+                           "floats the rounded quotient floored).", check=_check_divisor)
+FloorMod = _declare_binary("FloorMod", _floor_mod, _NUMERIC,
+                           "Elementwise modulo with the sign of y (TensorFlow's: integers as "
+                           "Python's %, floats fmod(x, y) + y where their signs differ).",
                            check=_check_divisor)
 Pow = _declare_binary("Pow", np.power, _NUMERIC, "Elementwise x ** y.",
                       check=_check_int_exponent)

@@ -643,23 +643,15 @@ def _int_divmod(cx: Lanes, info: OpInfo, x: ir.Value, y: ir.Value, floor: bool
 
 def _float_divmod(cx: Lanes, info: OpInfo, x: ir.Value, y: ir.Value
                   ) -> tuple[ir.Value, ir.Value]:
-    """NumPy's npy_divmod for floats: (floor division, remainder with the sign of y)."""
+    """TensorFlow's float FloorDiv and FloorMod: ``floor(x / y)`` (the rounded quotient,
+    so 1.0 // 0.1 is 10) and ``fmod(x, y)``, plus y where that is nonzero with the other
+    sign than y (a zero keeps x's sign)."""
     b, dt = cx.b, info.out_dtype
-    zero, one, half = cx.dconst(dt, 0.0), cx.dconst(dt, 1.0), cx.dconst(dt, 0.5)
+    zero = cx.dconst(dt, 0.0)
     mod = b.frem(x, y)
-    y_zero = cx.fcmp("==", y, zero)
-    div = b.fdiv(b.fsub(x, mod), y)
     adjust = b.and_(cx.fcmp("!=", mod, zero),
                     b.xor(cx.fcmp("<", y, zero), cx.fcmp("<", mod, zero)))
-    mod = b.select(adjust, b.fadd(mod, y), mod)
-    div = b.select(adjust, b.fsub(div, one), div)
-    mod = b.select(cx.fcmp("==", mod, zero), cx.intrinsic("copysign", zero, y), mod)
-    floordiv = cx.intrinsic("floor", div)
-    floordiv = b.select(cx.fcmp(">", b.fsub(div, floordiv), half), b.fadd(floordiv, one), floordiv)
-    quotient = b.fdiv(x, y)
-    floordiv = b.select(cx.fcmp("==", div, zero), cx.intrinsic("copysign", zero, quotient),
-                        floordiv)
-    return b.select(y_zero, quotient, floordiv), b.select(y_zero, b.frem(x, y), mod)
+    return cx.intrinsic("floor", b.fdiv(x, y)), b.select(adjust, b.fadd(mod, y), mod)
 
 
 @emitter("Div")

@@ -9,9 +9,10 @@ The semantics are the reference kernels' (and the cpu target's, `cpu/elementwise
 Maximum/Minimum propagate NaN, comparisons are ordered except ``!=``, integer division
 and modulo by zero and integers to negative powers set the kernel's status (the step
 raises InvalidArgumentError with the cpu target's message and the op's line) instead of
-trapping, Div of integers truncates toward zero, FloorDiv/FloorMod of floats follow
-NumPy's divmod. Status codes are the cpu target's (`STATUS_*` + 4 * the op's index in
-its cluster), so `cpu.fused.FusedKernel.status_error` decodes both.
+trapping, Div of integers truncates toward zero, FloorDiv/FloorMod of floats are
+TensorFlow's (``floor(x / y)``; ``fmod`` moved to the sign of y). Status codes are the
+cpu target's (`STATUS_*` + 4 * the op's index in its cluster), so
+`cpu.fused.FusedKernel.status_error` decodes both.
 """
 
 from __future__ import annotations
@@ -89,35 +90,22 @@ def _integral(fn: str, x: str, dtype: DType) -> str:
 
 
 def _float_divmod(cx: Scope, op: Op, a: str, b: str) -> tuple[str, str]:
-    """NumPy's npy_divmod for floats, inline (device functions would need a driver to
-    compile ahead of time): (floor division, modulo with the sign of b)."""
+    """TensorFlow's float FloorDiv and FloorMod, inline (device functions would need a
+    driver to compile ahead of time): ``floor(a / b)`` and ``fmod(a, b)``, plus b where
+    that is nonzero with the other sign than b (a zero keeps a's sign)."""
     t = numba_type(op.out_dtype)
     w = cx.w
-    div, mod, fl = w.tmp("div"), w.tmp("mod"), w.tmp("fl")
+    quotient, mod = w.tmp("q"), w.tmp("mod")
+    w(f"{quotient} = {t}({a} / {b})")
     # fmod of an infinite dividend or by zero is NaN (libdevice); the simulator's Python
     # math.fmod raises there instead
     w(f"if {b} == 0 or math.isinf({a}):")
     w(f"    {mod} = {t}(math.nan)")
     w("else:")
     w(f"    {mod} = {t}(math.fmod({a}, {b}))")
-    w(f"if {b} == 0:")
-    w(f"    {div} = {t}({a} / {b})")
-    w("else:")
-    w(f"    {div} = {t}(({a} - {mod}) / {b})")
-    w(f"    if {mod} != 0:")
-    w(f"        if ({b} < 0) != ({mod} < 0):")
-    w(f"            {mod} = {t}({mod} + {b})")
-    w(f"            {div} = {t}({div} - {t}(1))")
-    w("    else:")
-    w(f"        {mod} = {t}(math.copysign(0.0, {b}))")
-    w(f"    if {div} != 0:")
-    w(f"        {fl} = {_integral('floor', div, op.out_dtype)}")
-    w(f"        if {div} - {fl} > {t}(0.5):")
-    w(f"            {fl} = {t}({fl} + {t}(1))")
-    w(f"        {div} = {fl}")
-    w("    else:")
-    w(f"        {div} = {t}(math.copysign(0.0, {a} / {b}))")
-    return div, mod
+    w(f"if {mod} != 0 and (({b} < 0) != ({mod} < 0)):")
+    w(f"    {mod} = {t}({mod} + {b})")
+    return _integral("floor", quotient, op.out_dtype), mod
 
 
 @emitter("Identity", "StopGradient", "BroadcastTo")
