@@ -131,7 +131,7 @@ def test_top_k_errors_and_unknown_batch():
 def np_in_top_k(targets, predictions, k):
     out = []
     for t, row in zip(targets, predictions.astype(np.float64)):
-        if not 0 <= t < row.size or not np.isfinite(row[t]):
+        if not 0 <= t < row.size or not np.isfinite(row).all():  # TF: any inf/nan in the row
             out.append(False)
         else:
             out.append(int(np.sum(row > row[t])) < k)

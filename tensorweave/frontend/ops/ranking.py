@@ -37,7 +37,8 @@ def in_top_k(targets: TensorLike, predictions: TensorLike, k: int,
     (``tf.math.in_top_k``, TensorFlow 2's argument order). `predictions` is
     ``[batch, classes]`` floats, `targets` ``[batch]`` int32/int64. As in TensorFlow,
     classes tied with the target count as below it (a tie at the k-th place is in the
-    top k), and a non-finite target prediction or an out-of-range target gives False."""
+    top k), and an out-of-range target or a non-finite prediction anywhere in the row (not
+    only the target's: TensorFlow's kernel cannot rank it) gives False."""
     with name_scope(name or "in_top_k"):
         predictions = convert_to_tensor(predictions)
         targets = convert_to_tensor(targets)
@@ -54,7 +55,8 @@ def in_top_k(targets: TensorLike, predictions: TensorLike, k: int,
                                             m.cast(0, predictions.dtype)), axis=1)
         above = m.reduce_sum(m.cast(m.greater(predictions, target_value[:, None]), int32),
                              axis=1)
-        finite = m.less(m.abs(target_value), float("inf"))  # False for inf and nan
+        # False for a row with an inf or nan anywhere, as TensorFlow's InTopKV2 kernel
+        finite = m.reduce_all(m.less(m.abs(predictions), float("inf")), axis=1)
         in_range = m.logical_and(m.greater_equal(targets, 0), m.less(targets, classes))
         return m.logical_and(m.logical_and(m.less(above, k), finite), in_range)
 
