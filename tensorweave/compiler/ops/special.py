@@ -88,7 +88,9 @@ POLYGAMMA_MIN_X = -float(2 ** 20)
 def polygamma_reference(n: np.ndarray, x: np.ndarray) -> np.ndarray:
     """The n-th derivative of psi at x in float64: (-1)^(n+1) n! zeta(n+1, x) for integer
     n >= 1, psi for n = 0, NaN for any other n (TensorFlow's polygamma), and NaN for
-    x < POLYGAMMA_MIN_X or x = -inf with n >= 1."""
+    x < POLYGAMMA_MIN_X or x = -inf with n >= 1. At the poles (0 and the negative
+    integers) odd orders give +inf; even orders change sign across the pole and give NaN,
+    as TensorFlow (SciPy's zeta gives -inf)."""
     sp = _special()
     n, x = np.broadcast_arrays(n, x)
     valid = (n >= 0) & (np.floor(n) == n)
@@ -97,7 +99,8 @@ def polygamma_reference(n: np.ndarray, x: np.ndarray) -> np.ndarray:
     zeta = np.where(in_range, sp.zeta(order + 1, np.where(in_range, x, 1.0)), np.nan)
     higher = (-1.0) ** (order + 1) * sp.gamma(order + 1) * zeta
     result = np.where(order == 0, digamma_reference(x), higher)
-    return np.where(valid, result, np.nan)
+    even_at_pole = (x <= 0) & (np.floor(x) == x) & (order % 2 == 0)
+    return np.where(valid & ~even_at_pole, result, np.nan)
 
 
 def _xlogy(x: np.ndarray, y: np.ndarray) -> np.ndarray:

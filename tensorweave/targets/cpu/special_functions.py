@@ -500,9 +500,8 @@ def _polygamma_body(cx: Lanes) -> Callable[[_Scalar, list], ir.Value]:
                 value = s.mul(factorial, zeta)
                 return s.sel(odd, value, s.b.fneg(value))
 
-            # zeta(n + 1, -m) = inf at the poles: +inf for odd n, -inf for even n
-            at_pole = s.sel(s.eq(s.libm("fmod", n, s.c(2.0)), s.c(1.0)), s.c(math.inf),
-                            s.c(-math.inf))
+            # at the poles: +inf for odd n; even n change sign across them: NaN (TensorFlow)
+            at_pole = s.sel(s.eq(s.libm("fmod", n, s.c(2.0)), s.c(1.0)), s.c(math.inf), nan)
             too_negative = s.lt(x, s.c(POLYGAMMA_MIN_X))  # -inf too
             return s.branch(too_negative, lambda: nan,
                             lambda: s.branch(pole, lambda: at_pole, regular))

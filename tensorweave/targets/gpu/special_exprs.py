@@ -257,7 +257,7 @@ elif {n} > 0.0 and {nfloor} == {n} and not math.isnan({x}):
     if {x} < {POLYGAMMA_MIN_X!r}:
         {out} = float64(math.nan)
     elif {x} <= 0.0 and {xfloor} == {x}:
-        {out} = float64(math.inf) if math.fmod({n}, 2.0) == 1.0 else float64(-math.inf)
+        {out} = float64(math.inf) if math.fmod({n}, 2.0) == 1.0 else float64(math.nan)
     else:
         {s_} = {n} + 1.0
         {tot} = float64(0.0)
