@@ -294,21 +294,48 @@ register_gradient("Min")(_extremum_grad)
 
 @register_gradient("Prod")
 def _prod(op, g):
-    # d prod / d x_i is the product of the other elements. Division by x_i would be wrong
-    # where x_i == 0, so count zeros per slice: with none, prod / x_i; with exactly one,
-    # only the zero element gets the product of the non-zeros; with more, all get 0.
+    # d prod / d x_i is the product of the other elements of x_i's slice: as TensorFlow,
+    # products of the elements before and after it (exclusive cumprods), never prod / x_i,
+    # which is inf / inf = NaN at an infinite x_i and wrong where the whole product
+    # overflows or underflows but the product of the others does not; zeros need no care.
     x = op.inputs[0]
     axes, keep = op.attrs["axes"], op.attrs["keepdims"]
     g = restore_reduced_dims(g, x, axes, keep)
+    if x.shape.rank is None:  # (a v1 graph's tensor of unknown rank): divide by x_i
+        return [_prod_by_division(x, axes) * g]
+    rank = len(x.shape)
+    axes = list(range(rank)) if axes is None else sorted({a % rank for a in axes})
+    if not axes:
+        return [broadcast_like(g, x)]
+    return [_product_of_others(x, axes) * g]
+
+
+def _product_of_others(x, axes: list[int]):
+    """For each element, the product of the other elements of its slice over `axes`. Over
+    axes (a, rest...): the product of the other a-slices (each reduced over rest), times
+    the product of the others within its own a-slice."""
+    def excluding_self(t, axis):
+        return (m.cumprod(t, axis=axis, exclusive=True)
+                * m.cumprod(t, axis=axis, exclusive=True, reverse=True))
+
+    first, rest = axes[0], axes[1:]
+    if not rest:
+        return excluding_self(x, first)
+    across = excluding_self(m.reduce_prod(x, axis=rest, keepdims=True), first)
+    return across * _product_of_others(x, rest)
+
+
+def _prod_by_division(x, axes):
+    """prod / x_i with zeros counted per slice: with none, prod / x_i; with exactly one,
+    only the zero element gets the product of the non-zeros; with more, all get 0."""
     is_zero = m.equal(x, 0)
     ones = _array().ones_like(x)
     nonzero = m.where(is_zero, ones, x)
     prod_nz = m.reduce_prod(nonzero, axis=axes, keepdims=True)
     zeros_in_slice = m.reduce_sum(m.cast(is_zero, x.dtype), axis=axes, keepdims=True)
     one_zero = m.equal(zeros_in_slice, 1) & is_zero
-    others = m.where(m.equal(zeros_in_slice, 0), prod_nz / nonzero,
-                     m.where(one_zero, prod_nz * ones, _zeros(x)))
-    return [others * g]
+    return m.where(m.equal(zeros_in_slice, 0), prod_nz / nonzero,
+                   m.where(one_zero, prod_nz * ones, _zeros(x)))
 
 
 # -- scans ---------------------------------------------------------------------------------
