@@ -20,10 +20,11 @@ import numpy as np
 
 from ...compiler.dtypes import DType, as_dtype, bool_, float32, int32, int64
 from ..building import apply_op, apply_op1, convert_operands, convert_to_tensor
-from ..context import name_scope
+from ..context import control_dependencies, name_scope
 from . import array as a
 from . import math as m
 from .array import _scalar, _static_ints, _usage_error
+from .debugging import _assert
 
 TensorLike = Any
 
@@ -362,8 +363,8 @@ def histogram_fixed_width(values: TensorLike, value_range: Any, nbins: int = 100
     ``value_range = [lo, hi]`` (static, lo < hi): values below `lo` count in the first
     bin and values at or above `hi` in the last, as TensorFlow's ``HistogramFixedWidth``
     kernel computes the bin: ``max(v, lo) - lo`` in the values' dtype, then divided by
-    ``(hi - lo) / nbins`` in float64, at most ``nbins - 1``, truncated. NaN values count
-    in bin 0 (TensorFlow's kernel leaves them undefined)."""
+    ``(hi - lo) / nbins`` in float64, at most ``nbins - 1``, truncated. A NaN value is an
+    InvalidArgumentError when the op runs, as in TensorFlow 2.21."""
     n = _scalar(nbins, "histogram_fixed_width", "nbins")
     if not isinstance(n, int) or n < 1:
         raise _usage_error("histogram_fixed_width", f"nbins must be a positive int, got {n!r}")
@@ -376,11 +377,14 @@ def histogram_fixed_width(values: TensorLike, value_range: Any, nbins: int = 100
     values = convert_to_tensor(values)
     with name_scope(name or "histogram_fixed_width"):
         v = a.reshape(values, [-1])
+        if values.dtype.is_floating:
+            check = _assert(m.logical_not(m.reduce_any(m.is_nan(v))),
+                            "Histogram values must not contain NaN", "check_nan")
+            with control_dependencies([check] if check is not None else None):
+                v = a.identity(v)
         low = convert_to_tensor(np.asarray(lo).astype(values.dtype.np))
         step = (hi - lo) / n
         scaled = m.cast(m.maximum(v, low) - low, "float64") / step
-        # NaN compares false everywhere: it lands in bin 0
-        scaled = m.where(m.is_nan(scaled), a.zeros_like(scaled), scaled)
         bins = m.cast(m.minimum(scaled, float(n - 1)), "int32")
         return a.unsorted_segment_sum(a.ones_like(bins, dtype=as_dtype(dtype)), bins, n)
 
