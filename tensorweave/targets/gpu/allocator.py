@@ -6,17 +6,58 @@ keyed by their (rounded) size instead of to the driver, and the next request of 
 size takes one from the pool. Sizes are rounded up to `GRANULE` bytes so that nearby
 sizes share blocks. `stats()` reports the bytes in use, the peak, the bytes held in the
 pool and the hit rate.
+
+Each block pins its allocation (`_pin`). numba-cuda counts the references to an
+allocation in a plain Python integer (``refct``) that every view adds to and every
+collected view subtracts from, without a lock, and frees the memory when it reaches 0.
+Views of one block are made and collected on several threads (the dataflow executor runs
+GPU nodes in parallel; the garbage collector runs finalizers on whichever thread it
+interrupts), so an update can be lost: on an H200 (numba-cuda 0.30.4) blocks the
+allocator still held had their memory freed under them, seen as "ReferenceError:
+weakly-referenced object no longer exists" when the next view was made (a view made
+before would have used freed memory). The pin adds `PIN` to the count while the block
+lives, so lost updates cannot bring it to 0; the block's finalizer takes it off again
+and frees the memory if nothing else holds it.
 """
 
 from __future__ import annotations
 
 import threading
+import weakref
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 GRANULE = 512
+PIN = 1 << 30  # added to numba-cuda's reference count of a block's allocation (see above)
+
+
+def _counted(data: Any) -> Any:
+    """The reference-counted allocation behind numba-cuda device array `data` (a weak
+    proxy), or None where there is none (the simulator's arrays)."""
+    mem = getattr(getattr(data, "gpu_data", None), "_mem", None)
+    return mem if mem is not None and isinstance(getattr(mem, "refct", None), int) else None
+
+
+def _pin(block: Block) -> None:
+    """Keep `block`'s allocation counted while the block lives (see the module docstring)."""
+    mem = _counted(block.data)
+    if mem is None:
+        return
+    mem.refct += PIN  # a new block: no other thread knows it yet
+    weakref.finalize(block, _unpin, mem)
+
+
+def _unpin(mem: Any) -> None:
+    """Take the pin off; free the allocation if nothing else counts it (what numba-cuda
+    does when a view's count reaches 0)."""
+    try:
+        mem.refct -= PIN
+        if mem.refct <= 0:
+            mem.free()
+    except ReferenceError:  # numba-cuda already released it (its context was reset)
+        pass
 
 
 @dataclass(eq=False)  # a block is itself: the simulator's arrays compare element-wise
@@ -73,6 +114,7 @@ class CachingAllocator:
             self.peak = max(self.peak, self.in_use)
         if block is None:
             block = Block(size, self._cuda.device_array(size, np.uint8))
+            _pin(block)
         return block
 
     def free(self, block: Block) -> None:
