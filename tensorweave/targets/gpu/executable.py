@@ -17,6 +17,7 @@ from ...errors import TensorWeaveError
 from ...runtime.kernel_context import CallCounters
 from ...runtime.resources import ResourceManager, default_resource_manager
 from ..step_cache import StepCache
+from . import transfer
 from .allocator import upload_source
 from .device import require
 from .interop import DeviceTensor, as_device_array, is_device_object, to_host
@@ -122,7 +123,7 @@ class GpuExecutable:
         blk = self.allocator.allocate(max(1, value.nbytes))
         out = blk.view(value.dtype, value.shape)
         if value.size:
-            out.copy_to_device(upload_source(value))
+            transfer.to_device(out, upload_source(value))
         return DeviceTensor(out, blk, self.allocator)
 
     def run(self, args: Any, timeout: float | None = None, **kw: Any) -> list[Any]:

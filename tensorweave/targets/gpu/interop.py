@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import InvalidArgumentError
+from . import transfer
 from .device import cuda, require, simulator_requested
 
 KDL_CPU = 1
@@ -216,7 +217,7 @@ class DeviceTensor:
         """A host copy of the tensor."""
         if not self.size:
             return np.empty(self.shape, self.dtype)
-        return self._array.copy_to_host()
+        return transfer.to_host(self._array)
 
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
         if copy is False:
@@ -406,7 +407,7 @@ def to_host(x: Any) -> np.ndarray:
     arr = as_device_array(x)
     if not arr.size:
         return np.empty(tuple(arr.shape), np.dtype(arr.dtype))
-    return arr.copy_to_host()
+    return transfer.to_host(arr)
 
 
 __all__ = ["KDL_CUDA", "DeviceTensor", "as_device_array", "default_stream_handle",

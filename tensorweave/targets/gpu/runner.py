@@ -37,6 +37,7 @@ import numpy as np
 from ...errors import FailedPreconditionError, InvalidArgumentError
 from ...runtime.kernel_context import CallCounters
 from ...runtime.resources import ResourceManager
+from . import transfer
 from .allocator import Block, CachingAllocator, round_size, upload_source
 from .compile import configured
 from .step import Branch, Copy, HostCall, Launch, Loop, Offset, Slot, StepPlan, walk_actions
@@ -153,7 +154,7 @@ class GpuStep:
         blk = self._own(value.nbytes)
         arr = blk.view(value.dtype, value.shape)
         if value.size:
-            arr.copy_to_device(upload_source(value))
+            transfer.to_device(arr, upload_source(value))
         return arr
 
     def _array(self, slot: Slot, t: int = 0) -> Any:
@@ -397,7 +398,7 @@ class GpuStep:
         def run() -> None:
             if check_first:
                 self._check_status()
-            host_ins = [a.copy_to_host() for a in ins]
+            host_ins = [transfer.to_host(a) for a in ins]
             with np.errstate(all="ignore"):
                 results = kernel(host_ins, self.resources, self.counters)
             for out, r, v in zip(outs, results, node.outputs):
@@ -407,7 +408,7 @@ class GpuStep:
                         f"produced {r.dtype}{list(r.shape)}, the GPU step expects {v.type}",
                         **node.error_context())
                 if r.size:
-                    out.copy_to_device(upload_source(r))
+                    transfer.to_device(out, upload_source(r))
         return run
 
     # ------------------------------------------------------------------ running
@@ -449,7 +450,10 @@ class GpuStep:
                     f"attempting to use uninitialized variable '{m.state.name}'")
         for dev, a in zip(self._args, arrays):
             if a.size:
-                dev.copy_to_device(a if not isinstance(a, np.ndarray) else upload_source(a))
+                if isinstance(a, np.ndarray):
+                    transfer.to_device(dev, upload_source(a))
+                else:  # a device array: a device-to-device copy
+                    dev.copy_to_device(a)
         if self._failing:
             self._status.copy_to_device(self._zeros)
         try:
@@ -466,7 +470,7 @@ class GpuStep:
         if keep_on_device:
             results = [self._fresh_device_copy(r) for r in self._results]
         else:
-            results = [r.copy_to_host() if r.size else np.empty(r.shape, r.dtype)
+            results = [transfer.to_host(r) if r.size else np.empty(r.shape, r.dtype)
                        for r in self._results]
         for name in plan.assigned:
             self._by_name[name].to_host()

@@ -35,6 +35,7 @@ from ...compiler.ir import Graph, Node, Value
 from ...compiler.types import TensorType
 from ...runtime.kernel_context import CallCounters
 from ...runtime.resources import ResourceManager
+from . import transfer
 from .interop import DeviceTensor
 
 _log = logging.getLogger(__name__)
@@ -98,7 +99,7 @@ class GpuRuntime:
         if arr.size:
             buf = self._pinned.take(arr.shape, arr.dtype)
             np.copyto(buf, arr)
-            dev.copy_to_device(buf)
+            transfer.to_device(dev, buf)
             self._pinned.give(buf)
         with self._lock:
             self.uploads += 1
@@ -114,7 +115,7 @@ class GpuRuntime:
         if not value.size:
             return np.empty(value.shape, value.dtype)
         buf = self._pinned.take(value.shape, value.dtype)
-        value.array.copy_to_host(buf)
+        transfer.to_host(value.array, buf)
         out = np.array(buf, copy=True)
         self._pinned.give(buf)
         return out

@@ -17,6 +17,7 @@ import weakref
 import numpy as np
 
 from ...runtime.resources import VariableState
+from . import transfer
 from .allocator import Block, CachingAllocator, upload_source
 
 
@@ -58,14 +59,14 @@ class Mirror:
         snap = self.snapshot
         if snap is None or snap.shape != value.shape or not np.array_equal(
                 snap, value, equal_nan=value.dtype.kind == "f"):
-            self.array.copy_to_device(upload_source(value))
+            transfer.to_device(self.array, upload_source(value))
             self.snapshot = value.copy()
             self.uploads += 1
         return True
 
     def to_host(self) -> None:
         """Download the device value into the host value (call under the lock)."""
-        host = self.array.copy_to_host()
+        host = transfer.to_host(self.array)
         if self.state.value is not None and self.state.value.shape == host.shape:
             np.copyto(self.state.value, host)
         else:
