@@ -16,7 +16,7 @@ import numpy as np
 
 import tensorweave as tw
 
-from . import backend
+from . import backend, utils
 
 __all__ = ["Initializer", "Zeros", "Ones", "Constant", "RandomUniform", "RandomNormal",
            "TruncatedNormal", "VarianceScaling", "GlorotUniform", "GlorotNormal", "HeUniform",
@@ -311,6 +311,11 @@ _BY_NAME: dict[str, type[Initializer]] = {
     "lecun_normal": LecunNormal, "orthogonal": Orthogonal, "identity": Identity,
 }
 
+# the public Initializer classes, by name (`deserialize`)
+_CLASSES: dict[str, type[Initializer]] = {
+    name: cls for name, cls in globals().items()
+    if name in __all__ and isinstance(cls, type) and issubclass(cls, Initializer)}
+
 
 def get(identifier: Any) -> Initializer | None:
     """An initializer from a name (``'glorot_uniform'``), a class, an instance, a config
@@ -344,8 +349,5 @@ def deserialize(config: Any, custom_objects: dict[str, Any] | None = None) -> An
     """The initializer `serialize` described."""
     if config is None or isinstance(config, str):
         return get(config)
-    name = config["class_name"]
-    cls = (custom_objects or {}).get(name) or globals().get(name)
-    if not (isinstance(cls, type) and issubclass(cls, Initializer)):
-        raise ValueError(f"Unknown initializer class {name!r}")
-    return cls.from_config(config.get("config", {}))
+    return utils.object_from_config(config, custom_objects, _CLASSES, "initializer",
+                                    base=Initializer)

@@ -15,7 +15,7 @@ from typing import Any
 
 import tensorweave as tw
 
-from . import activations, backend
+from . import activations, backend, utils
 
 __all__ = ["Loss", "LossFunctionWrapper", "Reduction", "MeanSquaredError", "MeanAbsoluteError",
            "MeanAbsolutePercentageError", "MeanSquaredLogarithmicError", "BinaryCrossentropy",
@@ -437,6 +437,10 @@ _FUNCTIONS: dict[str, Callable[..., Any]] = {
     "log_cosh": log_cosh, "logcosh": log_cosh, "huber": huber, "huber_loss": huber,
     "cosine_similarity": cosine_similarity,
 }
+# the public Loss classes, by name (`get`, `deserialize`)
+_CLASSES: dict[str, type[Loss]] = {
+    name: cls for name, cls in globals().items()
+    if name in __all__ and isinstance(cls, type) and issubclass(cls, Loss)}
 
 
 def get(identifier: Any) -> Any:
@@ -445,13 +449,8 @@ def get(identifier: Any) -> Any:
     if identifier is None or isinstance(identifier, Loss):
         return identifier
     if isinstance(identifier, str):
-        if identifier in _FUNCTIONS:
-            return _FUNCTIONS[identifier]
-        cls = globals().get(identifier)
-        if isinstance(cls, type) and issubclass(cls, Loss) and identifier in __all__:
-            return cls()
-        raise ValueError(f"Unknown loss function: {identifier!r}. Please ensure you are "
-                         f"using a `tw.keras.losses` name or a callable.")
+        return utils.object_from_name(identifier, _FUNCTIONS, _CLASSES, "loss function",
+                                      "losses")
     if isinstance(identifier, dict):
         return deserialize(identifier)
     if callable(identifier):
@@ -461,22 +460,9 @@ def get(identifier: Any) -> Any:
 
 def serialize(loss: Any) -> Any:
     """A name (built-in functions) or ``{'class_name', 'config'}`` (Loss objects)."""
-    if isinstance(loss, Loss):
-        return {"class_name": type(loss).__name__, "config": loss.get_config()}
-    for name, fn in _FUNCTIONS.items():
-        if fn is loss:
-            return name
-    return getattr(loss, "__name__", loss)
+    return utils.serialize_object(loss, Loss, _FUNCTIONS)
 
 
 def deserialize(config: Any, custom_objects: dict[str, Any] | None = None) -> Any:
     """The loss `serialize` described (`custom_objects` first)."""
-    if isinstance(config, str):
-        if custom_objects and config in custom_objects:
-            return custom_objects[config]
-        return get(config)
-    name = config["class_name"]
-    cls = (custom_objects or {}).get(name) or (globals().get(name) if name in __all__ else None)
-    if cls is None:
-        raise ValueError(f"Unknown loss class {name!r}")
-    return cls.from_config(config.get("config", {}))
+    return utils.deserialize_object(config, custom_objects, get, _CLASSES, "loss")

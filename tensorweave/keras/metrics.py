@@ -13,7 +13,7 @@ import numpy as np
 
 import tensorweave as tw
 
-from . import backend
+from . import backend, utils
 from . import losses as losses_mod
 from .engine.base_layer import Layer
 
@@ -384,12 +384,8 @@ def get(identifier: Any) -> Any:
     if isinstance(identifier, Metric):
         return identifier
     if isinstance(identifier, str):
-        if identifier in _FUNCTIONS:
-            return _FUNCTIONS[identifier]
-        if identifier in _CLASSES:
-            return _CLASSES[identifier]()
-        raise ValueError(f"Unknown metric function: {identifier!r}. Please ensure you are "
-                         f"using a `tw.keras.metrics` name or a callable.")
+        return utils.object_from_name(identifier, _FUNCTIONS, _CLASSES, "metric function",
+                                      "metrics")
     if isinstance(identifier, dict):
         return deserialize(identifier)
     if isinstance(identifier, type) and issubclass(identifier, Metric):
@@ -401,22 +397,9 @@ def get(identifier: Any) -> Any:
 
 def serialize(metric: Any) -> Any:
     """A name (functions) or ``{'class_name', 'config'}`` (metrics)."""
-    if isinstance(metric, Metric):
-        return {"class_name": type(metric).__name__, "config": metric.get_config()}
-    for name, fn in _FUNCTIONS.items():
-        if fn is metric:
-            return name
-    return getattr(metric, "__name__", metric)
+    return utils.serialize_object(metric, Metric, _FUNCTIONS)
 
 
 def deserialize(config: Any, custom_objects: dict[str, Any] | None = None) -> Any:
     """The metric `serialize` described."""
-    if isinstance(config, str):
-        if custom_objects and config in custom_objects:
-            return custom_objects[config]
-        return get(config)
-    name = config["class_name"]
-    cls = (custom_objects or {}).get(name) or _CLASSES.get(name)
-    if cls is None:
-        raise ValueError(f"Unknown metric class {name!r}")
-    return cls(**config.get("config", {}))
+    return utils.deserialize_object(config, custom_objects, get, _CLASSES, "metric")

@@ -8,6 +8,8 @@ from typing import Any
 
 import tensorweave as tw
 
+from . import utils
+
 __all__ = ["Regularizer", "L1", "L2", "L1L2", "l1", "l2", "l1_l2", "get", "serialize",
            "deserialize"]
 
@@ -125,8 +127,5 @@ def deserialize(config: Any, custom_objects: dict[str, Any] | None = None) -> An
     """The regularizer `serialize` described."""
     if config is None or isinstance(config, str):
         return get(config)
-    name = config["class_name"]
-    cls = (custom_objects or {}).get(name) or {"L1": L1, "L2": L2, "L1L2": L1L2}.get(name)
-    if cls is None:
-        raise ValueError(f"Unknown regularizer class {name!r}")
-    return cls.from_config(config.get("config", {}))
+    return utils.object_from_config(config, custom_objects,
+                                    {"L1": L1, "L2": L2, "L1L2": L1L2}, "regularizer")
