@@ -65,7 +65,9 @@ def _call_signature(cls: type) -> tuple[bool, bool, bool]:
     return "training" in params, "mask" in params, var_kw
 
 
-def _dedup(weights: Sequence[Variable]) -> list[Variable]:
+def dedup_weights(weights: Sequence[Variable]) -> list[Variable]:
+    """`weights` without repeats (by identity: a variable shared by two layers once), in
+    first-seen order."""
     seen: set[int] = set()
     out = []
     for w in weights:
@@ -249,7 +251,7 @@ class Layer(Module):
             return []
         own = [w for w in self._weights_made_here() if w.trainable]
         children = [w for layer in self._sublayers() for w in layer.trainable_weights]
-        return _dedup(own + children)
+        return dedup_weights(own + children)
 
     @property
     def non_trainable_weights(self) -> list[Variable]:
@@ -258,11 +260,11 @@ class Layer(Module):
         if self.trainable:
             own = [w for w in self._weights_made_here() if not w.trainable]
             children = [w for layer in self._sublayers() for w in layer.non_trainable_weights]
-            return _dedup(own + children)
+            return dedup_weights(own + children)
         made = self._weights_made_here()
         own = [w for w in made if w.trainable] + [w for w in made if not w.trainable]
         children = [w for layer in self._sublayers() for w in layer.weights]
-        return _dedup(own + children)
+        return dedup_weights(own + children)
 
     @property
     def weights(self) -> list[Variable]:

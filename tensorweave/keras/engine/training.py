@@ -23,7 +23,7 @@ from ...frontend import nest
 from ...frontend.function import TensorSpec
 from .. import callbacks as callbacks_mod
 from .. import optimizers as optimizers_mod
-from .base_layer import Layer
+from .base_layer import Layer, dedup_weights
 from .compile_utils import LossesContainer, MetricsContainer
 from .data_adapter import (
     DataHandler,
@@ -576,7 +576,7 @@ class Model(Layer):
             return []
         weights = [w for layer in self._self_tracked_trackables for w in layer.trainable_weights]
         weights += [w for w in self._weights_made_here() if w.trainable]
-        return _dedup(weights)
+        return dedup_weights(weights)
 
     @property
     def non_trainable_weights(self) -> list[Any]:
@@ -587,8 +587,8 @@ class Model(Layer):
         own_n = [w for w in self._weights_made_here() if not w.trainable]
         if not self.trainable:
             trainable = [w for layer in layers for w in layer.trainable_weights]
-            return _dedup(own_t + trainable + own_n + non)
-        return _dedup(own_n + non)
+            return dedup_weights(own_t + trainable + own_n + non)
+        return dedup_weights(own_n + non)
 
     @property
     def weights(self) -> list[Any]:
@@ -597,7 +597,7 @@ class Model(Layer):
         weights = [w for layer in self._self_tracked_trackables for w in layer.weights]
         weights += [w for w in self._weights_made_here() if w.trainable]
         weights += [w for w in self._weights_made_here() if not w.trainable]
-        return _dedup(weights)
+        return dedup_weights(weights)
 
     def summary(self, line_length: int | None = None, positions: Any = None,
                 print_fn: Any = None, expand_nested: bool = False, show_trainable: bool = False,
@@ -653,14 +653,3 @@ def _should_eval(epoch: int, validation_freq: Any) -> bool:
         return epoch in validation_freq
     raise ValueError(f"Expected `validation_freq` to be a list or int. Received: "
                      f"validation_freq={validation_freq} of the type {type(validation_freq)}.")
-
-
-def _dedup(weights: list[Any]) -> list[Any]:
-    seen: set[int] = set()
-    out = []
-    for w in weights:
-        if id(w) not in seen:
-            seen.add(id(w))
-            out.append(w)
-    return out
-
