@@ -10,10 +10,10 @@ from typing import Any
 
 import tensorweave as tw
 
-from .. import activations, initializers, regularizers
+from .. import activations
 from ..engine.base_layer import Layer
 from ..engine.input_spec import InputSpec, layer_error
-from .core import _data_format, config_of, no_constraint
+from .core import _data_format, add_configured_weight, config_of, no_constraint, set_weight_options
 
 __all__ = ["Conv", "Conv1D", "Conv2D", "Convolution1D", "Convolution2D", "normalize_tuple",
            "conv_output_length"]
@@ -98,10 +98,10 @@ class Conv(Layer):
                              "channels_last.")
         self.activation = activations.get(activation)
         self.use_bias = use_bias
-        self.kernel_initializer = initializers.get(kernel_initializer)
-        self.bias_initializer = initializers.get(bias_initializer)
-        self.kernel_regularizer = regularizers.get(kernel_regularizer)
-        self.bias_regularizer = regularizers.get(bias_regularizer)
+        set_weight_options(self, kernel_initializer=kernel_initializer,
+                           bias_initializer=bias_initializer,
+                           kernel_regularizer=kernel_regularizer,
+                           bias_regularizer=bias_regularizer)
         self.input_spec = InputSpec(min_ndim=self.rank + 2)
 
     @property
@@ -117,13 +117,9 @@ class Conv(Layer):
                                          f"{tuple(input_shape)}, where axis {axis} (0-based) "
                                          f"is the channel dimension, which found to be `None`.")
         self.input_spec = InputSpec(min_ndim=self.rank + 2, axes={axis: channels})
-        self.kernel = self.add_weight("kernel", shape=[*self.kernel_size, channels,
-                                                       self.filters],
-                                      initializer=self.kernel_initializer,
-                                      regularizer=self.kernel_regularizer)
-        self.bias = (self.add_weight("bias", shape=[self.filters],
-                                     initializer=self.bias_initializer,
-                                     regularizer=self.bias_regularizer)
+        self.kernel = add_configured_weight(self, "kernel",
+                                            [*self.kernel_size, channels, self.filters])
+        self.bias = (add_configured_weight(self, "bias", [self.filters])
                      if self.use_bias else None)
         self.built = True
 

@@ -14,7 +14,8 @@ from ..engine.base_layer import Layer
 from ..engine.input_spec import InputSpec, layer_error
 
 __all__ = ["Dense", "Activation", "Dropout", "Flatten", "Reshape", "Permute", "RepeatVector",
-           "Lambda", "Embedding", "no_constraint", "config_of"]
+           "Lambda", "Embedding", "no_constraint", "config_of", "set_weight_options",
+           "add_configured_weight"]
 
 
 def no_constraint(layer: str, **constraints: Any) -> None:
@@ -40,6 +41,34 @@ def config_of(layer: Layer, **fields: Any) -> dict[str, Any]:
     if layer.activity_regularizer is not None:
         config["activity_regularizer"] = regularizers.serialize(layer.activity_regularizer)
     return config
+
+
+def set_weight_options(layer: Layer, **options: Any) -> None:
+    """Keras' ``<weight>_initializer`` / ``<weight>_regularizer`` arguments as the layer's
+    attributes of those names, through `initializers.get` / `regularizers.get`."""
+    for key, value in options.items():
+        if key.endswith("_initializer"):
+            setattr(layer, key, initializers.get(value))
+        elif key.endswith("_regularizer"):
+            setattr(layer, key, regularizers.get(value))
+        else:
+            raise TypeError(f"set_weight_options: {key!r} is not an initializer or "
+                            f"regularizer argument")
+
+
+def add_configured_weight(layer: Layer, name: str, shape: Sequence[int],
+                          option: str | None = None, initializer: Any = None,
+                          trainable: bool = True) -> Any:
+    """``layer.add_weight(name)`` with the layer's ``<option>_initializer`` (unless
+    `initializer` is given) and ``<option>_regularizer`` (None when it has none);
+    `option` defaults to `name` (Keras calls ``recurrent_kernel``'s option
+    ``recurrent``)."""
+    option = option or name
+    if initializer is None:
+        initializer = getattr(layer, f"{option}_initializer")
+    return layer.add_weight(name, shape=shape, initializer=initializer,
+                            regularizer=getattr(layer, f"{option}_regularizer", None),
+                            trainable=trainable)
 
 
 def _positive_int(value: Any, what: str, layer: str) -> int:
@@ -69,10 +98,10 @@ class Dense(Layer):
         self.units = _positive_int(units, "units", "Dense")
         self.activation = activations.get(activation)
         self.use_bias = use_bias
-        self.kernel_initializer = initializers.get(kernel_initializer)
-        self.bias_initializer = initializers.get(bias_initializer)
-        self.kernel_regularizer = regularizers.get(kernel_regularizer)
-        self.bias_regularizer = regularizers.get(bias_regularizer)
+        set_weight_options(self, kernel_initializer=kernel_initializer,
+                           bias_initializer=bias_initializer,
+                           kernel_regularizer=kernel_regularizer,
+                           bias_regularizer=bias_regularizer)
         self.input_spec = InputSpec(min_ndim=2)
 
     def build(self, input_shape: Any) -> None:
@@ -82,12 +111,8 @@ class Dense(Layer):
                                          f"should be defined. Found None. Full input shape "
                                          f"received: {tuple(input_shape)}")
         self.input_spec = InputSpec(min_ndim=2, axes={-1: last_dim})
-        self.kernel = self.add_weight("kernel", shape=[last_dim, self.units],
-                                      initializer=self.kernel_initializer,
-                                      regularizer=self.kernel_regularizer)
-        self.bias = (self.add_weight("bias", shape=[self.units],
-                                     initializer=self.bias_initializer,
-                                     regularizer=self.bias_regularizer)
+        self.kernel = add_configured_weight(self, "kernel", [last_dim, self.units])
+        self.bias = (add_configured_weight(self, "bias", [self.units])
                      if self.use_bias else None)
         self.built = True
 
@@ -303,15 +328,14 @@ class Embedding(Layer):
             raise NotImplementedError("Embedding: sparse outputs are not supported by tw.keras")
         self.input_dim = _positive_int(input_dim, "input_dim", "Embedding")
         self.output_dim = _positive_int(output_dim, "output_dim", "Embedding")
-        self.embeddings_initializer = initializers.get(embeddings_initializer)
-        self.embeddings_regularizer = regularizers.get(embeddings_regularizer)
+        set_weight_options(self, embeddings_initializer=embeddings_initializer,
+                           embeddings_regularizer=embeddings_regularizer)
         self.mask_zero = mask_zero
         self.input_length = input_length
 
     def build(self, input_shape: Any) -> None:
-        self.embeddings = self.add_weight("embeddings", shape=[self.input_dim, self.output_dim],
-                                          initializer=self.embeddings_initializer,
-                                          regularizer=self.embeddings_regularizer)
+        self.embeddings = add_configured_weight(self, "embeddings",
+                                                [self.input_dim, self.output_dim])
         self.built = True
 
     def call(self, inputs: Any) -> Any:

@@ -14,10 +14,9 @@ from typing import Any
 
 import tensorweave as tw
 
-from .. import initializers, regularizers
 from ..engine.base_layer import Layer
 from ..engine.input_spec import InputSpec, layer_error
-from .core import config_of, no_constraint
+from .core import add_configured_weight, config_of, no_constraint, set_weight_options
 
 __all__ = ["BatchNormalization", "LayerNormalization"]
 
@@ -42,6 +41,14 @@ def _resolve_axes(layer: Layer, axes: list[int], rank: int) -> list[int]:
     if len(set(out)) != len(out):
         raise layer_error(layer.name, f"Duplicate axis: {axes}")
     return sorted(out)
+
+
+def _add_scale_and_offset(layer: Layer, param_shape: list[int]) -> None:
+    """The layer's `gamma` (when `scale`) and `beta` (when `center`), else None."""
+    layer.gamma = (add_configured_weight(layer, "gamma", param_shape)
+                   if layer.scale else None)
+    layer.beta = (add_configured_weight(layer, "beta", param_shape)
+                  if layer.center else None)
 
 
 class BatchNormalization(Layer):
@@ -69,12 +76,12 @@ class BatchNormalization(Layer):
         self.center, self.scale = center, scale
         self.synchronized = synchronized   # one device: the same statistics
         self.fused = fused
-        self.beta_initializer = initializers.get(beta_initializer)
-        self.gamma_initializer = initializers.get(gamma_initializer)
-        self.moving_mean_initializer = initializers.get(moving_mean_initializer)
-        self.moving_variance_initializer = initializers.get(moving_variance_initializer)
-        self.beta_regularizer = regularizers.get(beta_regularizer)
-        self.gamma_regularizer = regularizers.get(gamma_regularizer)
+        set_weight_options(self, beta_initializer=beta_initializer,
+                           gamma_initializer=gamma_initializer,
+                           moving_mean_initializer=moving_mean_initializer,
+                           moving_variance_initializer=moving_variance_initializer,
+                           beta_regularizer=beta_regularizer,
+                           gamma_regularizer=gamma_regularizer)
         self.supports_masking = True
 
     def build(self, input_shape: Any) -> None:
@@ -103,20 +110,11 @@ class BatchNormalization(Layer):
                                   (5, 4): "NDHWC"}[(rank, channel[0])]
         param_shape = [input_shape[a] for a in channel]
         self._param_shape = param_shape
-        self.gamma = (self.add_weight("gamma", shape=param_shape,
-                                      initializer=self.gamma_initializer,
-                                      regularizer=self.gamma_regularizer)
-                      if self.scale else None)
-        self.beta = (self.add_weight("beta", shape=param_shape,
-                                     initializer=self.beta_initializer,
-                                     regularizer=self.beta_regularizer)
-                     if self.center else None)
-        self.moving_mean = self.add_weight("moving_mean", shape=param_shape,
-                                           initializer=self.moving_mean_initializer,
-                                           trainable=False)
-        self.moving_variance = self.add_weight("moving_variance", shape=param_shape,
-                                               initializer=self.moving_variance_initializer,
-                                               trainable=False)
+        _add_scale_and_offset(self, param_shape)
+        self.moving_mean = add_configured_weight(self, "moving_mean", param_shape,
+                                                 trainable=False)
+        self.moving_variance = add_configured_weight(self, "moving_variance", param_shape,
+                                                     trainable=False)
         self.built = True
 
     def _broadcast(self, v: Any, rank: int) -> Any:
@@ -195,10 +193,10 @@ class LayerNormalization(Layer):
         self.axis = _axes(axis)
         self.epsilon = float(epsilon)
         self.center, self.scale = center, scale
-        self.beta_initializer = initializers.get(beta_initializer)
-        self.gamma_initializer = initializers.get(gamma_initializer)
-        self.beta_regularizer = regularizers.get(beta_regularizer)
-        self.gamma_regularizer = regularizers.get(gamma_regularizer)
+        set_weight_options(self, beta_initializer=beta_initializer,
+                           gamma_initializer=gamma_initializer,
+                           beta_regularizer=beta_regularizer,
+                           gamma_regularizer=gamma_regularizer)
         self.supports_masking = True
 
     def build(self, input_shape: Any) -> None:
@@ -208,14 +206,7 @@ class LayerNormalization(Layer):
         if any(d is None for d in param_shape):
             raise layer_error(self.name, f"the normalized axes {self.axis} of the input shape "
                                          f"{tuple(input_shape)} must be known")
-        self.gamma = (self.add_weight("gamma", shape=param_shape,
-                                      initializer=self.gamma_initializer,
-                                      regularizer=self.gamma_regularizer)
-                      if self.scale else None)
-        self.beta = (self.add_weight("beta", shape=param_shape,
-                                     initializer=self.beta_initializer,
-                                     regularizer=self.beta_regularizer)
-                     if self.center else None)
+        _add_scale_and_offset(self, param_shape)
         self.built = True
 
     def call(self, inputs: Any) -> Any:

@@ -15,10 +15,10 @@ import numpy as np
 
 import tensorweave as tw
 
-from .. import activations, initializers, regularizers
+from .. import activations
 from ..engine.base_layer import Layer
 from ..engine.input_spec import InputSpec, layer_error
-from .core import _positive_int, config_of, no_constraint
+from .core import _positive_int, add_configured_weight, config_of, no_constraint, set_weight_options
 
 __all__ = ["SimpleRNN", "LSTM", "GRU"]
 
@@ -57,12 +57,12 @@ class _Recurrent(Layer):
         self.activation = activations.get(activation)
         self.recurrent_activation = activations.get(recurrent_activation)
         self.use_bias = use_bias
-        self.kernel_initializer = initializers.get(kernel_initializer)
-        self.recurrent_initializer = initializers.get(recurrent_initializer)
-        self.bias_initializer = initializers.get(bias_initializer)
-        self.kernel_regularizer = regularizers.get(kernel_regularizer)
-        self.recurrent_regularizer = regularizers.get(recurrent_regularizer)
-        self.bias_regularizer = regularizers.get(bias_regularizer)
+        set_weight_options(self, kernel_initializer=kernel_initializer,
+                           recurrent_initializer=recurrent_initializer,
+                           bias_initializer=bias_initializer,
+                           kernel_regularizer=kernel_regularizer,
+                           recurrent_regularizer=recurrent_regularizer,
+                           bias_regularizer=bias_regularizer)
         self.return_sequences = return_sequences
         self.return_state = return_state
         self.go_backwards = go_backwards
@@ -84,15 +84,11 @@ class _Recurrent(Layer):
                                          f"got shape {tuple(input_shape)}")
         self.input_spec = InputSpec(ndim=3, axes={-1: features})
         g = self._n_gates * self.units
-        self.kernel = self.add_weight("kernel", shape=[features, g],
-                                      initializer=self.kernel_initializer,
-                                      regularizer=self.kernel_regularizer)
-        self.recurrent_kernel = self.add_weight("recurrent_kernel", shape=[self.units, g],
-                                                initializer=self.recurrent_initializer,
-                                                regularizer=self.recurrent_regularizer)
-        self.bias = (self.add_weight("bias", shape=self._bias_shape(),
-                                     initializer=self._bias_initializer(),
-                                     regularizer=self.bias_regularizer)
+        self.kernel = add_configured_weight(self, "kernel", [features, g])
+        self.recurrent_kernel = add_configured_weight(self, "recurrent_kernel",
+                                                      [self.units, g], option="recurrent")
+        self.bias = (add_configured_weight(self, "bias", self._bias_shape(),
+                                           initializer=self._bias_initializer())
                      if self.use_bias else None)
         self.built = True
 
