@@ -223,6 +223,8 @@ class QueueRunner:
                 try:
                     run(op)
                 except self._closed_types:
+                    if getattr(run, "session_closed", lambda: False)():
+                        raise  # closing the session closed its queues: not the input's end
                     input_ended = True
                     return  # the queue was closed: this producer is done
         except Exception as e:  # noqa: BLE001 - handed to the coordinator
