@@ -130,6 +130,13 @@ class Graph:
                 self._names.add(candidate)
                 return candidate
 
+    def rename(self, node: Node, name: str) -> str:
+        """Give `node` the unused name derived from `name` (its old name is free again);
+        returns the new name."""
+        self._names.discard(node.name)
+        node.name = self.unique_name(name)
+        return node.name
+
     def add_arg(self, type: Type, name: str | None = None) -> Value:
         """Append a function argument of the given type."""
         value = Value(type, None, len(self.args), self)

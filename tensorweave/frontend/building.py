@@ -8,6 +8,7 @@ and wraps the outputs as `Tensor`s.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -290,9 +291,46 @@ def constant(value: Any, dtype: DType | str | None = None, shape: Sequence[int] 
             arr = arr.reshape(shape)
     arr = np.array(arr, copy=True)
     arr.flags.writeable = False
-    if current_builder() is None:
+    builder = current_builder()
+    if builder is None:
         return EagerTensor(arr)
+    if name is None and builder.tf1_naming:
+        name = IMPLICIT_CONST  # named after the op that reads it (`_name_implicit_consts`)
     return apply_op("Const", [], {"value": arr}, name=name)[0]
+
+
+# The name a v1 graph gives a constant made without a name (a Python value converted for
+# an op) until an op reads it. TensorFlow 1 converts such a value inside the op's name
+# scope (``x * 2.0`` reads ``mul/y``), so it never takes a ``Const`` name: a program's own
+# ``tf.constant`` is ``Const``, ``Const_1``, ... and is fetched by that name. TensorFlow
+# op names cannot start with "_", so no name a TF1 program asks for is taken meanwhile.
+IMPLICIT_CONST = "_Const"
+_IMPLICIT_CONST_NAME = re.compile(r"(^|/)_Const(_\d+)?$")
+
+
+def _name_implicit_consts(builder: Any, opdef: Any, values: Sequence[Value],
+                          node_name: str) -> None:
+    """Name each unnamed constant that the new node `node_name` reads first as TensorFlow
+    1 does: ``<node_name>/<input name>`` (``mul/y``, ``Add/y``)."""
+    for i, value in enumerate(values):
+        node = value.producer
+        if node is None or node.op != "Const" or node.graph is not builder.graph \
+                or not _IMPLICIT_CONST_NAME.search(node.name):
+            continue
+        new_name = builder.unique_name(f"{node_name}/{_input_name(opdef, i)}/")
+        builder.graph.rename(node, new_name)
+
+
+def _input_name(opdef: Any, i: int) -> str:
+    """The name of input `i` of `opdef` (``values_2`` for the third of a variadic
+    ``*values``)."""
+    names = list(opdef.inputs or ())
+    for k, name in enumerate(names):
+        if name.startswith("*"):
+            return f"{name[1:]}_{i - k}" if i >= k else names[i]
+        if k == i:
+            return name
+    return f"input_{i}"
 
 
 # ------------------------------------------------------------------------ applying ops
@@ -327,6 +365,8 @@ def apply_op(op: str, inputs: Sequence[Any] = (), attrs: Mapping[str, Any] | Non
             prev = builder.last_stateful.get(key)
             if prev is not None and prev not in control and prev.graph is builder.graph:
                 control.append(prev)
+    if builder.tf1_naming and op != "Const":
+        _name_implicit_consts(builder, opdef, values, node_name)
     node = builder.graph.add_node(op, values, attrs, name=node_name, control_inputs=control,
                                   device=builder.device, loc=loc)
     if builder.has_device_functions:

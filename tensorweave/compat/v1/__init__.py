@@ -151,7 +151,16 @@ for _name in _tw.__all__:
     else:
         globals()[_name] = _obj
 
-constant = in_default_graph(_constant)
+
+
+@in_default_graph
+def constant(value: Any, dtype: Any = None, shape: Any = None, name: str | None = "Const",
+             verify_shape: bool = False) -> Any:
+    """TensorFlow 1's ``tf.constant``: named ``Const`` (``Const_1``, ...) by default, a
+    name that a Python value converted for an op never takes (it is ``mul/y``)."""
+    return _constant(value, dtype, shape, name=name or "Const")
+
+
 # (they return the variable's value after the update, as TensorFlow 1's do)
 scatter_add = in_default_graph(_scatter.returning_value(_scatter.scatter_add))
 scatter_sub = in_default_graph(_scatter.returning_value(_scatter.scatter_sub))
@@ -160,7 +169,16 @@ scatter_mul = in_default_graph(_scatter.returning_value(_scatter.scatter_mul))
 scatter_div = in_default_graph(_scatter.returning_value(_scatter.scatter_div))
 scatter_min = in_default_graph(_scatter.returning_value(_scatter.scatter_min))
 scatter_max = in_default_graph(_scatter.returning_value(_scatter.scatter_max))
-convert_to_tensor = in_default_graph(_tw.convert_to_tensor)
+
+
+@in_default_graph
+def convert_to_tensor(value: Any, dtype: Any = None, name: str | None = None,
+                      preferred_dtype: Any = None, dtype_hint: Any = None) -> Any:
+    """TensorFlow 1's ``tf.convert_to_tensor``: a new constant is named ``Const`` (or
+    `name`), as ``tf.constant``'s."""
+    return _tw.convert_to_tensor(value, dtype, name=name or "Const",
+                                 dtype_hint=dtype_hint if dtype_hint is not None
+                                 else preferred_dtype)
 
 
 def _variable_update(method: str) -> Any:
@@ -601,13 +619,18 @@ if _random_src is not None:
 
 _public_only(queue)
 
+# TensorFlow 1's name scopes of its Python-level functions (clip_by_value/..., zeros, ...)
+from . import tf1_scopes as _tf1_scopes  # noqa: E402
+
+_tf1_scopes.apply({"": globals(), "nn": nn, "math": math, "debugging": debugging})
+
 
 # names bound here that are how this module is built, not TensorFlow 1's API
 _IMPLEMENTATION = frozenset({"annotations", "graph", "session", "in_default_graph", "compat",
                              "initializers", "partitioners", "var_scope",
                              "operation_run", "assertions", "checkpoint_utils",
                              "control_flow_v1", "moving_averages", "variable_collections",
-                             "aliases", "template", "activations"})
+                             "aliases", "template", "activations", "tf1_scopes"})
 
 
 def _is_api(name: str, obj: Any) -> bool:

@@ -308,7 +308,9 @@ class Variable(_Variable):
                 if callable(initial_value):
                     with name_scope("Initializer"):
                         initial_value = initial_value()
-                init = convert_to_tensor(initial_value, dtype_hint=dtype)
+                # (a Python value is TensorFlow's ``<name>/initial_value``)
+                init = convert_to_tensor(initial_value, dtype_hint=dtype,
+                                         name="initial_value")
                 if dtype is not None and init.dtype is not as_dtype(dtype):
                     from ...frontend.ops.math import cast
                     init = cast(init, dtype)
