@@ -41,7 +41,7 @@ from ...compiler.dtypes import (
 )
 from ...compiler.registry import attr, def_op, not_differentiable
 from ...compiler.types import TensorType, format_shape
-from ...errors import InvalidArgumentError, ShapeError, UnknownError
+from ...errors import InvalidArgumentError, OutOfRangeError, ShapeError, UnimplementedError, UnknownError
 from ...frontend.building import apply_op, convert_to_tensor
 from ...frontend.call_site import user_location
 from ...frontend.context import current_builder
@@ -97,6 +97,13 @@ def _message_name(dtype: Any) -> str:
     return _TF_MESSAGE_NAMES.get(d, d.tf_name)
 
 
+# The error of a Python function's exception, as TensorFlow's py_func maps them (others:
+# UnknownError). StopIteration is how a py_func reading an iterator says the input ended:
+# OutOfRangeError, which ends a queue runner's input as any other end does.
+_PYTHON_ERRORS = {ValueError: InvalidArgumentError, TypeError: InvalidArgumentError,
+                  StopIteration: OutOfRangeError, NotImplementedError: UnimplementedError}
+
+
 @PyFunc.kernel("reference")
 def _py_func_kernel(*inputs: Any, token: str, Tout: tuple, unshaped: tuple = ()) -> tuple:
     func = _functions.get(token)
@@ -108,7 +115,9 @@ def _py_func_kernel(*inputs: Any, token: str, Tout: tuple, unshaped: tuple = ())
     try:
         result = func(*args)
     except Exception as e:
-        raise UnknownError(f"{type(e).__name__}: {e}\n{traceback.format_exc()}") from e
+        error = next((tw_error for py_error, tw_error in _PYTHON_ERRORS.items()
+                      if isinstance(e, py_error)), UnknownError)
+        raise error(f"{type(e).__name__}: {e}\n{traceback.format_exc()}") from e
     if not Tout and result is None:
         return ()
     values = list(result) if isinstance(result, (list, tuple)) else [result]
