@@ -57,7 +57,7 @@ def _rows(batches: list) -> np.ndarray:
 def test_limit_epochs_repeats_then_out_of_range():
     with tf.Graph().as_default():
         x = tf.train.limit_epochs(tf.constant([1, 2]), 3)
-        assert x.name.startswith("limit_epochs/")
+        assert x.name == "limit_epochs:0"  # TensorFlow's name
         (epochs,) = tf.local_variables()
         assert epochs.name == "limit_epochs/epochs:0" and epochs.dtype is tw.int64
         assert tf.global_variables() == [] and tf.trainable_variables() == []
@@ -164,7 +164,7 @@ def test_batch_structure_shapes_and_graph_contents():
     with tf.Graph().as_default() as g:
         one = tf.train.batch([tf.constant([1, 2, 3])], 2)
         assert isinstance(one, tw.Tensor) and one.shape == (2, 3)
-        assert one.name.startswith("batch/")
+        assert one.name == "batch:0"  # TensorFlow's name
         two = tf.train.batch((tf.constant([1, 2, 3]), tf.constant(4.0)), 2)
         assert isinstance(two, list) and [t.shape for t in two] == [(2, 3), (2,)]
         d = tf.train.batch({"b": tf.constant([1, 2, 3]), "a": tf.constant(4.0)}, 2)

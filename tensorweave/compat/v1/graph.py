@@ -449,6 +449,12 @@ class Variable(_Variable):
         from .session import get_default_session
         return (session or get_default_session()).run(self)
 
+    def count_up_to(self, limit: int) -> Tensor:
+        """TensorFlow 1's ``Variable.count_up_to``: ``tf.count_up_to(self, limit)``, the
+        value before an increment; OutOfRangeError once it has reached `limit`."""
+        from .input_epochs import count_up_to
+        return count_up_to(self, limit)
+
     def load(self, value: Any, session: Any = None) -> None:
         """Set the variable to `value` in `session` (default: the default session)
         without adding ops, as TensorFlow 1's ``Variable.load``: runs the initializer with

@@ -178,7 +178,10 @@ def _enqueue_ops(queue: Any, lists: list[list[Tensor]], keep: Tensor | bool,
     return ops
 
 
-def _dequeue(queue: Any, batch_size: Any, allow_smaller_final_batch: bool, fn: str) -> Any:
+def _dequeue(queue: Any, batch_size: Any, allow_smaller_final_batch: bool, fn: str,
+             scope: str) -> Any:
+    """The batch's dequeue, named as its scope (``batch``, ``shuffle_batch_1``): TensorFlow's
+    name of the result, ``batch:0``."""
     if isinstance(batch_size, Tensor) or not isinstance(batch_size, (int, np.integer)):
         raise DTypeError(f"batch_size must be a Python int (tensorweave's dequeues take a "
                          f"static count), got {batch_size!r}", **_where(fn))
@@ -186,7 +189,7 @@ def _dequeue(queue: Any, batch_size: Any, allow_smaller_final_batch: bool, fn: s
         raise InvalidArgumentError(f"batch_size must be positive, got {batch_size}",
                                    **_where(fn))
     take = queue.dequeue_up_to if allow_smaller_final_batch else queue.dequeue_many
-    return take(int(batch_size))
+    return take(int(batch_size), name=scope)
 
 
 def _build(fn: str, kind: str, tensors_list: list[Any], batch_size: Any, keep_input: Any, *,
@@ -222,7 +225,7 @@ def _build(fn: str, kind: str, tensors_list: list[Any], batch_size: Any, keep_in
                                   above=min_after_dequeue)
         else:
             fraction_full_summary(f"fraction_of_{capacity}_full", queue, capacity)
-        dequeued = _dequeue(queue, batch_size, allow_smaller_final_batch, fn)
+        dequeued = _dequeue(queue, batch_size, allow_smaller_final_batch, fn, scope)
         return _as_original_type(tensors_list[0], dequeued)
 
 

@@ -89,13 +89,13 @@ def limit_epochs(tensor: Any, num_epochs: int | None = None, name: str | None = 
     if num_epochs <= 0:
         raise InvalidArgumentError(f"num_epochs must be > 0 not {num_epochs}",
                                    op="tf.train.limit_epochs", location=str(user_location()))
-    with name_scope(name or "limit_epochs"):
+    with name_scope(name or "limit_epochs") as scope:
         tensor = convert_to_tensor(tensor)
         epochs = Variable(np.int64(0), name="epochs", trainable=False,
                           collections=[GraphKeys.LOCAL_VARIABLES])
         counter = count_up_to(epochs, num_epochs)
         with control_dependencies([counter]):
-            return identity(tensor)
+            return identity(tensor, name=scope)  # TensorFlow's ``limit_epochs:0``
 
 
 __all__ = ["count_up_to", "limit_epochs"]
