@@ -467,7 +467,12 @@ class Function:
             elif _is_foreign(leaf):  # another library's array: viewed as NumPy, not copied
                 leaves[i] = as_numpy(leaf, f"argument '{names[i]}'", f"{self.name}()")
             if isinstance(leaves[i], np.ndarray):  # big-endian: converted (a new array,
-                leaves[i] = native_byte_order(leaves[i])  # so no fast-path entry keeps it)
+                try:                                  # so no fast-path entry keeps it)
+                    leaves[i] = native_byte_order(leaves[i])
+                except DTypeError as e:  # an object array that is not text
+                    raise DTypeError(f"argument '{names[i]}': NumPy dtype {leaves[i].dtype} "
+                                     f"has no tensorweave equivalent: {e.message}",
+                                     op=f"{self.name}()", location=_location()) from None
         return leaves, tree, names
 
     def _coerce_to_signature(self, bound: inspect.BoundArguments) -> None:
