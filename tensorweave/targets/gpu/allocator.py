@@ -153,13 +153,3 @@ def default_allocator() -> CachingAllocator:
 
 __all__ = ["GRANULE", "Block", "CachingAllocator", "default_allocator", "round_size"]
 
-
-def upload_source(value: Any) -> np.ndarray:
-    """Host array `value` laid out as a copy to the device reads it: C-contiguous with no
-    zero strides. NumPy calls a view such as ``np.ones(6)[:, None]`` (strides (8, 0))
-    contiguous, but numba's device copy drops its stride-0 axes first and then finds
-    shapes (6,) and (6, 1) that differ."""
-    value = np.asarray(value)
-    if value.flags.c_contiguous and 0 not in value.strides:
-        return value
-    return np.array(value, order="C", copy=True)

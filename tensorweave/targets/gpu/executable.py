@@ -18,7 +18,6 @@ from ...runtime.kernel_context import CallCounters
 from ...runtime.resources import ResourceManager, default_resource_manager
 from ..step_cache import StepCache
 from . import transfer
-from .allocator import upload_source
 from .device import require
 from .interop import DeviceTensor, as_device_array, is_device_object, to_host
 from .runner import GpuStep, Mismatch
@@ -123,7 +122,7 @@ class GpuExecutable:
         blk = self.allocator.allocate(max(1, value.nbytes))
         out = blk.view(value.dtype, value.shape)
         if value.size:
-            transfer.to_device(out, upload_source(value))
+            transfer.to_device(out, value)
         return DeviceTensor(out, blk, self.allocator)
 
     def run(self, args: Any, timeout: float | None = None, **kw: Any) -> list[Any]:

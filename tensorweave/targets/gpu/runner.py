@@ -38,7 +38,7 @@ from ...errors import FailedPreconditionError, InvalidArgumentError
 from ...runtime.kernel_context import CallCounters
 from ...runtime.resources import ResourceManager
 from . import transfer
-from .allocator import Block, CachingAllocator, round_size, upload_source
+from .allocator import Block, CachingAllocator, round_size
 from .compile import configured
 from .step import Branch, Copy, HostCall, Launch, Loop, Offset, Slot, StepPlan, walk_actions
 from .variables import Mirror, mirror
@@ -154,7 +154,7 @@ class GpuStep:
         blk = self._own(value.nbytes)
         arr = blk.view(value.dtype, value.shape)
         if value.size:
-            transfer.to_device(arr, upload_source(value))
+            transfer.to_device(arr, value)
         return arr
 
     def _array(self, slot: Slot, t: int = 0) -> Any:
@@ -408,7 +408,7 @@ class GpuStep:
                         f"produced {r.dtype}{list(r.shape)}, the GPU step expects {v.type}",
                         **node.error_context())
                 if r.size:
-                    transfer.to_device(out, upload_source(r))
+                    transfer.to_device(out, r)
         return run
 
     # ------------------------------------------------------------------ running
@@ -451,7 +451,7 @@ class GpuStep:
         for dev, a in zip(self._args, arrays):
             if a.size:
                 if isinstance(a, np.ndarray):
-                    transfer.to_device(dev, upload_source(a))
+                    transfer.to_device(dev, a)
                 else:  # a device array: a device-to-device copy
                     dev.copy_to_device(a)
         if self._failing:

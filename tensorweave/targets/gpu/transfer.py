@@ -24,8 +24,21 @@ def _bits(dtype: np.dtype) -> np.dtype | None:
         return np.dtype(f"u{dtype.itemsize}")
 
 
-def to_device(dev: Any, host: np.ndarray) -> None:
-    """``dev.copy_to_device(host)`` for a host array of any dtype (shapes must match)."""
+def upload_source(value: Any) -> np.ndarray:
+    """Host array `value` laid out as a copy to the device reads it: C-contiguous with no
+    zero strides. NumPy calls a view such as ``np.ones(6)[:, None]`` (strides (8, 0))
+    contiguous, but numba's device copy drops its stride-0 axes first and then finds
+    shapes (6,) and (6, 1) that differ."""
+    value = np.asarray(value)
+    if value.flags.c_contiguous and 0 not in value.strides:
+        return value
+    return np.array(value, order="C", copy=True)
+
+
+def to_device(dev: Any, host: Any) -> None:
+    """``dev.copy_to_device(host)`` for a host array of any dtype and layout (shapes
+    must match): laid out by `upload_source` first."""
+    host = upload_source(host)
     bits = _bits(np.dtype(host.dtype))
     if bits is None:
         dev.copy_to_device(host)

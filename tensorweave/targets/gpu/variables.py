@@ -18,7 +18,7 @@ import numpy as np
 
 from ...runtime.resources import VariableState
 from . import transfer
-from .allocator import Block, CachingAllocator, upload_source
+from .allocator import Block, CachingAllocator
 
 
 class Mirror:
@@ -59,7 +59,7 @@ class Mirror:
         snap = self.snapshot
         if snap is None or snap.shape != value.shape or not np.array_equal(
                 snap, value, equal_nan=value.dtype.kind == "f"):
-            transfer.to_device(self.array, upload_source(value))
+            transfer.to_device(self.array, value)
             self.snapshot = value.copy()
             self.uploads += 1
         return True
