@@ -1195,8 +1195,8 @@ def _conv2d_backprop_input(cx: LoweringContext) -> None:
         # The correlation multiplies the zero frame around dY by the filter: with an inf
         # or NaN in the filter that gives NaN where the gradient (the reference, TF) sums
         # only real dY positions. Such a filter takes a plain loop nest over the real
-        # positions (the scan costs one pass over the filter; the loop nest is small
-        # code: a second col2im path cost 14% more compile time for a CNN step)
+        # positions (the scan costs one pass over the filter; the loop nest is less code
+        # to compile beside the direct path than a second col2im path)
         with b.if_else(_all_finite(cx, dtype, w, g.patch * o)) as (finite, not_finite):
             with finite:
                 _input_grad_direct(cx, dtype, g, o, w, dy, dx)
