@@ -76,7 +76,10 @@ def test_decode_raw_reads_numpys_bytes(dtype, little, rows, width, data):
 @settings(max_examples=40, deadline=None)
 @given(st.lists(st.tuples(st.integers(-2**31, 2**31 - 1), st.integers(-2**63, 2**63 - 1),
                           st.floats(allow_nan=False), st.floats(width=32, allow_nan=False),
-                          st.text(alphabet=st.characters(blacklist_characters='",\r\n'),
+                          # (no lone surrogates: a record is UTF-8 text, and Python
+                          # cannot encode '\ud800', the test's own encode() failed)
+                          st.text(alphabet=st.characters(blacklist_characters='",\r\n',
+                                                         blacklist_categories=("Cs",)),
                                   max_size=4)),
                 max_size=5))
 def test_decode_csv_reads_back_what_python_writes(rows):
